@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package perseus needs to build, test and run. Idempotent:
+# packages already present are skipped, so it is cheap to call before every build.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  liblemon-dev              # max flow (Preflow) for the solver's minimum cut
+  libeigen3-dev             # Levenberg-Marquardt (MINPACK port) for the cost fits
+  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libcpp-httplib-dev libsqlite3-dev   # server
+  pybind11-dev python3-dev python3-pytest python3-numpy
+  coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q >/dev/null
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,78 @@
+// From measured options to what the solver needs per operation: Pareto-filtered,
+// quantised options and a fitted exponential cost model of effective energy.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "perseus/model/instruction.hpp"
+#include "perseus/profile/profile.hpp"
+
+namespace perseus {
+
+// cost(q) = a * exp(b * q) + c, q in units of the unit time.
+struct ExpCost {
+  double a = 0.0;
+  double b = 0.0;
+  double c = 0.0;
+  double operator()(double q) const;
+};
+
+// One surviving option of an operation.
+struct Option {
+  Measurement measurement;
+  std::int64_t q = 0;             // quantised time, units of unit_time
+  double effective_energy = 0.0;  // energy - p_blocking * q * unit_time
+};
+
+// Everything the solver knows about one (stage, instruction) operation.
+struct OperationOptions {
+  int stage = 0;
+  InstructionKind kind = InstructionKind::kForward;
+  std::vector<Option> options;  // Pareto-optimal, one per q, sorted by q descending (slowest first)
+  ExpCost cost;                 // fitted (or overridden) model of effective energy vs q
+  bool cost_overridden = false;
+  double fit_mse = 0.0;         // mean squared error of the fit on `options`
+
+  std::int64_t min_q() const { return options.back().q; }
+  std::int64_t max_q() const { return options.front().q; }
+  // One option only: a constant-time operation, never sped up or slowed down.
+  bool is_constant() const { return options.size() == 1; }
+  // Index of the slowest option with q <= d (the fastest when d is below all of them).
+  std::size_t option_for_duration(std::int64_t d) const;
+  // Fitted effective energy at duration d (the constant option's energy if constant).
+  double fitted_cost(std::int64_t d) const;
+};
+
+struct OptionsConfig {
+  double unit_time = 0.001;  // tau, seconds
+  double p_blocking = 0.0;   // W
+  // Coefficients that replace the fit, keyed by (stage, instruction).
+  std::map<std::pair<int, InstructionKind>, ExpCost> overrides;
+};
+
+struct Warning {
+  std::string message;
+};
+
+// Reads overrides from a CSV with header `instruction,stage,...,a,b,c` (the reference's
+// fit file format; other columns ignored). Throws InputError.
+std::map<std::pair<int, InstructionKind>, ExpCost> read_cost_overrides(
+    const std::filesystem::path& path);
+
+// Python's float floor division (a // b), which the reference uses to quantise.
+double python_floordiv(double a, double b);
+
+// Builds the options of every operation in `profile`. Throws InputError for bad
+// configuration (non-positive unit time or p_blocking, all options collapsing to one
+// duration) and SolveError for a fit that cannot be made; appends warnings for
+// suspicious but usable data (non-convex measurements, poor fits).
+std::vector<OperationOptions> build_operation_options(const Profile& profile,
+                                                      const OptionsConfig& config,
+                                                      std::vector<Warning>* warnings);
+
+}  // namespace perseus

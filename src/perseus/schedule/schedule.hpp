@@ -1,0 +1,41 @@
+// Pipeline schedules: the per-stage order of instructions for one training iteration.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perseus/model/instruction.hpp"
+
+namespace perseus {
+
+enum class ScheduleKind {
+  k1F1B,                 // PipeDream-Flush, the DeepSpeed/Megatron order (formats.md)
+  kGPipe,                // all forwards, then all backwards
+  kInterleaved1F1B,      // Megatron-LM virtual pipeline with `chunks` model chunks per device
+  k1F1BEarlyRecompute,   // 1F1B with each backward preceded by its forward recomputation (Merak)
+};
+
+std::string_view to_string(ScheduleKind kind);  // "1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute"
+// Throws InputError listing the known names.
+ScheduleKind parse_schedule_kind(std::string_view name);
+
+struct ScheduleSpec {
+  ScheduleKind kind = ScheduleKind::k1F1B;
+  int stages = 1;        // S
+  int microbatches = 1;  // M
+  int chunks = 1;        // v, interleaved only
+  bool data_load = false;  // a load instruction on stage 0 before each microbatch's first forward
+};
+
+struct Schedule {
+  ScheduleSpec spec;
+  std::vector<std::vector<Instruction>> per_stage;  // execution order on each device
+  std::size_t num_instructions() const;
+};
+
+// Throws InputError for S < 1, M < 1, v < 1, v > 1 with a non-interleaved kind, or M not a
+// multiple of S for interleaved 1F1B.
+Schedule make_schedule(const ScheduleSpec& spec);
+
+}  // namespace perseus

@@ -1,0 +1,55 @@
+// An energy-scheduling problem: a pipeline's DAG with, for every node, the operation
+// options it may run with. Plans are expressed as one option index per DAG node.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "perseus/cost/operation_options.hpp"
+#include "perseus/schedule/dag.hpp"
+
+namespace perseus {
+
+// Option index per DAG node (into problem.options_of(node).options).
+using OptionChoice = std::vector<std::int32_t>;
+
+struct EnergyProblem {
+  Dag dag;
+  std::vector<OperationOptions> operations;  // one per (virtual stage, instruction kind)
+  std::vector<std::int32_t> node_operation;  // DAG node -> index into `operations`
+  double unit_time = 0.001;                  // tau, s
+  double p_blocking = 0.0;                   // W
+
+  const OperationOptions& options_of(Dag::NodeId n) const { return operations[node_operation[n]]; }
+  const Option& chosen(Dag::NodeId n, const OptionChoice& choice) const {
+    return options_of(n).options[choice[n]];
+  }
+  int num_gpus() const { return dag.num_stages(); }
+};
+
+// Binds a schedule's DAG to a profile's options. Throws InputError when the profile lacks
+// an operation the schedule needs (naming stage and instruction) or has stages the schedule
+// does not. Recompute instructions use the forward options when the profile has none;
+// load instructions need `load` rows in the profile. With interleaving (v chunks) the profile
+// may have S*v stages (one per virtual stage) or S (each chunk then takes 1/v of its stage's
+// time and energy).
+EnergyProblem make_problem(const Profile& profile, const ScheduleSpec& spec,
+                           const OptionsConfig& config, std::vector<Warning>* warnings);
+
+// What a plan costs on the measured data (no fitting, no quantisation).
+struct MeasuredFigures {
+  double time_s = 0.0;              // critical path over measured option times
+  double energy_j = 0.0;            // computation + blocking: the iteration energy
+  double computation_energy_j = 0.0;  // sum of measured option energies
+  double blocking_energy_j = 0.0;     // p_blocking * (S * time - sum of option times)
+};
+
+MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice);
+
+// All-max plan: every operation at its fastest option.
+OptionChoice fastest_choice(const EnergyProblem& problem);
+// All-slowest plan (the minimum-energy start of the crawl).
+OptionChoice slowest_choice(const EnergyProblem& problem);
+
+}  // namespace perseus
