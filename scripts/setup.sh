@@ -8,7 +8,7 @@ PACKAGES=(
   liblemon-dev              # max flow (Preflow) for the solver's minimum cut
   libeigen3-dev             # Levenberg-Marquardt (MINPACK port) for the cost fits
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  libcpp-httplib-dev libsqlite3-dev   # server
+  libcpp-httplib-dev libsqlite3-dev chromium   # server (chromium: headless test of its web page)
   pybind11-dev python3-dev python3-pytest python3-numpy
   coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks
 )

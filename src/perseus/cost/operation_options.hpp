@@ -44,7 +44,8 @@ struct OperationOptions {
   bool is_constant() const { return options.size() == 1; }
   // Index of the slowest option with q <= d (the fastest when d is below all of them).
   std::size_t option_for_duration(std::int64_t d) const;
-  // Fitted effective energy at duration d (the constant option's energy if constant).
+  // cost(d): the fitted (or overridden) effective energy at duration d. A constant
+  // operation's cost is {0, 0, its option's effective energy} unless overridden.
   double fitted_cost(std::int64_t d) const;
 };
 

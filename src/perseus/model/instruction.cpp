@@ -21,7 +21,10 @@ std::string label(const Instruction& instruction) {
   static constexpr std::array<char, 5> kLetters = {'F', 'B', 'R', 'L', 'C'};
   std::string out(1, kLetters[static_cast<std::size_t>(instruction.kind)]);
   out += std::to_string(instruction.microbatch);
-  if (instruction.chunk > 0) out += "." + std::to_string(instruction.chunk);
+  if (instruction.chunk > 0) {
+    out += '.';
+    out += std::to_string(instruction.chunk);
+  }
   return out;
 }
 

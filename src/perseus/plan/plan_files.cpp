@@ -1,1 +1,231 @@
-// placeholder, being written
+#include "perseus/plan/plan_files.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace perseus {
+
+Plan make_plan(const EnergyProblem& problem, const OptionChoice& choice) {
+  Plan plan;
+  plan.stages.resize(problem.dag.num_stages());
+  for (int s = 0; s < problem.dag.num_stages(); ++s) {
+    for (Dag::NodeId n : problem.dag.stage_nodes(s)) {
+      const Measurement& m = problem.chosen(n, choice).measurement;
+      plan.stages[s].push_back({problem.dag.instruction(n), m.knob, m.frequency_mhz, m.time_s, m.energy_j});
+    }
+  }
+  plan.measured = evaluate_measured(problem, choice);
+  return plan;
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& stage : plan.stages) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const PlannedInstruction& p : stage) {
+      list.push_back({{"instruction", to_string(p.instruction.kind)},
+                      {"microbatch", p.instruction.microbatch},
+                      {"chunk", p.instruction.chunk},
+                      {"knob", p.knob},
+                      {"frequency_mhz", p.frequency_mhz},
+                      {"time_s", p.time_s},
+                      {"energy_j", p.energy_j}});
+    }
+    stages.push_back(std::move(list));
+  }
+  return {{"schema", "perseus.plan/1"},
+          {"time_s", plan.measured.time_s},
+          {"energy_j", plan.measured.energy_j},
+          {"computation_energy_j", plan.measured.computation_energy_j},
+          {"blocking_energy_j", plan.measured.blocking_energy_j},
+          {"stages", std::move(stages)}};
+}
+
+std::string plan_to_freqs_pipeline(const Plan& plan, const std::vector<std::string>& comments) {
+  std::string out = "[\n";
+  for (const auto& stage : plan.stages) {
+    out += "[";
+    for (std::size_t i = 0; i < stage.size(); ++i) {
+      if (i) out += ", ";
+      out += fmt::format("('{}', {})", to_string(stage[i].instruction.kind), stage[i].frequency_mhz);
+    }
+    out += "],\n";
+  }
+  out += "]\n";
+  for (const std::string& comment : comments) out += "# " + comment + "\n";
+  return out;
+}
+
+namespace {
+
+// A small recursive-descent reader for the one literal shape freqs_pipeline files hold.
+class FreqsParser {
+ public:
+  FreqsParser(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+
+  StageFrequencies parse() {
+    StageFrequencies stages;
+    expect('[', "'[' opening the list of stages");
+    while (true) {
+      skip_space_and_comments();
+      if (peek() == ']') break;
+      stages.push_back(parse_stage());
+      skip_space_and_comments();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() != ']') fail("',' or ']' after a stage list");
+    }
+    ++pos_;
+    skip_space_and_comments();
+    if (pos_ != text_.size()) fail("only comments after the closing ']'");
+    if (stages.empty()) fail("at least one stage");
+    return stages;
+  }
+
+ private:
+  std::vector<std::pair<std::string, int>> parse_stage() {
+    std::vector<std::pair<std::string, int>> stage;
+    expect('[', "'[' opening a stage's list");
+    while (true) {
+      skip_space_and_comments();
+      if (peek() == ']') break;
+      expect('(', "'(' opening an (instruction, frequency) tuple");
+      std::string name = parse_string();
+      expect(',', "',' between instruction and frequency");
+      const int frequency = parse_int();
+      skip_space_and_comments();
+      if (peek() == ',') ++pos_;  // a trailing comma inside the tuple is valid Python
+      expect(')', "')' closing the tuple");
+      stage.emplace_back(std::move(name), frequency);
+      skip_space_and_comments();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() != ']') fail("',' or ']' after a tuple");
+    }
+    ++pos_;
+    return stage;
+  }
+
+  std::string parse_string() {
+    skip_space_and_comments();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') fail("a quoted instruction name");
+    ++pos_;
+    std::string value;
+    while (pos_ < text_.size() && text_[pos_] != quote) {
+      const char c = text_[pos_++];
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
+        --pos_;
+        fail("an instruction name of letters, digits, '_' or '-'");
+      }
+      value += c;
+    }
+    if (pos_ >= text_.size()) fail("a closing quote");
+    ++pos_;
+    if (!parse_instruction_kind(value)) fail("an instruction name (forward, backward, ...)");
+    return value;
+  }
+
+  int parse_int() {
+    skip_space_and_comments();
+    int value = 0;
+    const char* begin = text_.data() + pos_;
+    const auto [end, ec] = std::from_chars(begin, text_.data() + text_.size(), value);
+    if (ec != std::errc() || end == begin || value <= 0) fail("a positive integer frequency in MHz");
+    pos_ += static_cast<std::size_t>(end - begin);
+    return value;
+  }
+
+  void expect(char c, const char* what) {
+    skip_space_and_comments();
+    if (peek() != c) fail(what);
+    ++pos_;
+  }
+
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+
+  void skip_space_and_comments() {
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        ++pos_;
+      } else if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  [[noreturn]] void fail(const char* expected) const {
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < pos_ && i < text_.size(); ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string got = pos_ < text_.size() ? std::string(text_.substr(pos_, 12)) : "end of file";
+    for (char& ch : got) {
+      if (ch == '\n') ch = ' ';
+    }
+    throw InputError(fmt::format("{}:{}:{}: expected {}, got '{}'", source_, line, column, expected, got));
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+StageFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source) {
+  return FreqsParser(text, source).parse();
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot open file for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+StageFrequencies read_freqs_pipeline(const std::filesystem::path& path) {
+  return parse_freqs_pipeline(read_text_file(path), path.string());
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  const std::filesystem::path temporary =
+      path.parent_path() / (".tmp-" + std::to_string(::getpid()) + "-" + path.filename().string());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path.string() + ": cannot open for writing");
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw InputError(path.string() + ": write failed (disk full?)");
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    throw InputError(path.string() + ": cannot rename temporary file into place");
+  }
+}
+
+}  // namespace perseus

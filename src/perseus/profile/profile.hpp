@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,11 +31,17 @@ struct OperationProfile {
 
 // A whole profile. Rows of several ranks of the same stage (rank columns present) are
 // aggregated as the maximum time and the sum of energy, as the server does.
+//
+// CSV columns: `stage,instruction,frequency,time,energy` in any order. Rank columns
+// (`rank,dp_rank,pp_rank,tp_rank`) identify the rank a row was measured on; every other
+// extra column is a knob, so the knob label becomes "<frequency>|<column>=<value>|...".
 class Profile {
  public:
   // Throws InputError naming file, line, field and what was expected.
   static Profile read_csv(const std::filesystem::path& path);
   static Profile parse_csv(std::string_view text, std::string source_name);
+  // A profile from already-validated operations (synthetic or transformed profiles).
+  static Profile from_operations(std::string source_name, std::vector<OperationProfile> operations);
 
   const std::string& source() const { return source_; }
   int num_stages() const { return num_stages_; }
@@ -52,5 +59,43 @@ class Profile {
   int num_stages_ = 0;
   std::vector<OperationProfile> operations_;
 };
+
+// Minimal CSV reading shared by the profile and the cost-coefficient readers, so that both
+// report bad input alike: InputError "<source>:<line>: column '<name>': expected ..., got '...'".
+namespace csv {
+
+struct Row {
+  int line = 0;                     // 1-based line in the source
+  std::vector<std::string> fields;  // trimmed and unquoted, one per header column
+};
+
+struct Table {
+  std::string source;
+  int header_line = 0;
+  std::vector<std::string> header;
+  std::vector<Row> rows;
+
+  // Index of the header column `name`, or -1 when absent.
+  int column(std::string_view name) const;
+  // "<source>:<line>: column '<name>': expected <expected>, got '<value>'".
+  std::string field_error(const Row& row, int column, std::string_view expected) const;
+};
+
+// The whole file as text; InputError naming the file when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+// Splits `text` into a header and rows. Handles CRLF, a UTF-8 byte-order mark, blank lines
+// and double-quoted fields. InputError for an empty file, binary content, a header lacking
+// any of `required`, a repeated header column, or a row whose field count differs.
+Table parse(std::string_view text, std::string source, std::span<const std::string_view> required);
+
+// Field parsers (std::from_chars, the whole field must be consumed); InputError via
+// Table::field_error otherwise.
+long long parse_integer(const Table& table, const Row& row, int column, long long min_value,
+                        long long max_value, std::string_view expected);
+// Any finite number (NaN and infinities are rejected with their own message).
+double parse_finite(const Table& table, const Row& row, int column);
+
+}  // namespace csv
 
 }  // namespace perseus

@@ -1,1 +1,196 @@
-// placeholder, being written
+#include "perseus/schedule/schedule.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace perseus {
+namespace {
+
+struct KindName {
+  std::string_view name;
+  ScheduleKind kind;
+};
+// The first name of each kind is its canonical one (to_string); later ones are aliases.
+constexpr std::array<KindName, 5> kKindNames = {{
+    {"1f1b", ScheduleKind::k1F1B},
+    {"gpipe", ScheduleKind::kGPipe},
+    {"interleaved-1f1b", ScheduleKind::kInterleaved1F1B},
+    {"1f1b-recompute", ScheduleKind::k1F1BEarlyRecompute},
+    {"interleaved", ScheduleKind::kInterleaved1F1B},
+}};
+
+Instruction make(InstructionKind kind, int stage, int microbatch, int chunk = 0) {
+  return Instruction{kind, stage, microbatch, chunk};
+}
+
+// formats.md, "1F1B": step k of 2(M+S-1) steps emits at most one instruction per stage.
+std::vector<Instruction> one_f_one_b_stage(int S, int M, int s) {
+  std::vector<Instruction> order;
+  order.reserve(2 * static_cast<std::size_t>(M));
+  const int steps = 2 * (M + S - 1);
+  for (int k = 0; k < steps; ++k) {
+    const bool k_even = k % 2 == 0;
+    const bool s_even = s % 2 == 0;
+    const bool forward = k_even == s_even;
+    int m = 0;
+    if (k_even && s_even) m = k / 2 - s / 2;
+    else if (!k_even && !s_even) m = (k - 1) / 2 - s / 2;
+    else if (k_even && !s_even) m = k / 2 - S + (s + 1) / 2;
+    else m = (k - 1) / 2 - S + 1 + s / 2;
+    if (m < 0 || m >= M) continue;
+    order.push_back(make(forward ? InstructionKind::kForward : InstructionKind::kBackward, s, m));
+  }
+  return order;
+}
+
+std::vector<Instruction> gpipe_stage(int M, int s) {
+  std::vector<Instruction> order;
+  order.reserve(2 * static_cast<std::size_t>(M));
+  for (int m = 0; m < M; ++m) order.push_back(make(InstructionKind::kForward, s, m));
+  for (int m = 0; m < M; ++m) order.push_back(make(InstructionKind::kBackward, s, m));
+  return order;
+}
+
+// Megatron-LM's interleaved schedule (forward_backward_pipelining_with_interleaving) on
+// device r: virtual microbatch k in [0, M*v) names a (chunk, microbatch) pair.
+std::vector<Instruction> interleaved_stage(int S, int M, int v, int r) {
+  const int total = M * v;
+  const int group = S * v;
+  auto chunk_of = [&](int k, bool forward) {
+    const int c = (k % group) / S;
+    return forward ? c : v - 1 - c;
+  };
+  auto microbatch_of = [&](int k) { return (k / group) * S + k % S; };
+  auto forward = [&](int k) { return make(InstructionKind::kForward, r, microbatch_of(k), chunk_of(k, true)); };
+  auto backward = [&](int k) { return make(InstructionKind::kBackward, r, microbatch_of(k), chunk_of(k, false)); };
+
+  const int warmup = M == S ? total : std::min((S - r - 1) * 2 + (v - 1) * S, total);
+  const int steady = total - warmup;
+  std::vector<Instruction> order;
+  order.reserve(2 * static_cast<std::size_t>(total));
+  for (int k = 0; k < warmup; ++k) order.push_back(forward(k));
+  for (int i = 0; i < steady; ++i) {
+    order.push_back(forward(warmup + i));
+    order.push_back(backward(i));
+  }
+  for (int k = steady; k < total; ++k) order.push_back(backward(k));
+  return order;
+}
+
+// Every backward is immediately preceded by its forward's recomputation. It is uniform on
+// all stages (the last stage could skip it, since it runs B right after F, but profiles
+// measure recomputation per stage and a uniform rule keeps plans comparable). R depends
+// only on program order, so it runs while the device would otherwise wait for the gradient.
+void insert_recomputation(std::vector<Instruction>& order) {
+  std::vector<Instruction> out;
+  out.reserve(order.size() * 3 / 2);
+  for (const Instruction& ins : order) {
+    if (ins.kind == InstructionKind::kBackward) {
+      out.push_back(make(InstructionKind::kRecompute, ins.stage, ins.microbatch, ins.chunk));
+    }
+    out.push_back(ins);
+  }
+  order = std::move(out);
+}
+
+// A load of microbatch m right before its first forward (stage 0, chunk 0).
+void insert_loads(std::vector<Instruction>& stage0) {
+  std::vector<Instruction> out;
+  out.reserve(stage0.size() * 2);
+  for (const Instruction& ins : stage0) {
+    if (ins.kind == InstructionKind::kForward && ins.chunk == 0) {
+      out.push_back(make(InstructionKind::kLoad, ins.stage, ins.microbatch, 0));
+    }
+    out.push_back(ins);
+  }
+  stage0 = std::move(out);
+}
+
+void validate(const ScheduleSpec& spec) {
+  const std::string where = "schedule " + std::string(to_string(spec.kind)) + ": ";
+  if (spec.stages < 1) {
+    throw InputError(where + "the number of stages must be at least 1, got " + std::to_string(spec.stages));
+  }
+  if (spec.microbatches < 1) {
+    throw InputError(where + "the number of microbatches must be at least 1, got " +
+                     std::to_string(spec.microbatches));
+  }
+  if (spec.chunks < 1) {
+    throw InputError(where + "the number of model chunks per device must be at least 1, got " +
+                     std::to_string(spec.chunks));
+  }
+  if (spec.chunks > 1 && spec.kind != ScheduleKind::kInterleaved1F1B) {
+    throw InputError(where + std::to_string(spec.chunks) +
+                     " model chunks per device need the interleaved-1f1b schedule");
+  }
+  if (spec.kind == ScheduleKind::kInterleaved1F1B && spec.microbatches % spec.stages != 0) {
+    throw InputError(where + "the number of microbatches (" + std::to_string(spec.microbatches) +
+                     ") must be a multiple of the number of stages (" + std::to_string(spec.stages) + ")");
+  }
+  // Node ids are 32-bit: at most 3 instructions per (virtual stage, microbatch) plus loads.
+  const std::int64_t instructions = 3 * static_cast<std::int64_t>(spec.stages) * spec.chunks * spec.microbatches +
+                                    spec.microbatches;
+  if (instructions > std::numeric_limits<std::int32_t>::max()) {
+    throw InputError(where + "too large: " + std::to_string(spec.stages) + " stages x " +
+                     std::to_string(spec.chunks) + " chunks x " + std::to_string(spec.microbatches) +
+                     " microbatches exceeds the supported number of instructions");
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(ScheduleKind kind) {
+  for (const KindName& entry : kKindNames) {
+    if (entry.kind == kind) return entry.name;
+  }
+  return "unknown";
+}
+
+ScheduleKind parse_schedule_kind(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const KindName& entry : kKindNames) {
+    if (entry.name == lower) return entry.kind;
+  }
+  std::string known;
+  for (const KindName& entry : kKindNames) {
+    if (!known.empty()) known += ", ";
+    known += entry.name;
+  }
+  throw InputError("unknown schedule '" + std::string(name) + "'; known schedules: " + known);
+}
+
+std::size_t Schedule::num_instructions() const {
+  std::size_t total = 0;
+  for (const auto& stage : per_stage) total += stage.size();
+  return total;
+}
+
+Schedule make_schedule(const ScheduleSpec& spec) {
+  validate(spec);
+  const int S = spec.stages;
+  const int M = spec.microbatches;
+  Schedule schedule{spec, {}};
+  schedule.per_stage.resize(S);
+  for (int s = 0; s < S; ++s) {
+    std::vector<Instruction>& order = schedule.per_stage[s];
+    switch (spec.kind) {
+      case ScheduleKind::k1F1B: order = one_f_one_b_stage(S, M, s); break;
+      case ScheduleKind::kGPipe: order = gpipe_stage(M, s); break;
+      case ScheduleKind::kInterleaved1F1B: order = interleaved_stage(S, M, spec.chunks, s); break;
+      case ScheduleKind::k1F1BEarlyRecompute:
+        order = one_f_one_b_stage(S, M, s);
+        insert_recomputation(order);
+        break;
+    }
+  }
+  if (spec.data_load) insert_loads(schedule.per_stage[0]);
+  return schedule;
+}
+
+}  // namespace perseus

@@ -13,10 +13,14 @@ enum class ScheduleKind {
   k1F1B,                 // PipeDream-Flush, the DeepSpeed/Megatron order (formats.md)
   kGPipe,                // all forwards, then all backwards
   kInterleaved1F1B,      // Megatron-LM virtual pipeline with `chunks` model chunks per device
-  k1F1BEarlyRecompute,   // 1F1B with each backward preceded by its forward recomputation (Merak)
+  // 1F1B with every backward immediately preceded by its forward's recomputation, on every
+  // stage (uniform, the last stage included). R depends only on program order, so it overlaps
+  // the wait for the gradient (Merak's early recomputation).
+  k1F1BEarlyRecompute,
 };
 
 std::string_view to_string(ScheduleKind kind);  // "1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute"
+// Inverse of to_string, case-insensitive; "interleaved" is an alias of "interleaved-1f1b".
 // Throws InputError listing the known names.
 ScheduleKind parse_schedule_kind(std::string_view name);
 
@@ -25,7 +29,9 @@ struct ScheduleSpec {
   int stages = 1;        // S
   int microbatches = 1;  // M
   int chunks = 1;        // v, interleaved only
-  bool data_load = false;  // a load instruction on stage 0 before each microbatch's first forward
+  // A load instruction L(m) on stage 0 right before each microbatch's first forward
+  // (chunk 0), in program order.
+  bool data_load = false;
 };
 
 struct Schedule {

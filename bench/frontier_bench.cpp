@@ -1,0 +1,87 @@
+// Bench command: solves every shared profile x {12, 24, 48, 96} microbatches (8 stages,
+// 1F1B) and prints, per case, DAG size, crawl steps, crawl and frontier time (median of
+// --repeat runs), time per step, and the process's peak RSS. Single-threaded.
+//   ./build/bench/frontier_bench [--repeat 3] [--profile NAME] [--microbatches M] [--csv]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "perseus/solver/crawl.hpp"
+#include "perseus/solver/frontier.hpp"
+#include "workloads.hpp"
+
+using namespace perseus;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Frontier benchmark over the shared profiles"};
+  int repeat = 3;
+  std::string only_profile;
+  std::vector<int> microbatches = {12, 24, 48, 96};
+  bool csv = false;
+  app.add_option("--repeat", repeat, "Runs per case; the median is reported");
+  app.add_option("--profile", only_profile, "Only this profile (e.g. gpt3-175b+a40)");
+  app.add_option("--microbatches", microbatches, "Microbatch counts to run");
+  app.add_flag("--csv", csv, "CSV output");
+  CLI11_PARSE(app, argc, argv);
+
+  if (csv) {
+    fmt::print("profile,microbatches,nodes,edges,steps,points,crawl_s,frontier_s,total_s,us_per_step\n");
+  } else {
+    fmt::print("{:<22} {:>4} {:>6} {:>6} {:>7} {:>6} {:>9} {:>10} {:>9} {:>9}\n", "profile", "M", "nodes", "edges",
+               "steps", "points", "crawl s", "frontier s", "total s", "us/step");
+  }
+  double sum_total = 0.0;
+  for (const bench::Workload& w : bench::shared_workloads()) {
+    if (!only_profile.empty() && w.name != only_profile) continue;
+    const Profile profile = Profile::read_csv(bench::profile_path(w));
+    for (int m : microbatches) {
+      const EnergyProblem problem = bench::make_workload_problem(w, profile, 8, m);
+      std::vector<double> crawl_s, frontier_s;
+      std::size_t steps = 0, points = 0;
+      for (int r = 0; r < repeat; ++r) {
+        auto start = Clock::now();
+        const CrawlResult crawl = crawl_frontier(problem);
+        crawl_s.push_back(seconds_since(start));
+        start = Clock::now();
+        const Frontier frontier = build_frontier(problem, crawl);
+        frontier_s.push_back(seconds_since(start));
+        steps = crawl.steps.size();
+        points = frontier.points.size();
+      }
+      const double c = median(crawl_s), f = median(frontier_s);
+      sum_total += c + f;
+      if (csv) {
+        fmt::print("{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.1f}\n", w.name, m, problem.dag.num_nodes(),
+                   problem.dag.num_edges(), steps, points, c, f, c + f, 1e6 * c / std::max<std::size_t>(steps, 1));
+      } else {
+        fmt::print("{:<22} {:>4} {:>6} {:>6} {:>7} {:>6} {:>9.3f} {:>10.3f} {:>9.3f} {:>9.1f}\n", w.name, m,
+                   problem.dag.num_nodes(), problem.dag.num_edges(), steps, points, c, f, c + f,
+                   1e6 * c / std::max<std::size_t>(steps, 1));
+      }
+      std::fflush(stdout);
+    }
+  }
+  fmt::print(stderr, "sum of medians: {:.2f} s; peak RSS {:.0f} MB\n", sum_total, peak_rss_mb());
+}

@@ -1,0 +1,42 @@
+// Google Benchmark: the whole solve (crawl + frontier on measured data) and the crawl alone
+// for the two cases the issue names. Single-threaded. Quote medians:
+//   ./build/bench/solver_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include "perseus/solver/crawl.hpp"
+#include "perseus/solver/frontier.hpp"
+#include "workloads.hpp"
+
+namespace perseus::bench {
+namespace {
+
+void run(benchmark::State& state, const Workload& w, bool with_frontier) {
+  const Profile profile = Profile::read_csv(profile_path(w));
+  const EnergyProblem problem = make_workload_problem(w, profile, 8, static_cast<int>(state.range(0)));
+  std::size_t steps = 0;
+  for (auto _ : state) {
+    const CrawlResult crawl = crawl_frontier(problem);
+    steps = crawl.steps.size();
+    if (with_frontier) {
+      const Frontier frontier = build_frontier(problem, crawl);
+      benchmark::DoNotOptimize(frontier.points.size());
+    }
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+  state.counters["nodes"] = static_cast<double>(problem.dag.num_nodes());
+}
+
+void BM_BloomA100_Solve(benchmark::State& s) { run(s, shared_workloads()[0], true); }
+void BM_BloomA100_Crawl(benchmark::State& s) { run(s, shared_workloads()[0], false); }
+void BM_Gpt3A40_Solve(benchmark::State& s) { run(s, shared_workloads()[3], true); }
+void BM_Gpt3A40_Crawl(benchmark::State& s) { run(s, shared_workloads()[3], false); }
+
+BENCHMARK(BM_BloomA100_Solve)->Arg(12)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BloomA100_Crawl)->Arg(12)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpt3A40_Solve)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Gpt3A40_Crawl)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+}  // namespace perseus::bench
+
+BENCHMARK_MAIN();

@@ -1,0 +1,47 @@
+// The bundled workloads the benchmarks run: each shared profile with its unit time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "perseus/profile/profile.hpp"
+#include "perseus/solver/problem.hpp"
+
+namespace perseus::bench {
+
+struct Workload {
+  std::string name;        // profile file stem, e.g. "bloom-176b+a100-sxm"
+  double unit_time = 0.0;  // 1 ms on A100-SXM, 0.1 ms on A40 (the reference runs)
+  double p_blocking = 0.0;
+};
+
+inline std::vector<Workload> shared_workloads() {
+  return {{"bloom-176b+a100-sxm", 0.001, 83.64},
+          {"gpt3-175b+a100-sxm", 0.001, 83.64},
+          {"bloom-176b+a40", 0.0001, 70.38},
+          {"gpt3-175b+a40", 0.0001, 70.38}};
+}
+
+inline std::string profile_path(const Workload& w) {
+  return std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/" + w.name + ".csv";
+}
+
+// The last `stages` stages of a profile, renumbered from 0.
+inline Profile last_stages(const Profile& profile, int stages) {
+  std::vector<OperationProfile> kept;
+  const int first = profile.num_stages() - stages;
+  for (OperationProfile op : profile.operations()) {
+    if (op.stage < first) continue;
+    op.stage -= first;
+    kept.push_back(std::move(op));
+  }
+  return Profile::from_operations(profile.source() + " (last " + std::to_string(stages) + " stages)", std::move(kept));
+}
+
+inline EnergyProblem make_workload_problem(const Workload& w, const Profile& profile, int stages, int microbatches) {
+  std::vector<Warning> warnings;
+  return make_problem(profile, {ScheduleKind::k1F1B, stages, microbatches, 1, false},
+                      {w.unit_time, w.p_blocking, {}}, &warnings);
+}
+
+}  // namespace perseus::bench

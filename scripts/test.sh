@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: GoogleTest suites under CTest, then the Python tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+ctest --test-dir build --output-on-failure --parallel "${PERSEUS_JOBS:-2}" --timeout 600
+if [ -d python/tests ]; then
+  PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 -m pytest -q python/tests
+fi

@@ -1,0 +1,548 @@
+#include "perseus/emulator/emulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace perseus {
+
+EnergySplit& EnergySplit::operator+=(const EnergySplit& other) {
+  computation_j += other.computation_j;
+  intrinsic_blocking_j += other.intrinsic_blocking_j;
+  extrinsic_blocking_j += other.extrinsic_blocking_j;
+  allreduce_j += other.allreduce_j;
+  return *this;
+}
+
+std::span<const ExecutedInstruction> EmulationResult::device_timeline(int pipeline, int stage) const {
+  const std::size_t device = static_cast<std::size_t>(pipeline) * stages + stage;
+  return {timeline.data() + device_begin[device], timeline.data() + device_begin[device + 1]};
+}
+
+namespace {
+
+void check_amount(double value, const std::string& what) {
+  if (!std::isfinite(value) || value < 0.0) {
+    throw InputError(fmt::format("{} must be a finite number >= 0, not {}", what, value));
+  }
+}
+
+void check_link(const LinkSpec& link, const std::string& what) {
+  check_amount(link.latency_s, what + " latency");
+  check_amount(link.bandwidth_bytes_per_s, what + " bandwidth");
+}
+
+void check_plan(const EnergyProblem& problem, const ExecutionPlan& plan, const char* what) {
+  const std::size_t n = problem.dag.num_nodes();
+  if (plan.time_s.size() != n || plan.energy_j.size() != n || plan.frequency_mhz.size() != n) {
+    throw InputError(fmt::format("the {} has {} entries but the schedule has {} instructions "
+                                 "(a plan for a different schedule?)",
+                                 what, plan.time_s.size(), n));
+  }
+  if (!plan.clocks || plan.clocks->num_operations() != problem.operations.size()) {
+    throw InputError(fmt::format("the {} has no frequency table for this problem's operations", what));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(plan.time_s[i]) || plan.time_s[i] < 0.0 || !std::isfinite(plan.energy_j[i])) {
+      throw InputError(fmt::format("the {} gives instruction {} of stage {} a time of {} s and an energy of {} J",
+                                   what, label(problem.dag.instruction(static_cast<Dag::NodeId>(i))),
+                                   problem.dag.instruction(static_cast<Dag::NodeId>(i)).stage, plan.time_s[i],
+                                   plan.energy_j[i]));
+    }
+  }
+}
+
+void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
+  const int stages = problem.dag.num_stages();
+  if (config.data_parallel < 1) throw InputError(fmt::format("data parallelism must be >= 1, not {}", config.data_parallel));
+  if (config.tensor_parallel < 1) {
+    throw InputError(fmt::format("tensor parallelism must be >= 1, not {}", config.tensor_parallel));
+  }
+  check_amount(problem.p_blocking, "p_blocking");
+  check_amount(config.switch_latency_s, "the frequency switching latency");
+  check_link(config.p2p, "the point-to-point link");
+  for (const auto& [pair, link] : config.p2p_links) {
+    const auto [from, to] = pair;
+    if (from < 0 || from >= stages || to < 0 || to >= stages || from == to) {
+      throw InputError(fmt::format("a link from stage {} to stage {} does not exist in a pipeline of {} stages",
+                                   from, to, stages));
+    }
+    check_link(link, fmt::format("the link from stage {} to stage {}", from, to));
+  }
+  check_amount(config.activation_bytes, "the activation size");
+  check_amount(config.gradient_bytes, "the gradient size");
+  check_link(config.allreduce, "the all-reduce link");
+  check_amount(config.allreduce_bytes, "the all-reduce size");
+  std::set<int> seen;
+  for (const Straggler& s : config.stragglers) {
+    if (s.pipeline < 0 || s.pipeline >= config.data_parallel) {
+      throw InputError(fmt::format("straggler pipeline {} does not exist (there are {} pipelines)", s.pipeline,
+                                   config.data_parallel));
+    }
+    if (!seen.insert(s.pipeline).second) throw InputError(fmt::format("pipeline {} is listed as a straggler twice", s.pipeline));
+    if (!std::isfinite(s.slowdown) || s.slowdown < 1.0) {
+      throw InputError(fmt::format("straggler pipeline {}: the slowdown factor must be >= 1, not {}", s.pipeline,
+                                   s.slowdown));
+    }
+    check_amount(s.delay_s, fmt::format("straggler pipeline {}'s delay", s.pipeline));
+  }
+}
+
+// What every pipeline shares: the DAG in flat arrays, per-node links and sizes.
+struct Layout {
+  int stages = 0;
+  std::vector<std::int32_t> device;        // per node
+  std::vector<std::int32_t> order;         // nodes by device, in execution order
+  std::vector<std::int32_t> device_begin;  // S + 1 offsets into `order`
+  std::vector<std::int32_t> pred_count;    // per node
+  std::vector<std::int32_t> operation;     // per node
+  std::vector<std::uint8_t> constant;      // per node: a constant-time operation
+  std::vector<double> send_bytes;          // per node: what it sends to another device
+  std::vector<LinkSpec> links;             // S * S, by from * S + to
+};
+
+Layout make_layout(const EnergyProblem& problem, const FrequencyTable& clocks, const EmulationConfig& config) {
+  const Dag& dag = problem.dag;
+  const std::size_t n = dag.num_nodes();
+  Layout layout;
+  layout.stages = dag.num_stages();
+  layout.device.resize(n);
+  layout.pred_count.resize(n);
+  layout.operation.resize(n);
+  layout.constant.resize(n);
+  layout.send_bytes.resize(n);
+  layout.device_begin.push_back(0);
+  for (int s = 0; s < layout.stages; ++s) {
+    for (Dag::NodeId node : dag.stage_nodes(s)) {
+      layout.order.push_back(node);
+      layout.device[node] = s;
+    }
+    layout.device_begin.push_back(static_cast<std::int32_t>(layout.order.size()));
+  }
+  if (layout.order.size() != n) {
+    throw InputError(fmt::format("the schedule's stages hold {} instructions but its DAG has {}", layout.order.size(), n));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto node = static_cast<Dag::NodeId>(i);
+    layout.pred_count[i] = static_cast<std::int32_t>(dag.predecessors(node).size());
+    layout.operation[i] = problem.node_operation[i];
+    layout.constant[i] = clocks.is_constant(static_cast<std::size_t>(problem.node_operation[i]));
+    layout.send_bytes[i] =
+        dag.instruction(node).kind == InstructionKind::kBackward ? config.gradient_bytes : config.activation_bytes;
+  }
+  layout.links.assign(static_cast<std::size_t>(layout.stages) * layout.stages, config.p2p);
+  for (const auto& [pair, link] : config.p2p_links) layout.links[pair.first * layout.stages + pair.second] = link;
+  return layout;
+}
+
+// How one pipeline ran: per-node figures, in arrays reused from pipeline to pipeline.
+struct PipelineRun {
+  std::vector<double> start, end, energy;
+  std::vector<std::int32_t> clock_at_start;
+  std::vector<SwitchOutcome> outcome;
+  std::vector<std::int32_t> switches;  // per device
+  std::vector<Transfer> transfers;
+};
+
+struct PipelineInput {
+  const ExecutionPlan* plan = nullptr;
+  std::int32_t pipeline = 0;
+  double slowdown = 1.0;
+  double delay_s = 0.0;
+  bool straggler = false;
+};
+
+// The discrete-event engine of one pipeline.
+class PipelineEngine {
+ public:
+  PipelineEngine(const Dag& dag, const Layout& layout, const EmulationConfig& config, double switch_latency_s)
+      : dag_(dag), layout_(layout), config_(config), latency_(switch_latency_s) {
+    const std::size_t n = layout.device.size();
+    const std::size_t s = static_cast<std::size_t>(layout.stages);
+    remaining_.resize(n);
+    ready_.resize(n);
+    devices_.resize(s);
+    link_free_.resize(s * s);
+    run_.start.resize(n);
+    run_.end.resize(n);
+    run_.energy.resize(n);
+    run_.clock_at_start.resize(n);
+    run_.outcome.resize(n);
+    run_.switches.resize(s);
+  }
+
+  const PipelineRun& run(const PipelineInput& input) {
+    input_ = input;
+    plan_ = input.plan;
+    std::copy(layout_.pred_count.begin(), layout_.pred_count.end(), remaining_.begin());
+    std::fill(ready_.begin(), ready_.end(), input.delay_s);
+    std::fill(link_free_.begin(), link_free_.end(), 0.0);
+    std::fill(run_.switches.begin(), run_.switches.end(), 0);
+    run_.transfers.clear();
+    events_.clear();
+    sequence_ = 0;
+    finished_ = 0;
+    for (int d = 0; d < layout_.stages; ++d) {
+      Device& device = devices_[d];
+      device = Device{};
+      device.free_s = input.delay_s;
+      device.clock = first_clock(d, layout_.device_begin[d]);
+      device.requested = device.clock;
+      device.last_effective_s = 0.0;
+    }
+    for (int d = 0; d < layout_.stages; ++d) try_start(d);
+    while (!events_.empty()) {
+      std::pop_heap(events_.begin(), events_.end(), std::greater<>{});
+      const Event event = events_.back();
+      events_.pop_back();
+      if (event.finish) {
+        on_finish(event.node, event.time);
+      } else {
+        arrive(event.node, event.time);
+        try_start(layout_.device[event.node]);
+      }
+    }
+    if (finished_ != layout_.device.size()) {
+      throw SolveError(fmt::format("the schedule deadlocks: {} of {} instructions of pipeline {} never became ready",
+                                   layout_.device.size() - finished_, layout_.device.size(), input.pipeline));
+    }
+    return run_;
+  }
+
+ private:
+  struct Event {
+    double time;
+    std::uint64_t sequence;  // ties: first scheduled, first served
+    Dag::NodeId node;
+    bool finish;
+    bool operator>(const Event& other) const {
+      return time != other.time ? time > other.time : sequence > other.sequence;
+    }
+  };
+  struct PendingSwitch {
+    double effective_s;
+    std::int32_t frequency_mhz;
+  };
+  struct Device {
+    std::int32_t next = 0;  // position of the next instruction in its order
+    bool busy = false;
+    double free_s = 0.0;
+    std::int32_t clock = 0;      // the clock in effect
+    std::int32_t requested = 0;  // the last clock asked for
+    double last_effective_s = 0.0;
+    std::vector<PendingSwitch> pending;  // asked for, not yet in effect; by time
+  };
+
+  // The clock of the first instruction of device d at or after `position` that is not constant.
+  std::int32_t first_clock(int d, std::int32_t position) const {
+    for (std::int32_t i = position; i < layout_.device_begin[d + 1]; ++i) {
+      const Dag::NodeId node = layout_.order[i];
+      if (!layout_.constant[node]) return plan_->frequency_mhz[node];
+    }
+    return 0;
+  }
+
+  void push(double time, Dag::NodeId node, bool finish) {
+    events_.push_back({time, sequence_++, node, finish});
+    std::push_heap(events_.begin(), events_.end(), std::greater<>{});
+  }
+
+  void arrive(Dag::NodeId node, double time) {
+    --remaining_[node];
+    ready_[node] = std::max(ready_[node], time);
+  }
+
+  void try_start(int d) {
+    Device& device = devices_[d];
+    const std::int32_t position = layout_.device_begin[d] + device.next;
+    if (device.busy || position == layout_.device_begin[d + 1]) return;
+    const Dag::NodeId node = layout_.order[position];
+    if (remaining_[node] > 0) return;
+    const double start = std::max(device.free_s, ready_[node]);
+    device.busy = true;
+    run_.start[node] = start;
+    run_.end[node] = execute(device, node, start);
+    push(run_.end[node], node, true);
+  }
+
+  // Runs `node` from `start` across the clock changes in flight; returns its end.
+  double execute(Device& device, Dag::NodeId node, double start) {
+    auto& pending = device.pending;
+    std::size_t applied = 0;
+    while (applied < pending.size() && pending[applied].effective_s <= start) device.clock = pending[applied++].frequency_mhz;
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(applied));
+
+    const double slowdown = input_.slowdown;
+    const double planned_time = plan_->time_s[node] * slowdown;
+    const double planned_energy = plan_->energy_j[node] * slowdown;
+    const std::int32_t planned = plan_->frequency_mhz[node];
+    run_.clock_at_start[node] = layout_.constant[node] ? planned : device.clock;
+    run_.outcome[node] = SwitchOutcome::kNone;
+    if (layout_.constant[node] || (device.clock == planned && pending.empty())) {
+      run_.energy[node] = planned_energy;
+      return start + planned_time;
+    }
+    // Piecewise over the clocks in effect: progress is the done fraction of the instruction.
+    double t = start, progress = 0.0, energy = 0.0, at_planned = 0.0;
+    std::int32_t clock = device.clock;
+    std::size_t k = 0;
+    while (true) {
+      ClockFigures figures{planned_time, planned_energy};
+      if (clock != planned) {
+        figures = plan_->clocks->while_clocked_at(static_cast<std::size_t>(layout_.operation[node]), clock);
+        figures.time_s *= slowdown;
+        figures.energy_j *= slowdown;
+      }
+      const double rest = (1.0 - progress) * figures.time_s;
+      if (k == pending.size() || t + rest <= pending[k].effective_s) {
+        energy += (1.0 - progress) * figures.energy_j;
+        if (clock == planned) at_planned += rest;
+        t += rest;
+        break;
+      }
+      const double segment = pending[k].effective_s - t;
+      const double done = segment / figures.time_s;
+      progress += done;
+      energy += done * figures.energy_j;
+      if (clock == planned) at_planned += segment;
+      t = pending[k].effective_s;
+      clock = pending[k].frequency_mhz;
+      ++k;
+    }
+    if (at_planned < t - start) run_.outcome[node] = at_planned > 0.0 ? SwitchOutcome::kLate : SwitchOutcome::kMissed;
+    run_.energy[node] = energy;
+    return t;
+  }
+
+  void on_finish(Dag::NodeId node, double time) {
+    const int d = layout_.device[node];
+    Device& device = devices_[d];
+    device.busy = false;
+    device.free_s = time;
+    ++device.next;
+    ++finished_;
+    request_clock(d, device);
+    const int stages = layout_.stages;
+    for (Dag::NodeId successor : dag_.successors(node)) {
+      const int e = layout_.device[successor];
+      if (e == d) {
+        arrive(successor, time);
+        continue;
+      }
+      const std::size_t link_index = static_cast<std::size_t>(d) * stages + e;
+      const LinkSpec& link = layout_.links[link_index];
+      if (link.is_free()) {
+        arrive(successor, time);
+        try_start(e);
+        continue;
+      }
+      const double bytes = layout_.send_bytes[node];
+      const double send = std::max(time, link_free_[link_index]);
+      link_free_[link_index] = send + link.occupancy_s(bytes);
+      const double arrival = link_free_[link_index] + link.latency_s;
+      push(arrival, successor, false);
+      if (config_.record_transfers) {
+        run_.transfers.push_back({input_.pipeline, d, e, node, successor, send, arrival, bytes});
+      }
+    }
+    try_start(d);
+  }
+
+  // As an instruction finishes, the controller asks for the next one's clock.
+  void request_clock(int d, Device& device) {
+    const std::int32_t position = layout_.device_begin[d] + device.next;
+    if (position == layout_.device_begin[d + 1]) return;
+    const Dag::NodeId next = layout_.order[position];
+    if (layout_.constant[next] || plan_->frequency_mhz[next] == device.requested) return;
+    const double effective = std::max(device.free_s, device.last_effective_s) + latency_;
+    device.pending.push_back({effective, plan_->frequency_mhz[next]});
+    device.requested = plan_->frequency_mhz[next];
+    device.last_effective_s = effective;
+    ++run_.switches[d];
+  }
+
+  const Dag& dag_;
+  const Layout& layout_;
+  const EmulationConfig& config_;
+  double latency_;
+  PipelineInput input_;
+  const ExecutionPlan* plan_ = nullptr;
+  std::vector<std::int32_t> remaining_;
+  std::vector<double> ready_;
+  std::vector<Device> devices_;
+  std::vector<double> link_free_;
+  std::vector<Event> events_;
+  std::uint64_t sequence_ = 0;
+  std::size_t finished_ = 0;
+  PipelineRun run_;
+};
+
+// Ring all-reduce: 2(D-1) steps, each sending 1/D of the data and paying the latency.
+double ring_allreduce_s(const LinkSpec& link, double bytes, int replicas) {
+  if (replicas < 2) return 0.0;
+  const double steps = 2.0 * (replicas - 1);
+  return steps / replicas * link.occupancy_s(bytes) + steps * link.latency_s;
+}
+
+std::vector<PipelineInput> pipeline_inputs(const EmulationConfig& config, const ExecutionPlan& plan,
+                                           const ExecutionPlan& straggler_plan) {
+  std::vector<PipelineInput> inputs(static_cast<std::size_t>(config.data_parallel));
+  for (int p = 0; p < config.data_parallel; ++p) inputs[p] = {&plan, p, 1.0, 0.0, false};
+  for (const Straggler& s : config.stragglers) inputs[s.pipeline] = {&straggler_plan, s.pipeline, s.slowdown, s.delay_s, true};
+  return inputs;
+}
+
+// T_sync with instant switching, to tell what switching cost.
+double sync_time_without_switching(const EnergyProblem& problem, const Layout& layout, const EmulationConfig& config,
+                                   const std::vector<PipelineInput>& inputs) {
+  PipelineEngine engine(problem.dag, layout, config, 0.0);
+  double sync = 0.0;
+  for (const PipelineInput& input : inputs) {
+    const PipelineRun& run = engine.run(input);
+    for (double end : run.end) sync = std::max(sync, end);
+  }
+  return sync;
+}
+
+}  // namespace
+
+EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan, const EmulationConfig& config,
+                        const ExecutionPlan* straggler_plan) {
+  check_plan(problem, plan, "plan");
+  if (straggler_plan) check_plan(problem, *straggler_plan, "straggler plan");
+  check_config(problem, config);
+
+  const Layout layout = make_layout(problem, *plan.clocks, config);
+  const int stages = layout.stages;
+  const int replicas = config.data_parallel;
+  const double tp = config.tensor_parallel;
+  const double p_blocking = problem.p_blocking;
+  const std::vector<PipelineInput> inputs = pipeline_inputs(config, plan, straggler_plan ? *straggler_plan : plan);
+
+  EmulationResult result;
+  result.stages = stages;
+  result.data_parallel = replicas;
+  result.tensor_parallel = config.tensor_parallel;
+  result.p_blocking_w = p_blocking;
+  result.switch_latency_s = config.switch_latency_s;
+  result.timeline.reserve(layout.order.size() * replicas);
+  result.devices.reserve(static_cast<std::size_t>(replicas) * stages);
+  result.device_begin.push_back(0);
+
+  PipelineEngine engine(problem.dag, layout, config, config.switch_latency_s);
+  for (const PipelineInput& input : inputs) {
+    const PipelineRun& run = engine.run(input);
+    PipelineSummary summary{input.pipeline, input.straggler, input.slowdown, input.delay_s, 0.0, {}};
+    for (int d = 0; d < stages; ++d) {
+      DeviceSummary device{input.pipeline, d, 0.0, input.delay_s, {}, run.switches[d], 0, 0};
+      for (std::int32_t i = layout.device_begin[d]; i < layout.device_begin[d + 1]; ++i) {
+        const Dag::NodeId node = layout.order[i];
+        const ExecutedInstruction executed{problem.dag.instruction(node), input.pipeline, node, run.start[node],
+                                           run.end[node], run.energy[node], input.plan->frequency_mhz[node],
+                                           run.clock_at_start[node], run.outcome[node]};
+        result.timeline.push_back(executed);
+        device.busy_s += executed.end_s - executed.start_s;
+        device.finish_s = std::max(device.finish_s, executed.end_s);
+        device.energy.computation_j += executed.energy_j;
+        device.late_switches += executed.switch_outcome != SwitchOutcome::kNone;
+        device.missed_switches += executed.switch_outcome == SwitchOutcome::kMissed;
+      }
+      result.device_begin.push_back(result.timeline.size());
+      summary.time_s = std::max(summary.time_s, device.finish_s);
+      result.devices.push_back(device);
+    }
+    for (int d = 0; d < stages; ++d) {
+      DeviceSummary& device = result.devices[result.devices.size() - stages + d];
+      device.energy.intrinsic_blocking_j = p_blocking * (summary.time_s - device.busy_s);
+    }
+    result.transfers.insert(result.transfers.end(), run.transfers.begin(), run.transfers.end());
+    result.sync_time_s = std::max(result.sync_time_s, summary.time_s);
+    result.pipelines.push_back(summary);
+  }
+
+  // Gradient all-reduce of each stage once its last replica is done.
+  result.iteration_time_s = result.sync_time_s;
+  if (replicas > 1) {
+    const double duration = ring_allreduce_s(config.allreduce, config.allreduce_bytes / tp, replicas);
+    for (int d = 0; d < stages; ++d) {
+      double start = 0.0;
+      for (int p = 0; p < replicas; ++p) start = std::max(start, result.devices[p * stages + d].finish_s);
+      result.allreduces.push_back({d, start, start + duration, config.allreduce_bytes / tp});
+      result.iteration_time_s = std::max(result.iteration_time_s, start + duration);
+    }
+  }
+
+  for (DeviceSummary& device : result.devices) {
+    PipelineSummary& pipeline = result.pipelines[device.pipeline];
+    device.energy.extrinsic_blocking_j = p_blocking * (result.sync_time_s - pipeline.time_s);
+    device.energy.allreduce_j = p_blocking * (result.iteration_time_s - result.sync_time_s);
+    EnergySplit gpus = device.energy;
+    gpus.computation_j *= tp;
+    gpus.intrinsic_blocking_j *= tp;
+    gpus.extrinsic_blocking_j *= tp;
+    gpus.allreduce_j *= tp;
+    pipeline.energy += gpus;
+    result.energy += gpus;
+    result.switches += device.switches;
+    result.late_switches += device.late_switches;
+    result.missed_switches += device.missed_switches;
+  }
+
+  if (result.late_switches > 0) {
+    result.switching_delay_s =
+        result.sync_time_s - sync_time_without_switching(problem, layout, config, inputs);
+    result.warnings.push_back(fmt::format(
+        "the plan switches frequency more often than it can pay for: {} of {} switches (latency {} ms) had not "
+        "taken effect when their instruction started ({} never did); the slowest pipeline finishes {:.6f} s later "
+        "than with instant switching",
+        result.late_switches, result.switches, config.switch_latency_s * 1e3, result.missed_switches,
+        result.switching_delay_s));
+  }
+  return result;
+}
+
+StragglerResponse emulate_straggler_response(const EnergyProblem& problem, std::span<const ExecutionPlan> candidates,
+                                             const EmulationConfig& config) {
+  if (candidates.empty()) throw InputError("straggler response: no candidate plans");
+  if (config.stragglers.empty()) throw InputError("straggler response: the configuration names no straggler");
+  check_config(problem, config);
+
+  // Every candidate alone on one pipeline: its own time and energy.
+  EmulationConfig single = config;
+  single.data_parallel = 1;
+  single.stragglers.clear();
+  single.record_transfers = false;
+  StragglerResponse response;
+  std::vector<double> energies;
+  for (const ExecutionPlan& candidate : candidates) {
+    const EmulationResult alone = emulate(problem, candidate, single);
+    response.candidate_times_s.push_back(alone.iteration_time_s);
+    energies.push_back(alone.energy.total_j());
+  }
+  const auto& times = response.candidate_times_s;
+  response.straggler_plan = static_cast<std::size_t>(std::min_element(times.begin(), times.end()) - times.begin());
+  response.t_star_s = times[static_cast<std::size_t>(std::min_element(energies.begin(), energies.end()) - energies.begin())];
+
+  // T': the stragglers run the fastest plan at their own pace.
+  EmulationConfig stragglers_only = single;
+  for (const Straggler& s : config.stragglers) {
+    stragglers_only.stragglers = {Straggler{0, s.slowdown, s.delay_s}};
+    const EmulationResult slow = emulate(problem, candidates[response.straggler_plan], stragglers_only);
+    response.straggler_time_s = std::max(response.straggler_time_s, slow.iteration_time_s);
+  }
+  response.t_opt_s = std::min(response.t_star_s, response.straggler_time_s);
+
+  std::size_t chosen = response.straggler_plan;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (times[i] > response.t_opt_s) continue;
+    if (times[i] > times[chosen] || (times[i] == times[chosen] && energies[i] < energies[chosen])) chosen = i;
+  }
+  response.chosen_plan = chosen;
+  response.result = emulate(problem, candidates[chosen], config, &candidates[response.straggler_plan]);
+  return response;
+}
+
+}  // namespace perseus

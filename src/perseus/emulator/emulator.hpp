@@ -1,0 +1,196 @@
+// Discrete-event emulation of one training iteration on a cluster of D data-parallel
+// pipelines, each of S stages of T tensor-parallel GPUs.
+//
+// Per pipeline, every device runs its instruction list in order; an instruction starts when
+// its device is free and every predecessor's output has arrived. Output crossing devices is
+// a transfer on the link between them (latency + bytes / bandwidth, transfers on one link
+// served first come first served; the sender does not wait for it). Every pipeline is
+// emulated on its own, explicitly; at the end the D replicas of each stage all-reduce their
+// gradients over a ring, and the iteration ends when the last all-reduce does.
+//
+// Energy of one GPU over the iteration [0, T_iteration]:
+//   computation          measured energy of its instructions (as executed)
+//   intrinsic blocking   p_blocking while idle inside its pipeline's own iteration [0, T_p]
+//   extrinsic blocking   p_blocking while waiting for the slowest pipeline [T_p, T_sync]
+//   all-reduce           p_blocking while the gradient all-reduce runs on [T_sync, T_iteration]
+// With zero-cost links and no switching latency, a pipeline's T_p is the DAG critical path
+// over measured times and its energy is evaluate_measured's (formats.md 'Iteration energy').
+//
+// Frequency switching: when an instruction finishes, the controller asks for the next
+// instruction's clock (asynchronously, as Perseus's client does); the clock changes
+// `switch_latency_s` later, one switch at a time. An instruction that starts before its clock
+// took effect runs at the old clock until then (its progress and energy are prorated), and the
+// switch counts as late; if it finishes before, the switch was missed. Each device starts the
+// iteration at its first instruction's clock (set while the previous iteration synchronised).
+// Constant-time operations keep the clock they find.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "perseus/emulator/execution_plan.hpp"
+#include "perseus/solver/problem.hpp"
+
+namespace perseus {
+
+// A link: a transfer of b bytes occupies it for b / bandwidth and arrives `latency_s` after that.
+struct LinkSpec {
+  double latency_s = 0.0;
+  double bandwidth_bytes_per_s = 0.0;  // 0: unlimited
+  double occupancy_s(double bytes) const {
+    return bandwidth_bytes_per_s > 0.0 ? bytes / bandwidth_bytes_per_s : 0.0;
+  }
+  bool is_free() const { return latency_s == 0.0 && bandwidth_bytes_per_s == 0.0; }
+};
+
+// A pipeline slower than the others: every instruction takes `slowdown` times longer (at the
+// same power, so also `slowdown` times the energy), and it starts `delay_s` late (its GPUs
+// block meanwhile).
+struct Straggler {
+  int pipeline = 0;
+  double slowdown = 1.0;  // >= 1
+  double delay_s = 0.0;   // >= 0
+};
+
+struct EmulationConfig {
+  int data_parallel = 1;    // D pipelines
+  int tensor_parallel = 1;  // GPUs per stage; they run in lockstep, so energy scales by it
+  double switch_latency_s = 0.0;  // about 0.01 on NVIDIA GPUs
+  // Point-to-point links between the stages of a pipeline: `p2p` for every pair, unless
+  // `p2p_links` has the (from stage, to stage) pair (a WAN hop, a slow link).
+  LinkSpec p2p;
+  std::map<std::pair<int, int>, LinkSpec> p2p_links;
+  double activation_bytes = 0.0;  // what a forward (or recompute, load) sends on
+  double gradient_bytes = 0.0;    // what a backward sends on
+  // The ring all-reduce of each stage's gradients across the D pipelines. Every
+  // tensor-parallel rank reduces its 1/T share of `allreduce_bytes` on its own ring.
+  LinkSpec allreduce;
+  double allreduce_bytes = 0.0;
+  std::vector<Straggler> stragglers;
+  bool record_transfers = true;  // keep every transfer on a link that is not free
+};
+
+// Energy of a set of GPUs, split by what they were doing.
+struct EnergySplit {
+  double computation_j = 0.0;
+  double intrinsic_blocking_j = 0.0;
+  double extrinsic_blocking_j = 0.0;
+  double allreduce_j = 0.0;
+  double total_j() const { return computation_j + intrinsic_blocking_j + extrinsic_blocking_j + allreduce_j; }
+  EnergySplit& operator+=(const EnergySplit& other);
+};
+
+enum class SwitchOutcome : std::uint8_t {
+  kNone,    // no switch, or it took effect before the instruction started
+  kLate,    // the instruction started at the old clock
+  kMissed,  // the instruction ended before its clock took effect
+};
+
+// One instruction as executed by one device (its T tensor-parallel GPUs alike).
+struct ExecutedInstruction {
+  Instruction instruction;          // instruction.stage is the device's stage
+  std::int32_t pipeline = 0;
+  Dag::NodeId node = 0;
+  double start_s = 0.0;
+  double end_s = 0.0;
+  double energy_j = 0.0;            // per GPU
+  std::int32_t frequency_mhz = 0;   // the planned clock
+  std::int32_t clock_at_start_mhz = 0;
+  SwitchOutcome switch_outcome = SwitchOutcome::kNone;
+  double power_w() const { return end_s > start_s ? energy_j / (end_s - start_s) : 0.0; }
+};
+
+struct Transfer {
+  std::int32_t pipeline = 0;
+  std::int32_t from_stage = 0, to_stage = 0;
+  Dag::NodeId from_node = 0, to_node = 0;
+  double start_s = 0.0;    // when the link began sending
+  double arrival_s = 0.0;  // when the receiver has it
+  double bytes = 0.0;
+};
+
+struct AllReduce {
+  std::int32_t stage = 0;
+  double start_s = 0.0;  // when the last replica of the stage finished
+  double end_s = 0.0;
+  double bytes_per_gpu = 0.0;
+};
+
+// One device of one pipeline: the figures of each of its T GPUs.
+struct DeviceSummary {
+  std::int32_t pipeline = 0;
+  std::int32_t stage = 0;
+  double busy_s = 0.0;
+  double finish_s = 0.0;  // end of its last instruction
+  EnergySplit energy;     // per GPU
+  std::int32_t switches = 0, late_switches = 0, missed_switches = 0;
+};
+
+struct PipelineSummary {
+  std::int32_t pipeline = 0;
+  bool straggler = false;
+  double slowdown = 1.0;
+  double delay_s = 0.0;
+  double time_s = 0.0;  // T_p: its own iteration, from 0 to its last instruction's end
+  EnergySplit energy;   // all its GPUs
+};
+
+struct EmulationResult {
+  int stages = 0;
+  int data_parallel = 1;
+  int tensor_parallel = 1;
+  double p_blocking_w = 0.0;
+  double switch_latency_s = 0.0;
+  double iteration_time_s = 0.0;  // T_iteration: until the last gradient all-reduce ends
+  double sync_time_s = 0.0;       // T_sync: the slowest pipeline's own iteration
+  EnergySplit energy;             // all GPUs
+  std::int64_t switches = 0, late_switches = 0, missed_switches = 0;
+  std::vector<PipelineSummary> pipelines;
+  std::vector<DeviceSummary> devices;         // pipeline-major: index pipeline * S + stage
+  std::vector<ExecutedInstruction> timeline;  // by pipeline, then stage, then execution order
+  std::vector<std::size_t> device_begin;      // D * S + 1 offsets into `timeline`
+  std::vector<Transfer> transfers;
+  std::vector<AllReduce> allreduces;          // one per stage when D > 1
+  std::vector<std::string> warnings;          // e.g. a plan that switches more than it can pay for
+  // How much later the slowest pipeline finishes than it would with instant switching.
+  double switching_delay_s = 0.0;
+
+  int num_gpus() const { return data_parallel * stages * tensor_parallel; }
+  double average_power_w() const { return iteration_time_s > 0.0 ? energy.total_j() / iteration_time_s : 0.0; }
+  double average_power_per_gpu_w() const { return average_power_w() / num_gpus(); }
+  // Instructions of one device in execution order.
+  std::span<const ExecutedInstruction> device_timeline(int pipeline, int stage) const;
+};
+
+// Emulates one iteration. Non-straggler pipelines run `plan`; stragglers run
+// `straggler_plan` (default: `plan`). Throws InputError for a plan of the wrong size and a
+// bad configuration (D or T below 1, negative or non-finite latencies, bandwidths or sizes,
+// a straggler outside [0, D), listed twice, with a slowdown below 1 or a negative delay).
+EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan, const EmulationConfig& config,
+                        const ExecutionPlan* straggler_plan = nullptr);
+
+// Perseus's answer to a straggler. The stragglers run the fastest candidate, which sets the
+// time T' the others must wait for anyway. The others run the candidate for
+// T_opt = min(T*, T'): the slowest candidate no slower than T_opt (the least energy among
+// equally slow ones), or the fastest if none is; T* is the time of the candidate with the
+// least iteration energy. Candidates are typically a frontier's plans; times here are
+// emulated (one pipeline, with the configured links and switching latency).
+struct StragglerResponse {
+  std::size_t straggler_plan = 0;  // index of the fastest candidate
+  std::size_t chosen_plan = 0;     // what the non-straggler pipelines run
+  double straggler_time_s = 0.0;   // T'
+  double t_star_s = 0.0;
+  double t_opt_s = 0.0;
+  std::vector<double> candidate_times_s;  // emulated, per candidate
+  EmulationResult result;
+};
+
+// Throws InputError for no candidates, or no stragglers in `config`.
+StragglerResponse emulate_straggler_response(const EnergyProblem& problem, std::span<const ExecutionPlan> candidates,
+                                             const EmulationConfig& config);
+
+}  // namespace perseus

@@ -1,0 +1,42 @@
+// What a route handler sees and answers, independent of any HTTP library, so that every
+// handler can be called from a unit test without sockets.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace perseus::server {
+
+struct ApiRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // decoded path, e.g. "/schedule/2024-01-01-00-00-00+dp1+pp2+tp1+Frontier"
+  std::map<std::string, std::string> query;
+  std::string body;
+  std::string authorization;  // the Authorization header, "" when absent
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// A request the server refuses: answered with `status` and {"detail": what()}.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, const std::string& detail) : std::runtime_error(detail), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+ApiResponse json_response(int status, const nlohmann::json& body);
+// {"detail": detail}, the error body of the existing server.
+ApiResponse error_response(int status, std::string_view detail);
+
+}  // namespace perseus::server

@@ -1,0 +1,289 @@
+#include "perseus/server/job_store.hpp"
+
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+
+#include "perseus/model/instruction.hpp"
+
+namespace perseus::server {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs(
+  job_id TEXT PRIMARY KEY,
+  info TEXT NOT NULL,
+  scheduler TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  last_active REAL NOT NULL,
+  state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ranks(
+  job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  info TEXT NOT NULL,
+  PRIMARY KEY(job_id, rank));
+CREATE TABLE IF NOT EXISTS profiles(
+  job_id TEXT PRIMARY KEY REFERENCES jobs(job_id) ON DELETE CASCADE,
+  csv TEXT NOT NULL,
+  params TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS frontiers(
+  job_id TEXT PRIMARY KEY REFERENCES jobs(job_id) ON DELETE CASCADE,
+  points BLOB NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'perseus.server/1');
+)sql";
+
+}  // namespace
+
+// A prepared statement that finalizes itself; binds by position from 1.
+class JobStore::Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail("prepare");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement& text(int i, const std::string& value) {
+    sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& blob(int i, const std::string& value) {
+    sqlite3_bind_blob(stmt_, i, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& real(int i, double value) {
+    sqlite3_bind_double(stmt_, i, value);
+    return *this;
+  }
+  Statement& integer(int i, long long value) {
+    sqlite3_bind_int64(stmt_, i, value);
+    return *this;
+  }
+  // True while rows come; false when done.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail("step");
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string column_text(int i) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i));
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : std::string();
+  }
+  std::string column_blob(int i) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : std::string();
+  }
+  double column_real(int i) const { return sqlite3_column_double(stmt_, i); }
+  long long column_integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  [[noreturn]] void fail(const char* what) const {
+    throw InputError(fmt::format("job database: {} failed: {}", what, sqlite3_errmsg(db_)));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+JobStore::JobStore(const std::string& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw InputError(fmt::format("{}: cannot open the job database: {}", path, message));
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  try {
+    // WAL with synchronous=NORMAL survives a killed process (only a power cut may lose the
+    // last transactions); foreign keys make deleting a job delete everything it owns.
+    if (path != ":memory:") exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=NORMAL");
+    exec("PRAGMA foreign_keys=ON");
+    exec(kSchema);
+    Statement schema(db_, "SELECT value FROM meta WHERE key='schema'");
+    if (!schema.step() || schema.column_text(0) != "perseus.server/1") {
+      throw InputError(fmt::format("{}: not a perseus server database (schema '{}')", path, schema.column_text(0)));
+    }
+  } catch (const InputError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+JobStore::~JobStore() { sqlite3_close(db_); }
+
+void JobStore::exec(const char* sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : sqlite3_errmsg(db_);
+    sqlite3_free(error);
+    throw InputError(fmt::format("job database: {}", message));
+  }
+}
+
+template <typename F>
+void JobStore::transaction(F&& body) {
+  std::lock_guard lock(mutex_);
+  exec("BEGIN IMMEDIATE");
+  try {
+    body();
+    exec("COMMIT");
+  } catch (...) {
+    char* ignored = nullptr;
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, &ignored);
+    sqlite3_free(ignored);
+    throw;
+  }
+}
+
+void JobStore::insert_job(const StoredJob& job) {
+  transaction([&] {
+    Statement(db_, "INSERT INTO jobs(job_id, info, scheduler, created_at, last_active, state) VALUES(?,?,?,?,?,?)")
+        .text(1, job.job_id)
+        .text(2, job.info.dump())
+        .text(3, job.scheduler)
+        .real(4, job.created_at)
+        .real(5, job.last_active)
+        .text(6, job.state.dump())
+        .run();
+  });
+}
+
+void JobStore::insert_rank(const std::string& job_id, int rank, const nlohmann::json& info) {
+  transaction([&] {
+    Statement(db_, "INSERT INTO ranks(job_id, rank, info) VALUES(?,?,?)").text(1, job_id).integer(2, rank).text(3, info.dump()).run();
+  });
+}
+
+void JobStore::save_state(const std::string& job_id, const nlohmann::json& state) {
+  transaction([&] { Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, state.dump()).text(2, job_id).run(); });
+}
+
+void JobStore::save_last_active(const std::vector<std::pair<std::string, double>>& times) {
+  if (times.empty()) return;
+  transaction([&] {
+    Statement update(db_, "UPDATE jobs SET last_active=? WHERE job_id=?");
+    for (const auto& [id, t] : times) {
+      update.real(1, t).text(2, id).run();
+      update.reset();
+    }
+  });
+}
+
+void JobStore::save_profile(const std::string& job_id, const std::string& csv, const nlohmann::json& params,
+                            const nlohmann::json& state) {
+  transaction([&] {
+    Statement(db_, "INSERT OR REPLACE INTO profiles(job_id, csv, params) VALUES(?,?,?)")
+        .text(1, job_id)
+        .text(2, csv)
+        .text(3, params.dump())
+        .run();
+    // A new profile makes any earlier frontier stale.
+    Statement(db_, "DELETE FROM frontiers WHERE job_id=?").text(1, job_id).run();
+    Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, state.dump()).text(2, job_id).run();
+  });
+}
+
+void JobStore::save_frontier(const std::string& job_id, const std::string& blob, const nlohmann::json& state) {
+  transaction([&] {
+    Statement(db_, "INSERT OR REPLACE INTO frontiers(job_id, points) VALUES(?,?)").text(1, job_id).blob(2, blob).run();
+    Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, state.dump()).text(2, job_id).run();
+  });
+}
+
+void JobStore::delete_job(const std::string& job_id) {
+  transaction([&] { Statement(db_, "DELETE FROM jobs WHERE job_id=?").text(1, job_id).run(); });
+}
+
+std::vector<StoredJob> JobStore::load_all() const {
+  std::lock_guard lock(mutex_);
+  std::vector<StoredJob> jobs;
+  std::map<std::string, std::size_t> index;
+  Statement all(db_, "SELECT job_id, info, scheduler, created_at, last_active, state FROM jobs ORDER BY created_at, job_id");
+  while (all.step()) {
+    StoredJob job;
+    job.job_id = all.column_text(0);
+    job.info = nlohmann::json::parse(all.column_text(1), nullptr, false);
+    job.scheduler = all.column_text(2);
+    job.created_at = all.column_real(3);
+    job.last_active = all.column_real(4);
+    job.state = nlohmann::json::parse(all.column_text(5), nullptr, false);
+    index[job.job_id] = jobs.size();
+    jobs.push_back(std::move(job));
+  }
+  Statement ranks(db_, "SELECT job_id, rank, info FROM ranks ORDER BY job_id, rank");
+  while (ranks.step()) {
+    const auto it = index.find(ranks.column_text(0));
+    if (it == index.end()) continue;
+    jobs[it->second].ranks[static_cast<int>(ranks.column_integer(1))] =
+        nlohmann::json::parse(ranks.column_text(2), nullptr, false);
+  }
+  Statement profiles(db_, "SELECT job_id, csv, params FROM profiles");
+  while (profiles.step()) {
+    const auto it = index.find(profiles.column_text(0));
+    if (it == index.end()) continue;
+    jobs[it->second].profile_csv = profiles.column_text(1);
+    jobs[it->second].profile_params = nlohmann::json::parse(profiles.column_text(2), nullptr, false);
+  }
+  Statement frontiers(db_, "SELECT job_id, points FROM frontiers");
+  while (frontiers.step()) {
+    const auto it = index.find(frontiers.column_text(0));
+    if (it == index.end()) continue;
+    jobs[it->second].frontier = frontiers.column_blob(1);
+  }
+  return jobs;
+}
+
+std::size_t JobStore::count_jobs() const {
+  std::lock_guard lock(mutex_);
+  Statement count(db_, "SELECT COUNT(*) FROM jobs");
+  count.step();
+  return static_cast<std::size_t>(count.column_integer(0));
+}
+
+std::size_t JobStore::count_ranks() const {
+  std::lock_guard lock(mutex_);
+  Statement count(db_, "SELECT COUNT(*) FROM ranks");
+  count.step();
+  return static_cast<std::size_t>(count.column_integer(0));
+}
+
+std::string JobStore::check_consistency() const {
+  std::lock_guard lock(mutex_);
+  {
+    Statement integrity(db_, "PRAGMA integrity_check");
+    if (integrity.step() && integrity.column_text(0) != "ok") return "integrity_check: " + integrity.column_text(0);
+  }
+  {
+    Statement orphans(db_, "PRAGMA foreign_key_check");
+    if (orphans.step()) return "foreign_key_check: a row of table '" + orphans.column_text(0) + "' has no job";
+  }
+  Statement jobs(db_, "SELECT job_id, info, state FROM jobs");
+  while (jobs.step()) {
+    for (int column : {1, 2}) {
+      const auto parsed = nlohmann::json::parse(jobs.column_text(column), nullptr, false);
+      if (parsed.is_discarded() || !parsed.is_object()) {
+        return fmt::format("job {}: column {} is not a JSON object", jobs.column_text(0), column == 1 ? "info" : "state");
+      }
+    }
+  }
+  Statement ranks(db_, "SELECT job_id, rank, info FROM ranks");
+  while (ranks.step()) {
+    const auto parsed = nlohmann::json::parse(ranks.column_text(2), nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object() || parsed.value("rank", -1) != ranks.column_integer(1)) {
+      return fmt::format("job {} rank {}: info does not describe that rank", ranks.column_text(0),
+                         ranks.column_integer(1));
+    }
+  }
+  return "ok";
+}
+
+}  // namespace perseus::server

@@ -1,0 +1,291 @@
+#include "perseus/server/protocol.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "perseus/server/api.hpp"
+
+namespace perseus::server {
+namespace {
+
+constexpr int kMaxDegree = 1 << 20;  // bounds the per-rank tables a registration allocates
+
+using json = nlohmann::json;
+
+std::string type_name(const json& value) {
+  if (value.is_null()) return "null";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_number_integer() || value.is_number_unsigned()) return "an integer";
+  if (value.is_number_float()) return "a number";
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "an array";
+  return "an object";
+}
+
+[[noreturn]] void invalid(std::string_view where, std::string_view expected, const json& got) {
+  throw ApiError(422, fmt::format("{}: expected {}, got {}", where, expected, type_name(got)));
+}
+
+// Reads the fields of one JSON object, naming "<message>.<field>" in every error.
+class Fields {
+ public:
+  Fields(const json& object, std::string_view message) : object_(object), message_(message) {
+    if (!object.is_object()) invalid(message, "a JSON object", object);
+  }
+
+  bool has(const char* name) const { return object_.contains(name) && !object_.at(name).is_null(); }
+
+  const json& required(const char* name) const {
+    if (!object_.contains(name)) throw ApiError(422, fmt::format("{}.{}: field required", message_, name));
+    return object_.at(name);
+  }
+
+  int integer(const char* name, long long min_value, long long max_value) const {
+    return integer_value(required(name), where(name), min_value, max_value);
+  }
+
+  double number(const char* name, double min_value) const {
+    return number_value(required(name), where(name), min_value);
+  }
+
+  std::string string(const char* name) const {
+    const json& value = required(name);
+    if (!value.is_string()) invalid(where(name), "a string", value);
+    return value.get<std::string>();
+  }
+
+  std::string where(const char* name) const { return fmt::format("{}.{}", message_, name); }
+
+  static int integer_value(const json& value, const std::string& where, long long min_value, long long max_value) {
+    if (!value.is_number_integer()) invalid(where, "an integer", value);
+    // Unsigned values above int64 would wrap in get<long long>; anything that large is out of range.
+    if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max_value)) {
+      throw ApiError(422, fmt::format("{}: must be at most {}, got {}", where, max_value, value.dump()));
+    }
+    const long long v = value.get<long long>();
+    if (v < min_value) throw ApiError(422, fmt::format("{}: must be at least {}, got {}", where, min_value, v));
+    if (v > max_value) throw ApiError(422, fmt::format("{}: must be at most {}, got {}", where, max_value, v));
+    return static_cast<int>(v);
+  }
+
+  static double number_value(const json& value, const std::string& where, double min_value) {
+    if (!value.is_number()) invalid(where, "a number", value);
+    const double v = value.get<double>();
+    if (!std::isfinite(v)) throw ApiError(422, fmt::format("{}: must be finite", where));
+    if (v < min_value) throw ApiError(422, fmt::format("{}: must be at least {}, got {}", where, min_value, v));
+    return v;
+  }
+
+ private:
+  const json& object_;
+  std::string message_;
+};
+
+std::vector<double> number_list(const json& value, const std::string& where) {
+  if (!value.is_array()) invalid(where, "an array of numbers", value);
+  std::vector<double> out;
+  out.reserve(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.push_back(Fields::number_value(value[i], fmt::format("{}[{}]", where, i), 0.0));
+  }
+  return out;
+}
+
+bool is_instruction_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::pair<std::string, std::vector<std::vector<double>>>> breakdown(const Fields& fields,
+                                                                                const char* name) {
+  std::vector<std::pair<std::string, std::vector<std::vector<double>>>> out;
+  if (!fields.has(name)) return out;
+  const json& value = fields.required(name);
+  const std::string where = fields.where(name);
+  if (!value.is_object()) invalid(where, "an object of instruction name -> [[values] per iteration]", value);
+  for (const auto& [instruction, iterations] : value.items()) {
+    const std::string at = fmt::format("{}.{}", where, instruction);
+    if (!is_instruction_name(instruction)) {
+      throw ApiError(422, fmt::format("{}: an instruction name must be 1-64 letters, digits, '_' or '-'", at));
+    }
+    if (!iterations.is_array()) invalid(at, "an array (one list per iteration)", iterations);
+    std::vector<std::vector<double>> lists;
+    for (std::size_t i = 0; i < iterations.size(); ++i) {
+      lists.push_back(number_list(iterations[i], fmt::format("{}[{}]", at, i)));
+    }
+    out.emplace_back(instruction, std::move(lists));
+  }
+  return out;
+}
+
+// Job ids travel in URL paths and name dump folders: metadata must not carry characters
+// that would split or escape either.
+void check_metadata(const std::string& metadata) {
+  if (metadata.size() > 256) {
+    throw ApiError(422, fmt::format("JobInfo.job_metadata: at most 256 characters, got {}", metadata.size()));
+  }
+  for (unsigned char c : metadata) {
+    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\' || c == '?' || c == '#' || c == '%') {
+      throw ApiError(422,
+                     "JobInfo.job_metadata: must not contain control characters or any of / \\ ? # % "
+                     "(it becomes part of the job id, which travels in URL paths)");
+    }
+  }
+}
+
+}  // namespace
+
+ApiResponse json_response(int status, const nlohmann::json& body) {
+  return ApiResponse{status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+ApiResponse error_response(int status, std::string_view detail) {
+  return json_response(status, json{{"detail", std::string(detail)}});
+}
+
+nlohmann::json parse_json_object(std::string_view text, std::string_view what) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) throw ApiError(400, fmt::format("{}: the body is not valid JSON", what));
+  if (!value.is_object()) invalid(what, "a JSON object", value);
+  return value;
+}
+
+PipelineLayout parse_layout(const nlohmann::json& object, std::string_view where) {
+  Fields fields(object, where);
+  PipelineLayout layout;
+  if (fields.has("schedule")) {
+    try {
+      layout.kind = parse_schedule_kind(fields.string("schedule"));
+    } catch (const InputError& e) {
+      throw ApiError(422, fmt::format("{}: {}", fields.where("schedule"), e.what()));
+    }
+  }
+  layout.microbatches = fields.integer("microbatches", 1, 1 << 16);
+  if (fields.has("chunks")) layout.chunks = fields.integer("chunks", 1, 64);
+  return layout;
+}
+
+JobInfo parse_job_info(const nlohmann::json& body) {
+  Fields fields(body, "JobInfo");
+  JobInfo info;
+  const json& id = fields.required("job_id");
+  if (!id.is_string()) invalid(fields.where("job_id"), "a string", id);
+  info.job_id = id.get<std::string>();
+  if (!info.job_id.empty()) throw ApiError(422, "JobInfo.job_id: must be empty; the server assigns the id");
+  info.pp_degree = fields.integer("pp_degree", 1, kMaxDegree);
+  info.dp_degree = fields.integer("dp_degree", 1, kMaxDegree);
+  info.tp_degree = fields.integer("tp_degree", 1, kMaxDegree);
+  info.world_size = fields.integer("world_size", 1, kMaxDegree);
+  const long long product = static_cast<long long>(info.pp_degree) * info.dp_degree * info.tp_degree;
+  if (product != info.world_size) {
+    throw ApiError(422, fmt::format("JobInfo: pp_degree * dp_degree * tp_degree = {} * {} * {} = {} must equal "
+                                    "world_size = {}",
+                                    info.pp_degree, info.dp_degree, info.tp_degree, product, info.world_size));
+  }
+  if (fields.has("job_metadata")) {
+    info.job_metadata = fields.string("job_metadata");
+    check_metadata(*info.job_metadata);
+  }
+  if (fields.has("microbatches")) info.layout = parse_layout(body, "JobInfo");
+  return info;
+}
+
+RankInfo parse_rank_info(const nlohmann::json& body) {
+  Fields fields(body, "RankInfo");
+  RankInfo info;
+  info.rank = fields.integer("rank", 0, kMaxDegree);
+  info.dp_rank = fields.integer("dp_rank", 0, kMaxDegree);
+  info.pp_rank = fields.integer("pp_rank", 0, kMaxDegree);
+  info.tp_rank = fields.integer("tp_rank", 0, kMaxDegree);
+  const json& frequencies = fields.required("available_frequencies");
+  const std::string where = fields.where("available_frequencies");
+  if (!frequencies.is_array()) invalid(where, "an array of integers (MHz)", frequencies);
+  if (frequencies.size() > 4096) throw ApiError(422, where + ": at most 4096 frequencies");
+  for (std::size_t i = 0; i < frequencies.size(); ++i) {
+    info.available_frequencies.push_back(
+        Fields::integer_value(frequencies[i], fmt::format("{}[{}]", where, i), 1, 100000));
+  }
+  return info;
+}
+
+ProfilingResult parse_profiling_result(const nlohmann::json& body) {
+  Fields fields(body, "ProfilingResult");
+  ProfilingResult result;
+  result.rank = fields.integer("rank", 0, kMaxDegree);
+  if (fields.has("iter_time")) result.iter_time = number_list(fields.required("iter_time"), fields.where("iter_time"));
+  if (fields.has("iter_energy")) {
+    result.iter_energy = number_list(fields.required("iter_energy"), fields.where("iter_energy"));
+  }
+  result.time_breakdown = breakdown(fields, "time_breakdown");
+  result.energy_breakdown = breakdown(fields, "energy_breakdown");
+  return result;
+}
+
+StragglerNotice parse_straggler_notice(const nlohmann::json& body) {
+  Fields fields(body, "Straggler");
+  StragglerNotice notice;
+  if (fields.has("job_id")) notice.job_id = fields.string("job_id");
+  notice.id = fields.integer("id", 0, kMaxDegree);
+  notice.delay_s = fields.has("delay_s") ? fields.number("delay_s", 0.0) : 0.0;
+  notice.degree = fields.number("degree", 1.0);
+  if (notice.delay_s > 365.0 * 24 * 3600) throw ApiError(422, "Straggler.delay_s: at most one year");
+  if (notice.degree > 1000.0) throw ApiError(422, "Straggler.degree: at most 1000");
+  return notice;
+}
+
+nlohmann::json to_json(const PipelineLayout& layout) {
+  return {{"schedule", std::string(to_string(layout.kind))},
+          {"microbatches", layout.microbatches},
+          {"chunks", layout.chunks}};
+}
+
+nlohmann::json to_json(const JobInfo& info) {
+  json out = {{"job_id", info.job_id},         {"pp_degree", info.pp_degree},
+              {"dp_degree", info.dp_degree},   {"tp_degree", info.tp_degree},
+              {"world_size", info.world_size}, {"job_metadata", nullptr}};
+  if (info.job_metadata) out["job_metadata"] = *info.job_metadata;
+  if (info.layout) out.update(to_json(*info.layout));
+  return out;
+}
+
+nlohmann::json to_json(const RankInfo& info) {
+  return {{"rank", info.rank},
+          {"dp_rank", info.dp_rank},
+          {"pp_rank", info.pp_rank},
+          {"tp_rank", info.tp_rank},
+          {"available_frequencies", info.available_frequencies}};
+}
+
+nlohmann::json frequency_schedule_json(int rank, const std::vector<std::pair<std::string, int>>& frequencies) {
+  json list = json::array();
+  for (const auto& [name, mhz] : frequencies) list.push_back(json::array({name, mhz}));
+  return {{"rank", rank}, {"frequencies", std::move(list)}};
+}
+
+std::string make_job_id(const JobInfo& info, std::string_view scheduler_name, std::time_t when) {
+  std::tm local{};
+  localtime_r(&when, &local);
+  std::string id = fmt::format("{:04}-{:02}-{:02}-{:02}-{:02}-{:02}+dp{}+pp{}+tp{}+{}", local.tm_year + 1900,
+                               local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min, local.tm_sec,
+                               info.dp_degree, info.pp_degree, info.tp_degree, scheduler_name);
+  if (info.job_metadata) id += "+" + *info.job_metadata;
+  return id;
+}
+
+std::vector<std::vector<std::string>> stage_instruction_names(const PipelineLayout& layout, int stages) {
+  const Schedule schedule = make_schedule(ScheduleSpec{layout.kind, stages, layout.microbatches, layout.chunks, false});
+  std::vector<std::vector<std::string>> names(schedule.per_stage.size());
+  for (std::size_t s = 0; s < schedule.per_stage.size(); ++s) {
+    for (const Instruction& instruction : schedule.per_stage[s]) names[s].emplace_back(to_string(instruction.kind));
+  }
+  return names;
+}
+
+}  // namespace perseus::server

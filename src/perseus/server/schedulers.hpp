@@ -1,0 +1,168 @@
+// The per-job schedulers: what every pipeline of a job runs from one barrier round on.
+// PointSolution serves one fixed plan; MaxFrequency runs everything at the highest common
+// clock while a profile or frontier is pending; InVivoProfiling walks the clocks from the
+// highest down and assembles a profile from the ranks' results; Frontier serves the T_min
+// plan and, once a straggler is announced, the T_opt = min(T*, T') plan to other pipelines.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "perseus/plan/plan_files.hpp"
+#include "perseus/profile/profile.hpp"
+#include "perseus/server/frontier_table.hpp"
+#include "perseus/server/protocol.hpp"
+
+namespace perseus::server {
+
+using StageSchedule = std::vector<std::pair<std::string, int>>;
+
+// What every pipeline runs from one round on. All ranks of a stage run the same list;
+// pipelines (data-parallel replicas) holding a straggler run `straggling`.
+struct Deployment {
+  std::shared_ptr<const StageFrequencies> normal;
+  std::shared_ptr<const StageFrequencies> straggling;  // null when no pipeline straggles
+  std::vector<int> straggler_pipelines;                // dp ranks, ascending
+  std::optional<std::size_t> frontier_index;           // the point `normal` came from (Frontier)
+  std::string label;                                   // for logs and the web page
+
+  // Throws ApiError 409 when the plan has no list for the rank's stage.
+  const StageSchedule& for_rank(const RankInfo& rank) const;
+};
+
+// What a scheduler may look at: the job and its registered ranks.
+struct JobView {
+  const JobInfo& info;
+  const std::map<int, RankInfo>& ranks;
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual std::string_view phase() const = 0;  // "point", "waiting", "profiling", "frontier"
+  // Called when every rank has asked for a schedule. Throws ApiError when it cannot serve.
+  virtual Deployment next_round(const JobView& job, double now) = 0;
+  // Returns true when the result changed state worth persisting.
+  virtual bool on_result(const JobView& job, const ProfilingResult& result) { return false; }
+  // The state to persist (restored through each scheduler's constructor).
+  virtual nlohmann::json state() const { return nlohmann::json::object(); }
+};
+
+// The clocks every rank supports, highest first. ApiError 409 when ranks share none.
+std::vector<int> common_frequencies(const JobView& job);
+
+class PointSolutionScheduler final : public Scheduler {
+ public:
+  explicit PointSolutionScheduler(StageFrequencies plan);
+  std::string_view phase() const override { return "point"; }
+  Deployment next_round(const JobView& job, double now) override;
+
+ private:
+  std::shared_ptr<const StageFrequencies> plan_;
+};
+
+// Every instruction at the highest clock all ranks support.
+class MaxFrequencyScheduler final : public Scheduler {
+ public:
+  // `layout` may be unknown yet: rounds then fail with 409 saying how to give it.
+  MaxFrequencyScheduler(std::optional<PipelineLayout> layout, std::string label);
+  std::string_view phase() const override { return "waiting"; }
+  Deployment next_round(const JobView& job, double now) override;
+
+ private:
+  std::optional<PipelineLayout> layout_;
+  std::string label_;
+};
+
+struct ProfilingSettings {
+  int max_energy_rises = 5;  // stop lowering once energy rose more than this many times in a row
+};
+
+class InVivoProfilingScheduler final : public Scheduler {
+ public:
+  // `saved` is a previous state() or null for a fresh start.
+  InVivoProfilingScheduler(PipelineLayout layout, ProfilingSettings settings, const nlohmann::json& saved);
+  std::string_view phase() const override { return "profiling"; }
+  Deployment next_round(const JobView& job, double now) override;
+  bool on_result(const JobView& job, const ProfilingResult& result) override;
+  nlohmann::json state() const override;
+
+  bool done() const { return done_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  // The clock being measured now; nullopt before the first round.
+  std::optional<int> current_frequency() const;
+  std::size_t frequencies_done() const { return round_energy_.size(); }
+  std::size_t frequencies_total() const { return frequencies_.size(); }
+  // What was measured so far as a profile (max time, sum of energy over each stage's ranks).
+  Profile profile(const std::string& source) const;
+
+ private:
+  struct RankSummary {
+    std::map<InstructionKind, std::pair<double, double>> per_instruction;  // mean (time, energy)
+    double iteration_energy = 0.0;
+  };
+  void finish_frequency(const JobView& job);
+
+  PipelineLayout layout_;
+  ProfilingSettings settings_;
+  std::vector<int> frequencies_;  // fixed at the first round, highest first
+  std::size_t index_ = 0;         // into frequencies_
+  std::map<int, RankSummary> reports_;  // this frequency's reports, by rank
+  // (stage, instruction) -> measurements, one per finished frequency
+  std::map<std::pair<int, InstructionKind>, std::vector<Measurement>> measured_;
+  std::vector<double> round_energy_;  // the job's iteration energy at each finished frequency
+  int rises_ = 0;
+  bool done_ = false;
+  std::string stop_reason_;
+};
+
+struct StragglerState {
+  int id = 0;        // the straggling rank
+  int pipeline = 0;  // its dp_rank
+  double degree = 1.0;
+  double effective_at = 0.0;  // wall clock, s since the epoch
+  double announced_at = 0.0;
+};
+
+// What a straggler notice will deploy once it takes effect.
+struct StragglerDecision {
+  double t_min_s = 0.0;
+  double t_prime_s = 0.0;  // the straggling pipelines' iteration time (T_min if none)
+  double t_opt_s = 0.0;    // min(T*, T')
+  std::size_t frontier_index = 0;
+  double plan_time_s = 0.0;
+  double plan_energy_j = 0.0;
+};
+
+class FrontierScheduler final : public Scheduler {
+ public:
+  FrontierScheduler(std::shared_ptr<const FrontierTable> table, std::vector<StragglerState> stragglers);
+  std::string_view phase() const override { return "frontier"; }
+  Deployment next_round(const JobView& job, double now) override;
+  nlohmann::json state() const override;
+
+  // Records a notice and prepares (builds and caches) the plan it will deploy.
+  StragglerDecision announce(const StragglerState& notice);
+  // The plan in force at `now`: T' from the stragglers then active.
+  StragglerDecision decide(double now) const;
+  const std::vector<StragglerState>& stragglers() const { return stragglers_; }
+  const std::shared_ptr<const FrontierTable>& table() const { return table_; }
+
+  static std::vector<StragglerState> stragglers_from_json(const nlohmann::json& saved);
+
+ private:
+  // The active degree of every straggling rank at `now` (degree 1 entries dropped).
+  std::map<int, const StragglerState*> active_at(double now) const;
+  StragglerDecision decision_for(double t_prime) const;
+
+  std::shared_ptr<const FrontierTable> table_;
+  std::vector<StragglerState> stragglers_;  // notices in arrival order
+};
+
+}  // namespace perseus::server

@@ -1,0 +1,69 @@
+// The Phillips–Dessouky crawl: from the minimum-energy schedule (every operation at its
+// slowest duration, iteration time T*) down to T_min, one time unit per step, each step
+// shortening the cheapest set of operations found by a lower-bounded minimum cut.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "perseus/solver/problem.hpp"
+
+namespace perseus {
+
+// One emitted point of the crawl, in the reference's (fitted, quantised) terms.
+struct CrawlStep {
+  std::int64_t time_q = 0;    // iteration time, units of unit_time
+  double fitted_cost = 0.0;   // sum of fitted effective energy over all operations
+  double cost_change = 0.0;   // fitted cost added by this step
+};
+
+struct DurationChange {
+  Dag::NodeId node = 0;
+  std::int64_t duration_q = 0;
+};
+
+// The crawl as a log: the initial durations plus the changes of each step, so that a
+// long crawl costs memory proportional to what changed, not steps x nodes.
+struct CrawlResult {
+  std::vector<std::int64_t> initial_durations;  // all-slowest, per DAG node
+  std::int64_t t_star_q = 0;                    // iteration time of the all-slowest schedule
+  std::int64_t t_min_q = 0;                     // iteration time with every operation at min q
+  double initial_fitted_cost = 0.0;
+  std::vector<CrawlStep> steps;                 // emitted points, each one unit faster
+  std::vector<std::size_t> change_begin;        // steps.size() + 1 offsets into `changes`
+  std::vector<DurationChange> changes;
+  std::string stop_reason;
+
+  // Fitted energy of a step as the reference reports it: cost + S * time * p_blocking.
+  double reference_energy(const CrawlStep& step, const EnergyProblem& problem) const;
+};
+
+// Walks the durations of successive steps without storing them all.
+class CrawlCursor {
+ public:
+  explicit CrawlCursor(const CrawlResult& result) : result_(result), durations_(result.initial_durations) {}
+  // Durations after step `step` (steps must be visited in increasing order).
+  const std::vector<std::int64_t>& advance_to(std::size_t step);
+  const std::vector<std::int64_t>& durations() const { return durations_; }
+
+ private:
+  const CrawlResult& result_;
+  std::vector<std::int64_t> durations_;
+  std::size_t applied_ = 0;  // steps applied so far
+};
+
+struct CrawlOptions {
+  // Called every `progress_every` steps with (steps so far, current time_q, t_min_q).
+  std::function<void(std::size_t, std::int64_t, std::int64_t)> progress;
+  std::size_t progress_every = 1000;
+  std::size_t max_steps = 0;  // 0: until the crawl stops by itself
+};
+
+CrawlResult crawl_frontier(const EnergyProblem& problem, const CrawlOptions& options = {});
+
+// Option chosen for every node when each runs at the given planned durations.
+OptionChoice choice_for_durations(const EnergyProblem& problem, const std::vector<std::int64_t>& durations);
+
+}  // namespace perseus

@@ -1,0 +1,104 @@
+// Properties of the Phillips–Dessouky crawl on random pipelines.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "perseus/solver/crawl.hpp"
+#include "synthetic.hpp"
+
+namespace perseus {
+namespace {
+
+std::int64_t planned_length(const EnergyProblem& problem, const std::vector<std::int64_t>& durations) {
+  return critical_path_length<std::int64_t>(problem.dag, durations);
+}
+
+struct Case {
+  ScheduleKind kind;
+  int stages;
+  int microbatches;
+  int chunks;
+};
+
+class CrawlProperties : public ::testing::TestWithParam<std::tuple<Case, std::uint32_t>> {};
+
+TEST_P(CrawlProperties, EveryStepIsOneUnitFasterAndConsistent) {
+  const auto& [c, seed] = GetParam();
+  const EnergyProblem problem =
+      testing::synthetic_problem({c.kind, c.stages, c.microbatches, c.chunks, false}, 12, seed);
+  const CrawlResult crawl = crawl_frontier(problem);
+  ASSERT_FALSE(crawl.steps.empty());
+  EXPECT_EQ(planned_length(problem, crawl.initial_durations), crawl.t_star_q);
+  EXPECT_GE(crawl.t_star_q, crawl.t_min_q);
+
+  CrawlCursor cursor(crawl);
+  std::int64_t previous = crawl.t_star_q;
+  double previous_cost = crawl.initial_fitted_cost;
+  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+    const CrawlStep& step = crawl.steps[k];
+    EXPECT_EQ(step.time_q, previous - 1) << "step " << k;
+    const auto& durations = cursor.advance_to(k);
+    // The reported time is the plan's critical path.
+    EXPECT_EQ(planned_length(problem, durations), step.time_q) << "step " << k;
+    // Durations stay within each operation's range.
+    for (std::size_t i = 0; i < durations.size(); ++i) {
+      const OperationOptions& op = problem.options_of(static_cast<Dag::NodeId>(i));
+      ASSERT_GE(durations[i], op.min_q());
+      ASSERT_LE(durations[i], op.max_q());
+    }
+    // The fitted cost is the sum over the plan, and the step's change is what was added.
+    double cost = 0.0;
+    for (std::size_t i = 0; i < durations.size(); ++i) {
+      cost += problem.options_of(static_cast<Dag::NodeId>(i)).fitted_cost(durations[i]);
+    }
+    EXPECT_NEAR(step.fitted_cost, cost, 1e-6 * std::abs(cost));
+    EXPECT_NEAR(step.fitted_cost - previous_cost, step.cost_change, 1e-6 * std::abs(cost));
+    EXPECT_TRUE(std::isfinite(step.fitted_cost));
+    previous = step.time_q;
+    previous_cost = step.fitted_cost;
+  }
+  // The crawl gets all the way to T_min on convex costs.
+  EXPECT_EQ(crawl.steps.back().time_q, crawl.t_min_q) << crawl.stop_reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RandomPipelines, CrawlProperties,
+    ::testing::Combine(::testing::Values(Case{ScheduleKind::k1F1B, 4, 6, 1}, Case{ScheduleKind::k1F1B, 3, 5, 1},
+                                         Case{ScheduleKind::kGPipe, 3, 4, 1},
+                                         Case{ScheduleKind::kInterleaved1F1B, 2, 4, 2},
+                                         Case{ScheduleKind::k1F1BEarlyRecompute, 3, 3, 1}),
+                       ::testing::Values(1u, 2u, 3u)));
+
+TEST(Crawl, IsDeterministic) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, 7);
+  const CrawlResult a = crawl_frontier(problem);
+  const CrawlResult b = crawl_frontier(problem);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (std::size_t k = 0; k < a.steps.size(); ++k) {
+    EXPECT_EQ(a.steps[k].time_q, b.steps[k].time_q);
+    EXPECT_EQ(a.steps[k].fitted_cost, b.steps[k].fitted_cost);
+  }
+  EXPECT_EQ(a.changes.size(), b.changes.size());
+}
+
+TEST(Crawl, CursorReplaysTheLog) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 2, 3, 1, false}, 8, 5);
+  const CrawlResult crawl = crawl_frontier(problem);
+  ASSERT_GT(crawl.steps.size(), 2u);
+  CrawlCursor all(crawl);
+  all.advance_to(crawl.steps.size() - 1);
+  // Every operation at the last step runs no slower than at the start.
+  for (std::size_t i = 0; i < crawl.initial_durations.size(); ++i) {
+    EXPECT_LE(all.durations()[i], crawl.initial_durations[i]);
+  }
+}
+
+TEST(Crawl, MaxStepsStopsEarly) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 12, 9);
+  CrawlOptions options;
+  options.max_steps = 3;
+  EXPECT_EQ(crawl_frontier(problem, options).steps.size(), 3u);
+}
+
+}  // namespace
+}  // namespace perseus

@@ -1,0 +1,165 @@
+// The user-facing frontier: measured figures, slack reclaiming, Pareto filtering and
+// selection, checked against brute force on tiny pipelines and CBC on small ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "exact_milp.hpp"
+#include "perseus/solver/frontier.hpp"
+#include "synthetic.hpp"
+
+namespace perseus {
+namespace {
+
+// Every plan of a tiny problem: (measured time, effective energy), sorted by time, with a
+// running minimum of effective energy, so the optimum for any deadline is one lookup.
+class BruteForce {
+ public:
+  explicit BruteForce(const EnergyProblem& problem) : problem_(problem) {
+    const std::size_t n = problem.dag.num_nodes();
+    OptionChoice choice(n, 0);
+    while (true) {
+      const MeasuredFigures f = evaluate_measured(problem, choice);
+      plans_.push_back({f.time_s, f.energy_j - problem.p_blocking * problem.num_gpus() * f.time_s});
+      std::size_t i = 0;
+      for (; i < n; ++i) {
+        if (++choice[i] < static_cast<std::int32_t>(problem.options_of(static_cast<Dag::NodeId>(i)).options.size())) break;
+        choice[i] = 0;
+      }
+      if (i == n) break;
+    }
+    std::sort(plans_.begin(), plans_.end());
+    for (std::size_t i = 1; i < plans_.size(); ++i) plans_[i].second = std::min(plans_[i].second, plans_[i - 1].second);
+  }
+
+  // Least energy of any plan finishing within `deadline_s`, counted over `deadline_s`.
+  double optimum_energy_at(double deadline_s) const {
+    auto it = std::upper_bound(plans_.begin(), plans_.end(), std::make_pair(deadline_s + 1e-12, std::numeric_limits<double>::infinity()));
+    if (it == plans_.begin()) return std::numeric_limits<double>::infinity();
+    return std::prev(it)->second + problem_.p_blocking * problem_.num_gpus() * deadline_s;
+  }
+
+  std::size_t size() const { return plans_.size(); }
+
+ private:
+  const EnergyProblem& problem_;
+  std::vector<std::pair<double, double>> plans_;
+};
+
+double product_of_options(const EnergyProblem& problem) {
+  double product = 1.0;
+  for (std::size_t i = 0; i < problem.dag.num_nodes(); ++i) {
+    product *= static_cast<double>(problem.options_of(static_cast<Dag::NodeId>(i)).options.size());
+  }
+  return product;
+}
+
+// The margin the tests hold perseus to against the true optimum on tiny pipelines.
+constexpr double kBruteForceMargin = 0.005;
+
+TEST(FrontierBruteForce, EveryPointIsNearTheOptimumAtItsTime) {
+  double worst = 0.0;
+  int points = 0;
+  for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+    for (const ScheduleSpec& spec : {ScheduleSpec{ScheduleKind::k1F1B, 2, 2, 1, false},
+                                     ScheduleSpec{ScheduleKind::kGPipe, 2, 2, 1, false},
+                                     ScheduleSpec{ScheduleKind::k1F1B, 3, 1, 1, false}}) {
+      const EnergyProblem problem = testing::synthetic_problem(spec, 6, seed, 0.0005);
+      ASSERT_LE(product_of_options(problem), 3e6) << "too large for brute force";
+      const BruteForce brute(problem);
+      const Frontier frontier = build_frontier(problem, crawl_frontier(problem));
+      for (const FrontierPoint& point : frontier.points) {
+        const double optimum = brute.optimum_energy_at(point.measured.time_s);
+        ASSERT_TRUE(std::isfinite(optimum));
+        EXPECT_GE(point.measured.energy_j, optimum - 1e-9);  // nothing beats the optimum
+        worst = std::max(worst, (point.measured.energy_j - optimum) / optimum);
+        ++points;
+      }
+    }
+  }
+  std::cout << "brute force: " << points << " frontier points, worst gap " << worst * 100 << "%\n";
+  EXPECT_LE(worst, kBruteForceMargin);
+}
+
+TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, 11);
+  const Frontier frontier = build_frontier(problem, crawl_frontier(problem));
+  ASSERT_GE(frontier.points.size(), 2u);
+  for (std::size_t i = 1; i < frontier.points.size(); ++i) {
+    EXPECT_GT(frontier.points[i].measured.time_s, frontier.points[i - 1].measured.time_s);
+    EXPECT_LT(frontier.points[i].measured.energy_j, frontier.points[i - 1].measured.energy_j);
+  }
+  // T_min is the all-max plan's time, at no more energy than running all-max.
+  EXPECT_NEAR(frontier.t_min_point().measured.time_s, frontier.all_max.time_s, 1e-12);
+  EXPECT_LE(frontier.t_min_point().measured.energy_j, frontier.all_max.energy_j + 1e-9);
+  // Each point's figures are its plan's.
+  for (const FrontierPoint& point : frontier.points) {
+    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
+    EXPECT_DOUBLE_EQ(again.time_s, point.measured.time_s);
+    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
+  }
+}
+
+TEST(Frontier, RefiningNeverHurts) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, 3);
+  const CrawlResult crawl = crawl_frontier(problem);
+  CrawlCursor cursor(crawl);
+  for (std::size_t k = 0; k < crawl.steps.size(); k += 7) {
+    const OptionChoice raw = choice_for_durations(problem, cursor.advance_to(k));
+    const MeasuredFigures before = evaluate_measured(problem, raw);
+    const MeasuredFigures after = evaluate_measured(problem, reclaim_slack(problem, raw, before.time_s));
+    EXPECT_LE(after.time_s, before.time_s + 1e-12);
+    EXPECT_LE(after.energy_j, before.energy_j + 1e-9);
+  }
+}
+
+TEST(Frontier, ReclaimSlackOnAChainMeetsTheClosedForm) {
+  // One stage, one microbatch: F then B in sequence. With the deadline at the all-max time
+  // nothing may slow down; with it at the all-slowest time both take their cheapest option.
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 1, 1, 1, false}, 8, 4);
+  const OptionChoice fastest = fastest_choice(problem);
+  const double t_fast = evaluate_measured(problem, fastest).time_s;
+  EXPECT_EQ(reclaim_slack(problem, fastest, t_fast), fastest);
+  const OptionChoice relaxed = reclaim_slack(problem, fastest, 1e9);
+  for (Dag::NodeId n = 0; n < 2; ++n) {
+    const auto& options = problem.options_of(n).options;
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (const Option& o : options) cheapest = std::min(cheapest, o.measurement.energy_j - problem.p_blocking * o.measurement.time_s);
+    const Measurement& m = options[relaxed[n]].measurement;
+    EXPECT_DOUBLE_EQ(m.energy_j - problem.p_blocking * m.time_s, cheapest);
+  }
+}
+
+TEST(Frontier, SelectTakesTheSlowestPlanWithinMinOfTStarAndDeadline) {
+  const std::vector<double> times = {1.0, 1.1, 1.25, 1.4};
+  EXPECT_EQ(select_for_deadline(times, 0.9), std::nullopt);
+  EXPECT_EQ(select_for_deadline(times, 1.0), 0u);
+  EXPECT_EQ(select_for_deadline(times, 1.2), 1u);
+  EXPECT_EQ(select_for_deadline(times, 1.25), 2u);
+  EXPECT_EQ(select_for_deadline(times, 5.0), 3u);  // a straggler slower than T*: run T*
+  EXPECT_EQ(select_for_deadline(std::vector<double>{}, 5.0), std::nullopt);
+}
+
+TEST(FrontierExact, MatchesCbcOnSmallPipelines) {
+  // A pipeline large enough that brute force is out of reach: CBC gives the optimum.
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 3, 1, false}, 10, 21);
+  const Frontier frontier = build_frontier(problem, crawl_frontier(problem));
+  const std::size_t count = frontier.points.size();
+  double worst = 0.0;
+  for (std::size_t i : {std::size_t{0}, count / 4, count / 2, 3 * count / 4, count - 1}) {
+    const FrontierPoint& point = frontier.points[i];
+    const auto exact = testing::solve_exact(problem, point.measured.time_s, 30.0);
+    ASSERT_TRUE(exact.has_value());
+    const double optimum = exact->measured.energy_j + problem.p_blocking * problem.num_gpus() *
+                                                          (point.measured.time_s - exact->measured.time_s);
+    EXPECT_GE(point.measured.energy_j, optimum - 1e-6);
+    worst = std::max(worst, (point.measured.energy_j - optimum) / optimum);
+  }
+  std::cout << "CBC: worst gap " << worst * 100 << "%\n";
+  EXPECT_LE(worst, kBruteForceMargin);
+}
+
+}  // namespace
+}  // namespace perseus
