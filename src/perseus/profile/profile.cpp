@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>

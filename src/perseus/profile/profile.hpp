@@ -85,8 +85,9 @@ struct Table {
 std::string read_file(const std::filesystem::path& path);
 
 // Splits `text` into a header and rows. Handles CRLF, a UTF-8 byte-order mark, blank lines
-// and double-quoted fields. InputError for an empty file, binary content, a header lacking
-// any of `required`, a repeated header column, or a row whose field count differs.
+// and double-quoted fields (without commas inside). InputError for an empty file, binary
+// content, a header lacking any of `required`, a repeated or unnamed header column, or a row
+// whose field count differs from the header's.
 Table parse(std::string_view text, std::string source, std::span<const std::string_view> required);
 
 // Field parsers (std::from_chars, the whole field must be consumed); InputError via

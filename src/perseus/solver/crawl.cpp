@@ -1,5 +1,7 @@
 #include "perseus/solver/crawl.hpp"
 
+#include "perseus/solver/max_flow.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -39,9 +41,23 @@ class Crawler {
     earliest_finish_.resize(n);
     latest_start_.resize(n);
     aoa_to_flow_.assign(2 + 2 * n, -1);
+    edge_offset_.resize(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      edge_offset_[i + 1] = edge_offset_[i] + static_cast<int>(dag_.successors(static_cast<Dag::NodeId>(i)).size());
+    }
+    const std::size_t keys = 3 * n + static_cast<std::size_t>(edge_offset_[n]);
+    previous_flow_.assign(keys, 0.0);
+    previous_excess_flow_.assign(2 + 2 * n, 0.0);
   }
 
+  int dummy_key(Dag::NodeId n, std::size_t j) const {
+    return static_cast<int>(dag_.num_nodes()) + edge_offset_[n] + static_cast<int>(j);
+  }
+  int source_key(Dag::NodeId n) const { return static_cast<int>(dag_.num_nodes()) + edge_offset_.back() + n; }
+  int sink_key(Dag::NodeId n) const { return static_cast<int>(2 * dag_.num_nodes()) + edge_offset_.back() + n; }
+
   CrawlResult run(const CrawlOptions& options) {
+    algorithm_ = options.max_flow;
     CrawlResult result;
     duration_ = min_q_;
     result.t_min_q = compute_times();
@@ -134,6 +150,13 @@ class Crawler {
     Dag::NodeId op;   // -1 for a dummy arc
     double lb;
     double ub;
+    int key;          // stable across steps: op n, dummy N + edge, source N+E+n, sink 2N+E+n
+  };
+
+  struct FlowArc {  // flow node ids
+    int from;
+    int to;
+    double capacity;
   };
 
   // One Phillips–Dessouky step: finds the cut and the duration changes. Returns false when
@@ -200,17 +223,21 @@ class Crawler {
       const auto node = static_cast<Dag::NodeId>(i);
       if (!critical(node)) continue;
       auto [lb, ub] = bounds(node, std::numeric_limits<double>::infinity());
-      arcs_.push_back({left_of(node), right_of(node), node, lb, ub});
+      arcs_.push_back({left_of(node), right_of(node), node, lb, ub, node});
       finite_sum += lb + (std::isfinite(ub) ? ub : 0.0);
       if (dag_.predecessors(node).empty() && latest_start_[node] == 0) {
-        arcs_.push_back({kSource, left_of(node), -1, 0.0, std::numeric_limits<double>::infinity()});
+        arcs_.push_back({kSource, left_of(node), -1, 0.0, std::numeric_limits<double>::infinity(),
+                         source_key(node)});
       }
       if (dag_.successors(node).empty() && earliest_finish_[node] == iteration_length_) {
-        arcs_.push_back({right_of(node), kSink, -1, 0.0, std::numeric_limits<double>::infinity()});
+        arcs_.push_back({right_of(node), kSink, -1, 0.0, std::numeric_limits<double>::infinity(),
+                         sink_key(node)});
       }
-      for (Dag::NodeId s : dag_.successors(node)) {
-        if (earliest_finish_[node] == latest_start_[s]) {
-          arcs_.push_back({right_of(node), left_of(s), -1, 0.0, std::numeric_limits<double>::infinity()});
+      const auto successors = dag_.successors(node);
+      for (std::size_t j = 0; j < successors.size(); ++j) {
+        if (earliest_finish_[node] == latest_start_[successors[j]]) {
+          arcs_.push_back({right_of(node), left_of(successors[j]), -1, 0.0, std::numeric_limits<double>::infinity(),
+                           dummy_key(node, j)});
         }
       }
     }
@@ -225,56 +252,93 @@ class Crawler {
   // solves one: the cut value sum_{S->T} ub - sum_{T->S} lb equals the ordinary cut of
   // capacities ub - lb plus sum_{v in S} (out_lb(v) - in_lb(v)), a node term expressed as
   // arcs v -> t (positive) or s -> v (negative). Both have the same minimal minimum cut,
-  // returned here as the nodes reachable from s in the final residual graph.
+  // returned here as the nodes reachable from s in the final residual graph (indexed by
+  // flow node; aoa_to_flow_ maps AOA nodes to flow nodes). Empty if no finite cut exists.
   std::vector<char> minimum_cut_source_side() {
-    using Graph = lemon::SmartDigraph;
-    Graph graph;
     auto flow_node = [&](int aoa) {
       if (aoa_to_flow_[aoa] < 0) {
-        aoa_to_flow_[aoa] = graph.id(graph.addNode());
+        aoa_to_flow_[aoa] = static_cast<int>(flow_nodes_.size());
         flow_nodes_.push_back(aoa);
       }
-      return graph.nodeFromId(aoa_to_flow_[aoa]);
+      return aoa_to_flow_[aoa];
     };
-    flow_node(kSource);
-    flow_node(kSink);
-    graph.reserveArc(static_cast<int>(arcs_.size() * 2));
-    std::vector<double> capacity;
-    capacity.reserve(arcs_.size() * 2);
-    std::vector<double> excess;
+    const int s = flow_node(kSource);
+    const int t = flow_node(kSink);
+    flow_arcs_.clear();
+    excess_.clear();
     for (const CriticalArc& arc : arcs_) {
-      const Graph::Node from = flow_node(arc.from);
-      const Graph::Node to = flow_node(arc.to);
-      graph.addArc(from, to);
-      capacity.push_back(std::max(0.0, arc.ub - arc.lb));
-      excess.resize(graph.maxNodeId() + 1, 0.0);
-      excess[graph.id(from)] += arc.lb;
-      excess[graph.id(to)] -= arc.lb;
+      const int from = flow_node(arc.from);
+      const int to = flow_node(arc.to);
+      flow_arcs_.push_back({from, to, std::max(0.0, arc.ub - arc.lb)});
+      excess_.resize(flow_nodes_.size(), 0.0);
+      excess_[from] += arc.lb;
+      excess_[to] -= arc.lb;
     }
-    excess.resize(graph.maxNodeId() + 1, 0.0);
-    const Graph::Node s = graph.nodeFromId(aoa_to_flow_[kSource]);
-    const Graph::Node t = graph.nodeFromId(aoa_to_flow_[kSink]);
-    for (int v = 0; v <= graph.maxNodeId(); ++v) {
-      const Graph::Node node = graph.nodeFromId(v);
-      if (node == s || node == t || excess[v] == 0.0) continue;
-      if (excess[v] > 0) {
-        graph.addArc(node, t);
-        capacity.push_back(excess[v]);
+    const int num_nodes = static_cast<int>(flow_nodes_.size());
+    excess_.resize(num_nodes, 0.0);
+    for (int v = 0; v < num_nodes; ++v) {
+      if (v == s || v == t || excess_[v] == 0.0) continue;
+      if (excess_[v] > 0) {
+        flow_arcs_.push_back({v, t, excess_[v]});
       } else {
-        graph.addArc(s, node);
-        capacity.push_back(-excess[v]);
+        flow_arcs_.push_back({s, v, -excess_[v]});
       }
     }
-    Graph::ArcMap<double> capacity_map(graph);
-    for (Graph::ArcIt a(graph); a != lemon::INVALID; ++a) capacity_map[a] = capacity[graph.id(a)];
+    std::vector<char> reached = algorithm_ == MaxFlowAlgorithm::kDinic
+                                    ? dinic_source_side(num_nodes, s, t)
+                                    : preflow_source_side(num_nodes, s, t);
+    if (reached[t]) reached.clear();
+    return reached;
+  }
 
-    lemon::Preflow<Graph, Graph::ArcMap<double>> preflow(graph, capacity_map, s, t);
+  // Warm-started from the previous cut's flow: consecutive critical DAGs differ in a few
+  // arcs, so the old flow is nearly maximal and few augmenting phases remain.
+  std::vector<char> dinic_source_side(int num_nodes, int s, int t) {
+    dinic_.reset(num_nodes);
+    const std::size_t critical = arcs_.size();
+    for (std::size_t i = 0; i < flow_arcs_.size(); ++i) {
+      const FlowArc& arc = flow_arcs_[i];
+      const double start = i < critical ? previous_flow_[arcs_[i].key] : previous_excess_flow_[excess_owner(arc, s)];
+      dinic_.add_arc(arc.from, arc.to, arc.capacity, start);
+    }
+    dinic_.run(s, t, kFlowEpsilon);
+    // Remember this flow for the next step; arcs absent now start from zero next time.
+    for (int key : remembered_keys_) previous_flow_[key] = 0.0;
+    for (int aoa : remembered_excess_) previous_excess_flow_[aoa] = 0.0;
+    remembered_keys_.clear();
+    remembered_excess_.clear();
+    for (std::size_t i = 0; i < flow_arcs_.size(); ++i) {
+      const double flow = dinic_.flow(static_cast<int>(i));
+      if (i < critical) {
+        previous_flow_[arcs_[i].key] = flow;
+        remembered_keys_.push_back(arcs_[i].key);
+      } else {
+        const int owner = excess_owner(flow_arcs_[i], s);
+        previous_excess_flow_[owner] = flow;
+        remembered_excess_.push_back(owner);
+      }
+    }
+    return dinic_.source_side();
+  }
+
+  // The AOA node whose lower-bound imbalance an s -> v or v -> t arc carries.
+  int excess_owner(const FlowArc& arc, int s) const { return flow_nodes_[arc.from == s ? arc.to : arc.from]; }
+
+  std::vector<char> preflow_source_side(int num_nodes, int s, int t) {
+    using Graph = lemon::SmartDigraph;
+    Graph graph;
+    graph.reserveNode(num_nodes);
+    graph.reserveArc(static_cast<int>(flow_arcs_.size()));
+    for (int v = 0; v < num_nodes; ++v) graph.addNode();
+    for (const FlowArc& arc : flow_arcs_) graph.addArc(graph.nodeFromId(arc.from), graph.nodeFromId(arc.to));
+    Graph::ArcMap<double> capacity(graph);
+    for (Graph::ArcIt a(graph); a != lemon::INVALID; ++a) capacity[a] = flow_arcs_[graph.id(a)].capacity;
+    lemon::Preflow<Graph, Graph::ArcMap<double>> preflow(graph, capacity, graph.nodeFromId(s), graph.nodeFromId(t));
     preflow.run();
-
     // Reachable from s through arcs with residual capacity above the noise level.
-    std::vector<char> reached(graph.maxNodeId() + 1, 0);
-    std::vector<Graph::Node> stack{s};
-    reached[graph.id(s)] = 1;
+    std::vector<char> reached(num_nodes, 0);
+    std::vector<Graph::Node> stack{graph.nodeFromId(s)};
+    reached[s] = 1;
     while (!stack.empty()) {
       const Graph::Node u = stack.back();
       stack.pop_back();
@@ -285,14 +349,13 @@ class Crawler {
         }
       };
       for (Graph::OutArcIt a(graph, u); a != lemon::INVALID; ++a) {
-        if (capacity_map[a] - preflow.flow(a) > kFlowEpsilon) visit(graph.target(a));
+        if (capacity[a] - preflow.flow(a) > kFlowEpsilon) visit(graph.target(a));
       }
       for (Graph::InArcIt a(graph, u); a != lemon::INVALID; ++a) {
         if (preflow.flow(a) > kFlowEpsilon) visit(graph.source(a));
       }
     }
-    if (reached[graph.id(t)]) reached.clear();  // no finite cut separates s from t
-    return reached;  // indexed by flow node id; aoa_to_flow_ maps AOA ids to it
+    return reached;
   }
 
   const EnergyProblem& problem_;
@@ -302,7 +365,15 @@ class Crawler {
   std::int64_t iteration_length_ = 0;
   std::vector<CriticalArc> arcs_;
   std::vector<int> aoa_to_flow_;  // AOA node -> flow graph node of the current step, or -1
-  std::vector<int> flow_nodes_;   // AOA nodes mapped in the current step
+  std::vector<int> flow_nodes_;   // AOA nodes mapped in the current step, by flow node
+  std::vector<FlowArc> flow_arcs_;
+  std::vector<double> excess_;
+  MaxFlowAlgorithm algorithm_ = MaxFlowAlgorithm::kDinic;
+  DinicMaxFlow dinic_;
+  std::vector<int> edge_offset_;            // CSR offset of each DAG node's successor edges
+  std::vector<double> previous_flow_;       // by stable arc key
+  std::vector<double> previous_excess_flow_;  // by AOA node
+  std::vector<int> remembered_keys_, remembered_excess_;
 };
 
 }  // namespace

@@ -54,7 +54,13 @@ class CrawlCursor {
   std::size_t applied_ = 0;  // steps applied so far
 };
 
+enum class MaxFlowAlgorithm {
+  kDinic,         // default: augmenting paths (see max_flow.hpp for why)
+  kLemonPreflow,  // LEMON's push-relabel, kept for comparison
+};
+
 struct CrawlOptions {
+  MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kDinic;
   // Called every `progress_every` steps with (steps so far, current time_q, t_min_q).
   std::function<void(std::size_t, std::int64_t, std::int64_t)> progress;
   std::size_t progress_every = 1000;
