@@ -89,7 +89,7 @@ TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
   ASSERT_GE(frontier.points.size(), 2u);
   for (std::size_t i = 1; i < frontier.points.size(); ++i) {
     EXPECT_GT(frontier.points[i].measured.time_s, frontier.points[i - 1].measured.time_s);
-    EXPECT_LT(frontier.points[i].measured.energy_j, frontier.points[i - 1].measured.energy_j);
+    EXPECT_LT(frontier.points[i].effective_energy_j, frontier.points[i - 1].effective_energy_j);
   }
   // T_min is the all-max plan's time, at no more energy than running all-max.
   EXPECT_NEAR(frontier.t_min_point().measured.time_s, frontier.all_max.time_s, 1e-12);

@@ -90,14 +90,15 @@ BaselinePlan all_max(const EnergyProblem& problem) {
   for (std::size_t i = 0; i < choice.size(); ++i) {
     choice[i] = option_at_frequency(problem.options_of(static_cast<Dag::NodeId>(i)), std::numeric_limits<int>::max());
   }
-  return {"AllMax", "highest clock", std::move(choice)};
+  return {"AllMax", "highest clock", std::move(choice), {}};
 }
 
 std::vector<BaselinePlan> zeus_global(const EnergyProblem& problem) {
   std::vector<BaselinePlan> plans;
   for (int f : descending_clocks(problem, [](const OperationOptions&) { return true; })) {
-    plans.push_back({"ZeusGlobal", fmt::format("{} MHz", f),
-                     choice_at_stage_clocks(problem, std::vector<int>(problem.dag.num_stages(), f))});
+    std::vector<int> clock(problem.dag.num_stages(), f);
+    OptionChoice choice = choice_at_stage_clocks(problem, clock);
+    plans.push_back({"ZeusGlobal", fmt::format("{} MHz", f), std::move(choice), std::move(clock)});
   }
   return plans;
 }
@@ -142,7 +143,8 @@ std::vector<BaselinePlan> zeus_per_stage(const EnergyProblem& problem) {
     }
     std::string setting = "stage clocks";
     for (int d = 0; d < stages; ++d) setting += fmt::format("{}{}", d == 0 ? " " : "/", clock[d]);
-    plans.push_back({"ZeusPerStage", setting + " MHz", choice_at_stage_clocks(problem, clock)});
+    OptionChoice choice = choice_at_stage_clocks(problem, clock);
+    plans.push_back({"ZeusPerStage", setting + " MHz", std::move(choice), std::move(clock)});
   }
   return plans;
 }

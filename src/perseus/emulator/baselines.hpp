@@ -21,6 +21,7 @@ struct BaselinePlan {
   std::string method;   // "AllMax", "ZeusGlobal", "ZeusPerStage", "EnvPipe"
   std::string setting;  // what this point of the method's scan is, e.g. "1260 MHz"
   OptionChoice choice;
+  std::vector<int> stage_clock_mhz;  // the clock asked of each stage (ZeusGlobal, ZeusPerStage); else empty
 };
 
 // The option of `operation` for "frequency f" (the rule above).

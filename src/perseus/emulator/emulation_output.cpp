@@ -46,7 +46,8 @@ nlohmann::json emulation_to_json(const EmulationResult& result, const JsonOutput
        {{"switches", result.switches},
         {"late", result.late_switches},
         {"missed", result.missed_switches},
-        {"delay_s", result.switching_delay_s}}},
+        {"delay_s", result.switching_delay_s},
+        {"energy_j", result.switching_energy_j}}},
       {"warnings", result.warnings},
   };
   nlohmann::json& pipelines = out["pipelines"] = nlohmann::json::array();

@@ -21,7 +21,8 @@ struct JsonOutputOptions {
 // {"schema", "stages", "data_parallel", "tensor_parallel", "gpus", "p_blocking_w",
 //  "switch_latency_s", "iteration_time_s", "sync_time_s", "average_power_w",
 //  "average_power_per_gpu_w", "energy_j": {"total", "computation", "intrinsic_blocking",
-//  "extrinsic_blocking", "allreduce"}, "switching": {"switches", "late", "missed", "delay_s"},
+//  "extrinsic_blocking", "allreduce"}, "switching": {"switches", "late", "missed", "delay_s",
+//  "energy_j"},
 //  "warnings", "pipelines": [...], "devices": [... energies per GPU ...], "allreduce": [...],
 //  "transfers": [...], "timeline": [...]}.
 nlohmann::json emulation_to_json(const EmulationResult& result, const JsonOutputOptions& options = {});

@@ -187,11 +187,13 @@ class PipelineEngine {
     finished_ = 0;
     for (int d = 0; d < layout_.stages; ++d) {
       Device& device = devices_[d];
-      device = Device{};
+      device.next = 0;
+      device.busy = false;
       device.free_s = input.delay_s;
       device.clock = first_clock(d, layout_.device_begin[d]);
       device.requested = device.clock;
       device.last_effective_s = 0.0;
+      device.pending.clear();  // keeps its capacity from pipeline to pipeline
     }
     for (int d = 0; d < layout_.stages; ++d) try_start(d);
     while (!events_.empty()) {
@@ -279,7 +281,7 @@ class PipelineEngine {
     const double planned_time = plan_->time_s[node] * slowdown;
     const double planned_energy = plan_->energy_j[node] * slowdown;
     const std::int32_t planned = plan_->frequency_mhz[node];
-    run_.clock_at_start[node] = layout_.constant[node] ? planned : device.clock;
+    run_.clock_at_start[node] = device.clock;
     run_.outcome[node] = SwitchOutcome::kNone;
     if (layout_.constant[node] || (device.clock == planned && pending.empty())) {
       run_.energy[node] = planned_energy;
@@ -395,16 +397,19 @@ std::vector<PipelineInput> pipeline_inputs(const EmulationConfig& config, const 
   return inputs;
 }
 
-// T_sync with instant switching, to tell what switching cost.
-double sync_time_without_switching(const EnergyProblem& problem, const Layout& layout, const EmulationConfig& config,
-                                   const std::vector<PipelineInput>& inputs) {
+// T_sync and the computation energy (per tensor-parallel GPU) with instant switching, to
+// tell what switching cost.
+std::pair<double, double> run_with_instant_switching(const EnergyProblem& problem, const Layout& layout,
+                                                     const EmulationConfig& config,
+                                                     const std::vector<PipelineInput>& inputs) {
   PipelineEngine engine(problem.dag, layout, config, 0.0);
-  double sync = 0.0;
+  double sync = 0.0, energy = 0.0;
   for (const PipelineInput& input : inputs) {
     const PipelineRun& run = engine.run(input);
     for (double end : run.end) sync = std::max(sync, end);
+    for (double e : run.energy) energy += e;
   }
-  return sync;
+  return {sync, energy};
 }
 
 }  // namespace
@@ -492,14 +497,15 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
   }
 
   if (result.late_switches > 0) {
-    result.switching_delay_s =
-        result.sync_time_s - sync_time_without_switching(problem, layout, config, inputs);
+    const auto [instant_sync, instant_energy] = run_with_instant_switching(problem, layout, config, inputs);
+    result.switching_delay_s = result.sync_time_s - instant_sync;
+    result.switching_energy_j = result.energy.computation_j - instant_energy * tp;
     result.warnings.push_back(fmt::format(
         "the plan switches frequency more often than it can pay for: {} of {} switches (latency {} ms) had not "
-        "taken effect when their instruction started ({} never did); the slowest pipeline finishes {:.6f} s later "
-        "than with instant switching",
+        "taken effect when their instruction started ({} never did); the slowest pipeline takes {:.6f} s instead "
+        "of {:.6f} s, and computation {:.3f} J more, than with instant switching",
         result.late_switches, result.switches, config.switch_latency_s * 1e3, result.missed_switches,
-        result.switching_delay_s));
+        result.sync_time_s, instant_sync, result.switching_energy_j));
   }
   return result;
 }

@@ -156,8 +156,12 @@ struct EmulationResult {
   std::vector<Transfer> transfers;
   std::vector<AllReduce> allreduces;          // one per stage when D > 1
   std::vector<std::string> warnings;          // e.g. a plan that switches more than it can pay for
-  // How much later the slowest pipeline finishes than it would with instant switching.
+  // How much later the slowest pipeline finishes than with instant switching (0 when no
+  // switch was late; negative when late switches left a faster clock running).
   double switching_delay_s = 0.0;
+  // Computation energy (all GPUs) above what instant switching would take (0 when no switch
+  // was late; negative when late switches left a slower clock running).
+  double switching_energy_j = 0.0;
 
   int num_gpus() const { return data_parallel * stages * tensor_parallel; }
   double average_power_w() const { return iteration_time_s > 0.0 ? energy.total_j() / iteration_time_s : 0.0; }

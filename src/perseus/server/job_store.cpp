@@ -33,6 +33,11 @@ CREATE TABLE IF NOT EXISTS frontiers(
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'perseus.server/1');
 )sql";
 
+// Error texts inside the state may quote bytes of bad uploads: never fail on them.
+std::string dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 // A prepared statement that finalizes itself; binds by position from 1.
@@ -148,23 +153,23 @@ void JobStore::insert_job(const StoredJob& job) {
   transaction([&] {
     Statement(db_, "INSERT INTO jobs(job_id, info, scheduler, created_at, last_active, state) VALUES(?,?,?,?,?,?)")
         .text(1, job.job_id)
-        .text(2, job.info.dump())
+        .text(2, dump(job.info))
         .text(3, job.scheduler)
         .real(4, job.created_at)
         .real(5, job.last_active)
-        .text(6, job.state.dump())
+        .text(6, dump(job.state))
         .run();
   });
 }
 
 void JobStore::insert_rank(const std::string& job_id, int rank, const nlohmann::json& info) {
   transaction([&] {
-    Statement(db_, "INSERT INTO ranks(job_id, rank, info) VALUES(?,?,?)").text(1, job_id).integer(2, rank).text(3, info.dump()).run();
+    Statement(db_, "INSERT INTO ranks(job_id, rank, info) VALUES(?,?,?)").text(1, job_id).integer(2, rank).text(3, dump(info)).run();
   });
 }
 
 void JobStore::save_state(const std::string& job_id, const nlohmann::json& state) {
-  transaction([&] { Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, state.dump()).text(2, job_id).run(); });
+  transaction([&] { Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, dump(state)).text(2, job_id).run(); });
 }
 
 void JobStore::save_last_active(const std::vector<std::pair<std::string, double>>& times) {
@@ -184,18 +189,18 @@ void JobStore::save_profile(const std::string& job_id, const std::string& csv, c
     Statement(db_, "INSERT OR REPLACE INTO profiles(job_id, csv, params) VALUES(?,?,?)")
         .text(1, job_id)
         .text(2, csv)
-        .text(3, params.dump())
+        .text(3, dump(params))
         .run();
     // A new profile makes any earlier frontier stale.
     Statement(db_, "DELETE FROM frontiers WHERE job_id=?").text(1, job_id).run();
-    Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, state.dump()).text(2, job_id).run();
+    Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, dump(state)).text(2, job_id).run();
   });
 }
 
 void JobStore::save_frontier(const std::string& job_id, const std::string& blob, const nlohmann::json& state) {
   transaction([&] {
     Statement(db_, "INSERT OR REPLACE INTO frontiers(job_id, points) VALUES(?,?)").text(1, job_id).blob(2, blob).run();
-    Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, state.dump()).text(2, job_id).run();
+    Statement(db_, "UPDATE jobs SET state=? WHERE job_id=?").text(1, dump(state)).text(2, job_id).run();
   });
 }
 

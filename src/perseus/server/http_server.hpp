@@ -1,0 +1,57 @@
+// The HTTP layer: cpp-httplib in front of a Service. It only translates requests and
+// responses; every route lives in the Service.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace httplib {
+class Server;
+}
+namespace spdlog {
+class logger;
+}
+
+namespace perseus::server {
+
+class Service;
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 7787;  // 0: any free port (see HttpServer::port)
+  // Connections are served by a pool that grows on demand up to this many threads: a
+  // request waiting at a schedule barrier holds its thread, so a job of N ranks needs N.
+  std::size_t max_threads = 4096;
+  std::size_t payload_limit_bytes = 16u << 20;
+  double read_timeout_s = 30.0;
+};
+
+class HttpServer {
+ public:
+  HttpServer(Service& service, HttpOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; throws InputError naming the address when it cannot.
+  void bind();
+  int port() const { return port_; }
+  // Serves until stop(); call bind() first.
+  void run();
+  // bind() and run() on a background thread.
+  void start();
+  void stop();
+
+ private:
+  Service& service_;
+  HttpOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::atomic<int> listen_fd_{-1};
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace perseus::server

@@ -1,0 +1,183 @@
+#include "perseus/server/server_command.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "perseus/server/http_server.hpp"
+#include "perseus/server/service.hpp"
+
+namespace perseus::server {
+namespace {
+
+struct ServeArgs {
+  std::string host = "127.0.0.1";
+  int port = 7787;
+  std::string db = "perseus-server.db";
+  std::string token;
+  std::string token_scope = "all";
+  std::size_t threads = 4096;
+  std::string log_level = "info";
+  std::string scheduler = "Frontier";
+  std::string scheduler_args = "{}";
+  double max_job_idle_time = 7 * 24 * 3600.0;
+  double barrier_timeout = 600.0;
+  std::size_t max_body_mib = 16;
+  bool dump_data = false;
+  std::string dump_dir = "dump";
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Python's logging names (ZEUS_PFO_LOG_LEVEL=INFO) and spdlog's both work.
+spdlog::level::level_enum parse_level(const std::string& name) {
+  const std::string n = lower(name);
+  if (n == "trace") return spdlog::level::trace;
+  if (n == "debug") return spdlog::level::debug;
+  if (n == "info") return spdlog::level::info;
+  if (n == "warning" || n == "warn") return spdlog::level::warn;
+  if (n == "error") return spdlog::level::err;
+  if (n == "critical" || n == "fatal") return spdlog::level::critical;
+  if (n == "off") return spdlog::level::off;
+  throw InputError(fmt::format("--log-level / ZEUS_PFO_LOG_LEVEL: unknown level '{}' (debug, info, warning, error, "
+                               "critical, off)",
+                               name));
+}
+
+// Pydantic's reading of a boolean setting.
+bool parse_bool_setting(const char* name, const std::string& value) {
+  const std::string v = lower(value);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
+  throw InputError(fmt::format("{}: expected true or false, got '{}'", name, value));
+}
+
+void run_serve(const ServeArgs& args) {
+  // Signals go to one thread that stops the server; every other thread (created below)
+  // inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread when serving ends otherwise
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("perseus-server", sink);
+  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  logger->set_level(parse_level(args.log_level));
+  logger->flush_on(spdlog::level::info);
+
+  const auto scheduler_args = nlohmann::json::parse(args.scheduler_args, nullptr, false);
+  if (scheduler_args.is_discarded()) {
+    throw InputError("--scheduler-args / ZEUS_PFO_SCHEDULER_ARGS: not valid JSON: " + args.scheduler_args);
+  }
+  if (args.token_scope != "all" && args.token_scope != "straggler") {
+    throw InputError("--token-scope: expected 'all' or 'straggler', got '" + args.token_scope + "'");
+  }
+  ServiceOptions options;
+  options.scheduler = parse_scheduler_config(args.scheduler, scheduler_args);
+  options.db_path = args.db;
+  options.token = args.token;
+  options.token_scope = args.token_scope == "all" ? TokenScope::kAllChanges : TokenScope::kStragglerOnly;
+  options.max_job_idle_s = args.max_job_idle_time;
+  options.barrier_timeout_s = args.barrier_timeout;
+  options.housekeeping_interval_s = std::clamp(args.max_job_idle_time / 4.0, 0.05, 30.0);
+  options.dump_data = args.dump_data;
+  options.dump_dir = args.dump_dir;
+  options.logger = logger;
+  Service service(std::move(options));
+
+  HttpOptions http_options;
+  http_options.host = args.host;
+  http_options.port = args.port;
+  http_options.max_threads = args.threads;
+  http_options.payload_limit_bytes = args.max_body_mib << 20;
+  HttpServer http(service, http_options);
+  http.bind();
+  logger->info("event=listening host={} port={} db=\"{}\" scheduler={} jobs={} auth={}", args.host, http.port(),
+               args.db, args.scheduler, service.job_count(),
+               args.token.empty() ? "none" : "bearer (" + args.token_scope + ")");
+
+  std::atomic<bool> serving{true};
+  std::thread signal_thread([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (serving) {
+      logger->info("event=stopping signal={}", signal);
+      http.stop();
+    }
+  });
+  http.run();
+  serving = false;
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  service.shutdown();
+  logger->info("event=stopped");
+}
+
+}  // namespace
+
+void add_server_command(CLI::App& app) {
+  static ServeArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Run the server training jobs talk to (HTTP/JSON, the zeus/Perseus protocol plus profiles, frontiers, "
+               "stragglers)");
+  cmd->add_option("--host", args.host, "Address to listen on (0.0.0.0 to listen beyond this host)")
+      ->capture_default_str();
+  cmd->add_option("--port", args.port, "TCP port")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--db", args.db, "SQLite database of jobs, profiles and frontiers (':memory:' keeps nothing)")
+      ->capture_default_str();
+  cmd->add_option("--token", args.token, "Bearer token that state-changing routes require")->envname("PERSEUS_TOKEN");
+  cmd->add_option("--token-scope", args.token_scope,
+                  "all: every state-changing route needs the token; straggler: only /straggler (for clients that "
+                  "cannot send one)")
+      ->capture_default_str();
+  cmd->add_option("--threads", args.threads, "Most worker threads (a rank waiting at a barrier holds one)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
+  cmd->add_option("--log-level", args.log_level, "debug, info, warning, error, critical or off")
+      ->envname("ZEUS_PFO_LOG_LEVEL")
+      ->capture_default_str();
+  cmd->add_option("--scheduler", args.scheduler, "PointSolution, InVivoProfiling or Frontier")
+      ->envname("ZEUS_PFO_SCHEDULER")
+      ->capture_default_str();
+  cmd->add_option("--scheduler-args", args.scheduler_args,
+                  "JSON arguments of the scheduler, e.g. '{\"solution_path\": \"freqs_pipeline_00042.py\"}'")
+      ->envname("ZEUS_PFO_SCHEDULER_ARGS")
+      ->capture_default_str();
+  cmd->add_option("--max-job-idle-time", args.max_job_idle_time, "Seconds after which an idle job is forgotten")
+      ->envname("ZEUS_PFO_MAX_JOB_IDLE_TIME")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--barrier-timeout", args.barrier_timeout,
+                  "Seconds a schedule request waits for the other ranks of its round")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body-mib", args.max_body_mib, "Largest request body accepted, MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
+  auto* dump = cmd->add_flag("--dump-data", args.dump_data, "Write results and deployed plans under --dump-dir");
+  cmd->add_option("--dump-dir", args.dump_dir, "Where --dump-data writes")->envname("ZEUS_PFO_DUMP_DIR")->capture_default_str();
+  cmd->callback([dump] {
+    ServeArgs effective = args;
+    if (dump->count() == 0) {
+      if (const char* env = std::getenv("ZEUS_PFO_DUMP_DATA")) effective.dump_data = parse_bool_setting("ZEUS_PFO_DUMP_DATA", env);
+    }
+    run_serve(effective);
+  });
+}
+
+}  // namespace perseus::server

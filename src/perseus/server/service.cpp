@@ -1,0 +1,1075 @@
+#include "perseus/server/service.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "perseus/server/web_page.hpp"
+
+namespace perseus::server {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Compares without an early exit, so response time says nothing about the token's bytes.
+bool same_secret(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  const std::size_t n = std::min(given.size(), expected.size());
+  for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+  return diff == 0;
+}
+
+// A name that is safe as one path component.
+std::string file_safe(const std::string& id) {
+  std::string out;
+  for (char c : id) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                      c == '_' || c == '+' || c == '=' || c == ',';
+    out += safe ? c : '_';
+  }
+  return out;
+}
+
+std::optional<std::string> query_value(const ApiRequest& request, const char* name) {
+  const auto it = request.query.find(name);
+  if (it == request.query.end()) return std::nullopt;
+  return it->second;
+}
+
+int query_int(const ApiRequest& request, const char* name, long long min_value, long long max_value) {
+  const auto text = query_value(request, name);
+  if (!text) throw ApiError(422, fmt::format("query parameter '{}': required", name));
+  long long value = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size() || text->empty()) {
+    throw ApiError(422, fmt::format("query parameter '{}': expected an integer, got '{}'", name, text->substr(0, 40)));
+  }
+  if (value < min_value || value > max_value) {
+    throw ApiError(422, fmt::format("query parameter '{}': must be in [{}, {}], got {}", name, min_value, max_value, value));
+  }
+  return static_cast<int>(value);
+}
+
+std::optional<double> query_positive(const ApiRequest& request, const char* name) {
+  const auto text = query_value(request, name);
+  if (!text) return std::nullopt;
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size() || text->empty() || !std::isfinite(value) ||
+      value <= 0) {
+    throw ApiError(422, fmt::format("query parameter '{}': expected a positive number, got '{}'", name,
+                                    text->substr(0, 40)));
+  }
+  return value;
+}
+
+JobInfo job_info_from_store(const json& stored) {
+  JobInfo info;
+  info.job_id = stored.at("job_id").get<std::string>();
+  info.pp_degree = stored.at("pp_degree").get<int>();
+  info.dp_degree = stored.at("dp_degree").get<int>();
+  info.tp_degree = stored.at("tp_degree").get<int>();
+  info.world_size = stored.at("world_size").get<int>();
+  if (stored.contains("job_metadata") && stored.at("job_metadata").is_string()) {
+    info.job_metadata = stored.at("job_metadata").get<std::string>();
+  }
+  if (stored.contains("microbatches")) info.layout = parse_layout(stored, "stored JobInfo");
+  return info;
+}
+
+json plan_json(const StageFrequencies& plan) {
+  json stages = json::array();
+  for (const auto& stage : plan) {
+    json list = json::array();
+    for (const auto& [name, mhz] : stage) list.push_back(json::array({name, mhz}));
+    stages.push_back(std::move(list));
+  }
+  return stages;
+}
+
+StageFrequencies plan_from_json(const json& stages) {
+  StageFrequencies plan;
+  for (const auto& stage : stages) {
+    auto& list = plan.emplace_back();
+    for (const auto& entry : stage) list.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<int>());
+  }
+  return plan;
+}
+
+void check_keys(const json& args, const std::string& scheduler, std::initializer_list<const char*> allowed) {
+  for (const auto& [key, value] : args.items()) {
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
+      std::string names;
+      for (const char* a : allowed) names += std::string(names.empty() ? "" : ", ") + a;
+      throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: unknown key '{}' for {} (known: {})", key, scheduler, names));
+    }
+  }
+}
+
+double positive_arg(const json& args, const char* key) {
+  const json& value = args.at(key);
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+    throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: '{}' must be a positive number, got {}", key, value.dump()));
+  }
+  return value.get<double>();
+}
+
+}  // namespace
+
+SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::json& args) {
+  if (!args.is_object()) throw InputError("ZEUS_PFO_SCHEDULER_ARGS: expected a JSON object, got " + args.dump());
+  SchedulerConfig config;
+  config.name = name;
+  auto layout_from_args = [&] {
+    if (!args.contains("microbatches")) {
+      if (args.contains("schedule") || args.contains("chunks")) {
+        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'schedule' and 'chunks' need 'microbatches'");
+      }
+      return;
+    }
+    try {
+      config.layout = parse_layout(args, "ZEUS_PFO_SCHEDULER_ARGS");
+    } catch (const ApiError& e) {
+      throw InputError(e.what());
+    }
+  };
+  if (name == "PointSolution") {
+    check_keys(args, name, {"solution_path"});
+    if (!args.contains("solution_path") || !args.at("solution_path").is_string()) {
+      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: PointSolution needs {\"solution_path\": \"freqs_pipeline_%05d.py\"}");
+    }
+    config.point_plan_path = args.at("solution_path").get<std::string>();
+    config.point_plan = read_freqs_pipeline(config.point_plan_path);  // parsed as data, never evaluated
+  } else if (name == "InVivoProfiling") {
+    check_keys(args, name, {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "max_energy_rises"});
+    if (!args.contains("p_blocking")) {
+      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: InVivoProfiling needs \"p_blocking\" (W; A100 83.64, A40 70.38)");
+    }
+    config.p_blocking = positive_arg(args, "p_blocking");
+    if (args.contains("unit_time")) config.unit_time = positive_arg(args, "unit_time");
+    if (args.contains("max_energy_rises")) {
+      const json& rises = args.at("max_energy_rises");
+      if (!rises.is_number_integer() || rises.get<long long>() < 0 || rises.get<long long>() > 1000) {
+        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'max_energy_rises' must be an integer in [0, 1000]");
+      }
+      config.profiling.max_energy_rises = rises.get<int>();
+    }
+    layout_from_args();
+  } else if (name == "Frontier") {
+    check_keys(args, name, {"p_blocking", "unit_time", "schedule", "microbatches", "chunks"});
+    if (args.contains("p_blocking")) config.p_blocking = positive_arg(args, "p_blocking");
+    if (args.contains("unit_time")) config.unit_time = positive_arg(args, "unit_time");
+    layout_from_args();
+  } else {
+    throw InputError(fmt::format("ZEUS_PFO_SCHEDULER: unknown scheduler '{}' (known: PointSolution, "
+                                 "InVivoProfiling, Frontier)",
+                                 name));
+  }
+  return config;
+}
+
+struct Service::Job {
+  JobInfo info;
+  std::string scheduler_name;
+  double created_at = 0.0;
+  std::atomic<double> last_active{0.0};
+  double persisted_active = 0.0;  // housekeeping thread only
+  std::atomic<bool> removed{false};
+
+  std::mutex mutex;  // everything below
+  std::condition_variable released;
+  std::map<int, RankInfo> ranks;
+  std::optional<PipelineLayout> layout;
+  std::string phase;  // point, waiting, profiling, computing, frontier, failed
+  std::string error;
+  std::string profiling_stop_reason;
+  std::unique_ptr<Scheduler> scheduler;
+  std::uint64_t profile_version = 0;  // bumps with every profile; older computations are dropped
+  double frontier_seconds = 0.0;
+  std::vector<std::string> warnings;
+
+  // The schedule barrier: a round is released when every rank has asked.
+  std::vector<char> arrived;
+  int arrived_count = 0;
+  std::uint64_t generation = 0;
+  Clock::time_point round_started;
+  std::shared_ptr<const Deployment> deployment;
+  std::optional<ApiError> release_error;
+};
+
+struct Service::ComputeTask {
+  JobPtr job;
+  std::uint64_t version = 0;
+  FrontierInputs inputs;
+  std::optional<EnergyProblem> problem;
+};
+
+Service::Service(ServiceOptions options)
+    : options_(std::move(options)), store_(options_.db_path), started_(Clock::now()) {
+  log_ = options_.logger ? options_.logger
+                         : std::make_shared<spdlog::logger>("perseus-server", std::make_shared<spdlog::sinks::null_sink_mt>());
+  recover();
+  worker_ = std::thread([this] { worker_loop(); });
+  housekeeper_ = std::thread([this] { housekeeping_loop(); });
+}
+
+Service::~Service() { shutdown(); }
+
+void Service::shutdown() {
+  {
+    std::lock_guard lock(work_mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  shutting_down_ = true;
+  work_cv_.notify_all();
+  housekeeping_cv_.notify_all();
+  {
+    std::shared_lock lock(jobs_mutex_);
+    for (const auto& [id, job] : jobs_) {
+      std::lock_guard job_lock(job->mutex);
+      job->released.notify_all();
+    }
+  }
+  if (worker_.joinable()) worker_.join();
+  if (housekeeper_.joinable()) housekeeper_.join();
+  idle_cv_.notify_all();
+}
+
+double Service::now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::size_t Service::job_count() const {
+  std::shared_lock lock(jobs_mutex_);
+  return jobs_.size();
+}
+
+// ---- routing ----
+
+std::string Service::route_label(const ApiRequest& request) {
+  static const std::set<std::string> fixed = {"/",       "/healthz",      "/info",     "/metrics",
+                                              "/api/jobs", "/register_job", "/straggler"};
+  if (fixed.count(request.path)) return request.path;
+  for (const char* prefix : {"/register_rank/", "/schedule/", "/result/", "/profile/"}) {
+    const std::string_view p(prefix);
+    if (request.path.size() > p.size() && request.path.compare(0, p.size(), p) == 0) {
+      return std::string(p) + "{job_id}";
+    }
+  }
+  return "other";
+}
+
+ApiResponse Service::handle(const ApiRequest& request) {
+  const auto start = Clock::now();
+  const std::string route = route_label(request);
+  ApiResponse response;
+  try {
+    response = dispatch(request, route);
+  } catch (const ApiError& e) {
+    response = error_response(e.status(), e.what());
+  } catch (const InputError& e) {
+    response = error_response(422, e.what());
+  } catch (const SolveError& e) {
+    response = error_response(422, e.what());
+  } catch (const std::exception& e) {
+    log_->error("event=internal_error route={} error=\"{}\"", route, e.what());
+    response = error_response(500, std::string("internal error: ") + e.what());
+  }
+  const double elapsed = seconds_since(start);
+  metrics_.record_request(route, response.status, elapsed);
+  const auto level = response.status >= 500 ? spdlog::level::err
+                     : response.status >= 400 ? spdlog::level::info
+                                               : spdlog::level::debug;
+  if (log_->should_log(level)) {
+    log_->log(level, "event=request method={} route={} path=\"{}\" status={} ms={:.3f}{}", request.method, route,
+              request.path.substr(0, 200), response.status, elapsed * 1000.0,
+              response.status >= 400 ? fmt::format(" detail=\"{}\"", response.body.substr(0, 300)) : "");
+  }
+  return response;
+}
+
+void Service::record_rejected(const ApiRequest& request, int status) {
+  metrics_.record_request(route_label(request), status, 0.0);
+  log_->info("event=request method={} route={} status={} detail=\"refused by the HTTP layer\"",
+             request.method.substr(0, 16), route_label(request), status);
+}
+
+ApiResponse Service::dispatch(const ApiRequest& request, const std::string& route) {
+  auto require = [&](const char* method) {
+    if (request.method != method) {
+      throw ApiError(405, fmt::format("method {} not allowed on {}; use {}", request.method.substr(0, 16), route, method));
+    }
+  };
+  const auto job_id = [&](std::string_view prefix) {
+    std::string id = request.path.substr(prefix.size());
+    if (id.find('/') != std::string::npos) throw ApiError(404, fmt::format("no route {}", request.path.substr(0, 200)));
+    return id;
+  };
+  if (route == "/") {
+    require("GET");
+    return ApiResponse{200, "text/html; charset=utf-8", web_page_html(jobs_json())};
+  }
+  if (route == "/healthz") {
+    require("GET");
+    return json_response(200, {{"status", "ok"}, {"jobs", job_count()}});
+  }
+  if (route == "/info") {
+    require("GET");
+    return info();
+  }
+  if (route == "/metrics") {
+    require("GET");
+    return metrics_page();
+  }
+  if (route == "/api/jobs") {
+    require("GET");
+    return json_response(200, jobs_json());
+  }
+  if (route == "/register_job") {
+    require("POST");
+    return register_job(request);
+  }
+  if (route == "/straggler") {
+    require("POST");
+    return straggler(request);
+  }
+  if (route == "/register_rank/{job_id}") {
+    require("POST");
+    return register_rank(request, job_id("/register_rank/"));
+  }
+  if (route == "/schedule/{job_id}") {
+    require("GET");
+    return schedule(request, job_id("/schedule/"));
+  }
+  if (route == "/result/{job_id}") {
+    require("POST");
+    return result(request, job_id("/result/"));
+  }
+  if (route == "/profile/{job_id}") {
+    require("POST");
+    return profile(request, job_id("/profile/"));
+  }
+  throw ApiError(404, fmt::format("no route {} {}", request.method.substr(0, 16), request.path.substr(0, 200)));
+}
+
+void Service::authorize(const ApiRequest& request, bool straggler_route) const {
+  if (options_.token.empty()) return;
+  if (!straggler_route && options_.token_scope == TokenScope::kStragglerOnly) return;
+  constexpr std::string_view kBearer = "Bearer ";
+  const std::string& header = request.authorization;
+  const bool ok = header.size() > kBearer.size() && header.compare(0, kBearer.size(), kBearer) == 0 &&
+                  same_secret(std::string_view(header).substr(kBearer.size()), options_.token);
+  if (!ok) throw ApiError(401, "this route needs 'Authorization: Bearer <token>' with the server's token");
+}
+
+Service::JobPtr Service::find_job(const std::string& job_id) const {
+  std::shared_lock lock(jobs_mutex_);
+  const auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) throw ApiError(404, fmt::format("unknown job id '{}'", job_id.substr(0, 300)));
+  return it->second;
+}
+
+// ---- the existing protocol ----
+
+ApiResponse Service::register_job(const ApiRequest& request) {
+  authorize(request, false);
+  JobInfo info = parse_job_info(parse_json_object(request.body, "JobInfo"));
+  const SchedulerConfig& config = options_.scheduler;
+  const std::optional<PipelineLayout> layout = info.layout ? info.layout : config.layout;
+
+  auto job = std::make_shared<Job>();
+  if (config.name == "PointSolution") {
+    if (static_cast<int>(config.point_plan.size()) != info.pp_degree) {
+      throw ApiError(422, fmt::format("JobInfo.pp_degree: the PointSolution plan {} has {} stages, the job {}",
+                                      config.point_plan_path, config.point_plan.size(), info.pp_degree));
+    }
+    job->phase = "point";
+    job->scheduler = std::make_unique<PointSolutionScheduler>(config.point_plan);
+  } else if (config.name == "InVivoProfiling") {
+    if (!layout) {
+      throw ApiError(422, "JobInfo: InVivoProfiling needs the pipeline schedule: send \"microbatches\" (and "
+                          "\"schedule\", \"chunks\") in JobInfo or set them in ZEUS_PFO_SCHEDULER_ARGS");
+    }
+    job->phase = "profiling";
+    job->scheduler = std::make_unique<InVivoProfilingScheduler>(*layout, config.profiling, json());
+  } else {
+    job->phase = "waiting";
+    job->scheduler = std::make_unique<MaxFrequencyScheduler>(layout, "highest clock, waiting for a profile");
+  }
+  if (layout) stage_instruction_names(*layout, info.pp_degree);  // a layout the schedule rejects fails now
+  job->layout = layout;
+  job->scheduler_name = config.name;
+  job->arrived.assign(static_cast<std::size_t>(info.world_size), 0);
+
+  const double t = now();
+  {
+    std::unique_lock lock(jobs_mutex_);
+    auto when = static_cast<std::time_t>(std::floor(t));
+    info.job_id = make_job_id(info, config.name, when);
+    // Two registrations in the same second: the later takes the next free second.
+    while (jobs_.count(info.job_id)) info.job_id = make_job_id(info, config.name, ++when);
+    job->info = info;
+    job->created_at = t;
+    job->last_active = t;
+    job->persisted_active = t;
+    StoredJob stored{info.job_id, to_json(info), config.name, t, t, state_json(*job), {}, {}, {}, {}};
+    store_.insert_job(stored);
+    jobs_.emplace(info.job_id, job);
+  }
+  log_->info("event=register_job job_id={} world_size={} scheduler={}", info.job_id, info.world_size, config.name);
+  return json_response(200, info.job_id);
+}
+
+ApiResponse Service::register_rank(const ApiRequest& request, const std::string& job_id) {
+  authorize(request, false);
+  const JobPtr job = find_job(job_id);
+  const RankInfo info = parse_rank_info(parse_json_object(request.body, "RankInfo"));
+  std::lock_guard lock(job->mutex);
+  const JobInfo& j = job->info;
+  auto check = [&](const char* field, int value, int limit, const char* degree) {
+    if (value >= limit) {
+      throw ApiError(422, fmt::format("RankInfo.{}: {} is out of range for job {} ({} = {})", field, value, job_id,
+                                      degree, limit));
+    }
+  };
+  check("rank", info.rank, j.world_size, "world_size");
+  check("dp_rank", info.dp_rank, j.dp_degree, "dp_degree");
+  check("pp_rank", info.pp_rank, j.pp_degree, "pp_degree");
+  check("tp_rank", info.tp_rank, j.tp_degree, "tp_degree");
+  if (job->ranks.count(info.rank)) {
+    throw ApiError(409, fmt::format("RankInfo.rank: rank {} of job {} is already registered", info.rank, job_id));
+  }
+  for (const auto& [rank, other] : job->ranks) {
+    if (other.dp_rank == info.dp_rank && other.pp_rank == info.pp_rank && other.tp_rank == info.tp_rank) {
+      throw ApiError(409, fmt::format("RankInfo: rank {} already holds (dp_rank {}, pp_rank {}, tp_rank {})", rank,
+                                      info.dp_rank, info.pp_rank, info.tp_rank));
+    }
+  }
+  store_.insert_rank(job_id, info.rank, to_json(info));
+  job->ranks.emplace(info.rank, info);
+  job->last_active = now();
+  log_->debug("event=register_rank job_id={} rank={} pp_rank={} dp_rank={}", job_id, info.rank, info.pp_rank,
+              info.dp_rank);
+  return json_response(200, nullptr);
+}
+
+void Service::release_round(Job& job) {
+  try {
+    const JobView view{job.info, job.ranks};
+    const std::string previous = job.deployment ? job.deployment->label : "";
+    job.deployment = std::make_shared<const Deployment>(job.scheduler->next_round(view, now()));
+    job.release_error.reset();
+    if (job.deployment->label != previous) {
+      log_->info("event=deploy job_id={} round={} plan=\"{}\"", job.info.job_id, job.generation,
+                 job.deployment->label);
+      if (options_.dump_data) {
+        json record = {{"round", job.generation}, {"at", now()}, {"label", job.deployment->label},
+                       {"plan", plan_json(*job.deployment->normal)}};
+        if (job.deployment->straggling) {
+          record["straggler_pipelines"] = job.deployment->straggler_pipelines;
+          record["straggler_plan"] = plan_json(*job.deployment->straggling);
+        }
+        dump(job, "deployments.jsonl", record.dump());
+      }
+    }
+  } catch (const ApiError& e) {
+    job.release_error = e;
+  } catch (const std::exception& e) {
+    job.release_error = ApiError(500, std::string("internal error: ") + e.what());
+  }
+  metrics_.record_barrier_release(seconds_since(job.round_started));
+  std::fill(job.arrived.begin(), job.arrived.end(), 0);
+  job.arrived_count = 0;
+  ++job.generation;
+  job.released.notify_all();
+}
+
+ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_id) {
+  const JobPtr job = find_job(job_id);
+  const int rank = query_int(request, "rank", 0, job->info.world_size - 1);
+  std::unique_lock lock(job->mutex);
+  const auto me = job->ranks.find(rank);
+  if (me == job->ranks.end()) {
+    throw ApiError(409, fmt::format("rank {} has not registered with job {} (POST /register_rank/{{job_id}} first)",
+                                    rank, job_id));
+  }
+  job->last_active = now();
+  if (!job->arrived[static_cast<std::size_t>(rank)]) {
+    job->arrived[static_cast<std::size_t>(rank)] = 1;
+    if (job->arrived_count++ == 0) job->round_started = Clock::now();
+  }
+  const std::uint64_t round = job->generation;
+  if (job->arrived_count == job->info.world_size) {
+    release_round(*job);
+  } else {
+    const bool released =
+        job->released.wait_for(lock, std::chrono::duration<double>(options_.barrier_timeout_s), [&] {
+          return job->generation != round || job->removed || shutting_down_;
+        });
+    if (job->removed) throw ApiError(404, fmt::format("job {} expired or was removed", job_id));
+    if (job->generation == round && shutting_down_) throw ApiError(503, "the server is shutting down");
+    if (!released) {
+      std::string missing;
+      int listed = 0;
+      for (int r = 0; r < job->info.world_size && listed < 16; ++r) {
+        if (!job->arrived[static_cast<std::size_t>(r)]) {
+          missing += (listed++ ? ", " : "") + std::to_string(r);
+        }
+      }
+      const int waiting_for = job->info.world_size - job->arrived_count;
+      throw ApiError(408, fmt::format("schedule barrier of job {} timed out after {} s: {} rank(s) have not asked "
+                                      "for this round ({}{})",
+                                      job_id, options_.barrier_timeout_s, waiting_for, missing,
+                                      waiting_for > listed ? ", ..." : ""));
+    }
+  }
+  if (job->release_error) throw *job->release_error;
+  return json_response(200, frequency_schedule_json(rank, job->deployment->for_rank(me->second)));
+}
+
+ApiResponse Service::result(const ApiRequest& request, const std::string& job_id) {
+  authorize(request, false);
+  const JobPtr job = find_job(job_id);
+  const ProfilingResult result = parse_profiling_result(parse_json_object(request.body, "ProfilingResult"));
+  std::lock_guard lock(job->mutex);
+  if (result.rank >= job->info.world_size) {
+    throw ApiError(422, fmt::format("ProfilingResult.rank: {} is out of range for job {} (world_size = {})",
+                                    result.rank, job_id, job->info.world_size));
+  }
+  if (!job->ranks.count(result.rank)) {
+    throw ApiError(409, fmt::format("rank {} has not registered with job {}", result.rank, job_id));
+  }
+  job->last_active = now();
+  if (options_.dump_data) {
+    dump(*job, "results.jsonl", json({{"at", now()}, {"round", job->generation}, {"result", parse_json_object(request.body, "")}}).dump());
+  }
+  const bool changed = job->scheduler->on_result(JobView{job->info, job->ranks}, result);
+  auto* profiling = dynamic_cast<InVivoProfilingScheduler*>(job->scheduler.get());
+  if (profiling && profiling->done()) {
+    job->profiling_stop_reason = profiling->stop_reason();
+    const std::string source = fmt::format("in-vivo profile of job {}", job_id);
+    const Profile measured = profiling->profile(source);
+    FrontierInputs inputs{profile_to_csv(measured), source, *job->layout, job->info.pp_degree,
+                          options_.scheduler.p_blocking.value_or(0.0), options_.scheduler.unit_time};
+    log_->info("event=profiling_done job_id={} frequencies={} reason=\"{}\"", job_id, profiling->frequencies_done(),
+               job->profiling_stop_reason);
+    ++job->profile_version;
+    job->phase = "computing";
+    job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, computing the frontier");
+    store_.save_profile(job_id, inputs.profile_csv, inputs_to_json(inputs), state_json(*job));
+    start_computation(job, std::move(inputs), std::nullopt);
+  } else if (changed) {
+    persist_state(*job);
+  }
+  return json_response(200, nullptr);
+}
+
+// ---- beyond the existing server ----
+
+ApiResponse Service::profile(const ApiRequest& request, const std::string& job_id) {
+  authorize(request, false);
+  const JobPtr job = find_job(job_id);
+  if (job->scheduler_name == "PointSolution") {
+    throw ApiError(409, fmt::format("job {} is served by PointSolution, a fixed plan; it takes no profile", job_id));
+  }
+  const auto p_blocking = query_positive(request, "p_blocking");
+  if (!p_blocking && !options_.scheduler.p_blocking) {
+    throw ApiError(422, "query parameter 'p_blocking': required (W while blocked; A100 83.64, A40 70.38)");
+  }
+  const double unit_time = query_positive(request, "unit_time").value_or(options_.scheduler.unit_time);
+  std::optional<PipelineLayout> layout;
+  {
+    std::lock_guard lock(job->mutex);
+    layout = job->layout;
+  }
+  if (query_value(request, "microbatches")) {
+    PipelineLayout given;
+    given.microbatches = query_int(request, "microbatches", 1, 1 << 16);
+    given.chunks = query_value(request, "chunks") ? query_int(request, "chunks", 1, 64) : 1;
+    if (const auto kind = query_value(request, "schedule")) {
+      try {
+        given.kind = parse_schedule_kind(*kind);
+      } catch (const InputError& e) {
+        throw ApiError(422, std::string("query parameter 'schedule': ") + e.what());
+      }
+    }
+    layout = given;
+  } else if (query_value(request, "schedule") || query_value(request, "chunks")) {
+    throw ApiError(422, "query parameters 'schedule' and 'chunks' need 'microbatches'");
+  }
+  if (!layout) {
+    throw ApiError(422, "query parameter 'microbatches': required, the server does not know this job's schedule");
+  }
+  FrontierInputs inputs{request.body, fmt::format("profile of job {}", job_id), *layout, job->info.pp_degree,
+                        p_blocking.value_or(options_.scheduler.p_blocking.value_or(0.0)), unit_time};
+  std::vector<Warning> warnings;
+  EnergyProblem problem = make_server_problem(inputs, &warnings);  // InputError/SolveError: 422
+
+  std::lock_guard lock(job->mutex);
+  if (job->removed) throw ApiError(404, fmt::format("job {} expired or was removed", job_id));
+  ++job->profile_version;
+  job->layout = inputs.layout;
+  job->phase = "computing";
+  job->error.clear();
+  job->warnings.clear();
+  for (const Warning& w : warnings) job->warnings.push_back(w.message);
+  job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, computing the frontier");
+  job->last_active = now();
+  store_.save_profile(job_id, inputs.profile_csv, inputs_to_json(inputs), state_json(*job));
+  const json answer = {{"status", "computing"},
+                       {"stages", problem.num_gpus()},
+                       {"instructions", problem.dag.num_nodes()},
+                       {"operations", problem.operations.size()},
+                       {"warnings", job->warnings}};
+  log_->info("event=profile_uploaded job_id={} bytes={} instructions={}", job_id, request.body.size(),
+             problem.dag.num_nodes());
+  start_computation(job, std::move(inputs), std::move(problem));
+  return json_response(202, answer);
+}
+
+ApiResponse Service::straggler(const ApiRequest& request) {
+  const auto start = Clock::now();
+  authorize(request, true);
+  const StragglerNotice notice = parse_straggler_notice(parse_json_object(request.body, "Straggler"));
+  JobPtr job;
+  if (notice.job_id) {
+    job = find_job(*notice.job_id);
+  } else {
+    std::shared_lock lock(jobs_mutex_);
+    if (jobs_.size() != 1) {
+      throw ApiError(422, fmt::format("Straggler.job_id: required when the server has {} jobs", jobs_.size()));
+    }
+    job = jobs_.begin()->second;
+  }
+  std::lock_guard lock(job->mutex);
+  auto* frontier = dynamic_cast<FrontierScheduler*>(job->scheduler.get());
+  if (!frontier) {
+    throw ApiError(409, fmt::format("job {} has no frontier yet (phase '{}'); straggler plans come from one",
+                                    job->info.job_id, job->phase));
+  }
+  const auto rank = job->ranks.find(notice.id);
+  if (rank == job->ranks.end()) {
+    throw ApiError(422, fmt::format("Straggler.id: rank {} is not registered with job {}", notice.id, job->info.job_id));
+  }
+  const double t = now();
+  const StragglerState state{notice.id, rank->second.dp_rank, notice.degree, t + notice.delay_s, t};
+  const StragglerDecision decision = frontier->announce(state);
+  const double replan_seconds = seconds_since(start);  // notice in, plan ready: what the paper calls instantaneous
+  metrics_.record_straggler_replan(replan_seconds);
+  persist_state(*job);
+  log_->info("event=straggler job_id={} id={} pipeline={} degree={} delay_s={} t_prime_s={:.6f} t_opt_s={:.6f} "
+             "frontier_index={} replan_us={:.1f}",
+             job->info.job_id, notice.id, state.pipeline, notice.degree, notice.delay_s, decision.t_prime_s,
+             decision.t_opt_s, decision.frontier_index, replan_seconds * 1e6);
+  const auto& table = *frontier->table();
+  return json_response(200, {{"job_id", job->info.job_id},
+                             {"id", notice.id},
+                             {"pipeline", state.pipeline},
+                             {"degree", notice.degree},
+                             {"effective_at", state.effective_at},
+                             {"effective_in_s", notice.delay_s},
+                             {"t_min_s", decision.t_min_s},
+                             {"t_star_s", table.time(table.t_star_index())},
+                             {"t_prime_s", decision.t_prime_s},
+                             {"t_opt_s", decision.t_opt_s},
+                             {"frontier_index", decision.frontier_index},
+                             {"plan_time_s", decision.plan_time_s},
+                             {"plan_energy_j", decision.plan_energy_j},
+                             {"replan_seconds", replan_seconds}});
+}
+
+ApiResponse Service::info() const {
+  json jobs = json::array();
+  std::size_t ranks = 0;
+  {
+    std::shared_lock lock(jobs_mutex_);
+    for (const auto& [id, job] : jobs_) {
+      std::lock_guard job_lock(job->mutex);
+      ranks += job->ranks.size();
+      jobs.push_back({{"job_id", id}, {"phase", job->phase}, {"ranks", job->ranks.size()},
+                      {"world_size", job->info.world_size}});
+    }
+  }
+  json auth = json::array();
+  if (!options_.token.empty()) {
+    auth = options_.token_scope == TokenScope::kAllChanges
+               ? json::array({"/register_job", "/register_rank", "/result", "/profile", "/straggler"})
+               : json::array({"/straggler"});
+  }
+  json layout = options_.scheduler.layout ? to_json(*options_.scheduler.layout) : json(nullptr);
+  return json_response(200, {{"server", "perseus"},
+                             {"version", "0.1.0"},
+                             {"scheduler", options_.scheduler.name},
+                             {"default_layout", layout},
+                             {"uptime_s", seconds_since(started_)},
+                             {"database", options_.db_path},
+                             {"token_required_for", auth},
+                             {"max_job_idle_time_s", options_.max_job_idle_s},
+                             {"barrier_timeout_s", options_.barrier_timeout_s},
+                             {"dump_data", options_.dump_data},
+                             {"ranks", ranks},
+                             {"jobs", std::move(jobs)}});
+}
+
+ApiResponse Service::metrics_page() const {
+  std::size_t jobs = 0, ranks = 0, waiting = 0, frontiers = 0;
+  {
+    std::shared_lock lock(jobs_mutex_);
+    jobs = jobs_.size();
+    for (const auto& [id, job] : jobs_) {
+      std::lock_guard job_lock(job->mutex);
+      ranks += job->ranks.size();
+      waiting += static_cast<std::size_t>(job->arrived_count);
+      frontiers += job->phase == "frontier";
+    }
+  }
+  std::size_t queued = 0;
+  {
+    std::lock_guard lock(work_mutex_);
+    queued = queue_.size() + (computing_ ? 1 : 0);
+  }
+  const std::string body = metrics_.render({
+      {"perseus_jobs", {"Registered jobs.", static_cast<double>(jobs)}},
+      {"perseus_ranks", {"Registered ranks over all jobs.", static_cast<double>(ranks)}},
+      {"perseus_ranks_waiting_at_barrier", {"Ranks waiting for their round's schedule.", static_cast<double>(waiting)}},
+      {"perseus_jobs_with_frontier", {"Jobs serving plans from a frontier.", static_cast<double>(frontiers)}},
+      {"perseus_frontier_computations_pending", {"Frontier computations queued or running.", static_cast<double>(queued)}},
+      {"perseus_uptime_seconds", {"Seconds since the server started.", seconds_since(started_)}},
+  });
+  return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", body};
+}
+
+nlohmann::json Service::jobs_json() const {
+  std::vector<JobPtr> jobs;
+  {
+    std::shared_lock lock(jobs_mutex_);
+    for (const auto& [id, job] : jobs_) jobs.push_back(job);
+  }
+  json list = json::array();
+  for (const JobPtr& job : jobs) {
+    std::lock_guard lock(job->mutex);
+    list.push_back(job_json(*job));
+  }
+  return {{"now", now()}, {"jobs", std::move(list)}};
+}
+
+nlohmann::json Service::job_json(Job& job) const {
+  json out = to_json(job.info);
+  out["scheduler"] = job.scheduler_name;
+  out["phase"] = job.phase;
+  out["error"] = job.error;
+  out["warnings"] = job.warnings;
+  out["ranks_registered"] = job.ranks.size();
+  out["created_at"] = job.created_at;
+  out["last_active"] = job.last_active.load();
+  out["rounds"] = job.generation;
+  out["waiting_at_barrier"] = job.arrived_count;
+  out["layout"] = job.layout ? to_json(*job.layout) : json(nullptr);
+  out["deployment"] = job.deployment ? json(job.deployment->label) : json(nullptr);
+  if (const auto* profiling = dynamic_cast<const InVivoProfilingScheduler*>(job.scheduler.get())) {
+    out["profiling"] = {{"current_frequency", profiling->current_frequency() ? json(*profiling->current_frequency()) : json(nullptr)},
+                        {"done", profiling->frequencies_done()},
+                        {"total", profiling->frequencies_total()}};
+  }
+  if (!job.profiling_stop_reason.empty()) out["profiling_stop_reason"] = job.profiling_stop_reason;
+  const auto* frontier = dynamic_cast<const FrontierScheduler*>(job.scheduler.get());
+  if (!frontier) return out;
+  const FrontierTable& table = *frontier->table();
+  const double t = now();
+  const StragglerDecision decision = frontier->decide(t);
+  // At most ~256 points reach the page; the current one always does.
+  json points = json::array();
+  const std::size_t step = std::max<std::size_t>(1, table.size() / 256);
+  for (std::size_t i = 0; i < table.size(); i += step) points.push_back(json::array({table.time(i), table.energy(i)}));
+  if ((table.size() - 1) % step) points.push_back(json::array({table.time(table.size() - 1), table.energy(table.size() - 1)}));
+  const std::size_t current = decision.frontier_index;
+  out["frontier"] = {{"size", table.size()},
+                     {"points", std::move(points)},
+                     {"t_min_s", table.time(0)},
+                     {"t_star_s", table.time(table.t_star_index())},
+                     {"current_index", current},
+                     {"current", json::array({table.time(current), table.energy(current)})},
+                     {"computation_s", job.frontier_seconds}};
+  out["t_prime_s"] = decision.t_prime_s;
+  out["t_opt_s"] = decision.t_opt_s;
+  const auto plan = table.plan(current);
+  json stages = json::array();
+  for (const auto& stage : plan->timeline) {
+    json entries = json::array();
+    for (const TimelineEntry& e : stage) {
+      entries.push_back(json::array({std::string(to_string(e.kind)).substr(0, 1), e.microbatch, e.start_s, e.end_s,
+                                     e.frequency_mhz}));
+    }
+    stages.push_back(std::move(entries));
+  }
+  out["plan"] = {{"time_s", plan->measured.time_s}, {"energy_j", plan->measured.energy_j}, {"stages", std::move(stages)}};
+  json stragglers = json::array();
+  for (const StragglerState& s : frontier->stragglers()) {
+    stragglers.push_back({{"id", s.id},
+                          {"pipeline", s.pipeline},
+                          {"degree", s.degree},
+                          {"effective_at", s.effective_at},
+                          {"in_force", s.effective_at <= t}});
+  }
+  out["stragglers"] = std::move(stragglers);
+  return out;
+}
+
+// ---- persistence and recovery ----
+
+nlohmann::json Service::state_json(const Job& job) const {
+  json state = {{"phase", job.phase},
+                {"layout", job.layout ? to_json(*job.layout) : json(nullptr)},
+                {"error", job.error},
+                {"warnings", job.warnings},
+                {"profiling_stop_reason", job.profiling_stop_reason},
+                {"frontier_seconds", job.frontier_seconds},
+                {"scheduler_state", job.scheduler ? job.scheduler->state() : json::object()}};
+  if (job.phase == "point") state["point_plan"] = plan_json(options_.scheduler.point_plan);
+  return state;
+}
+
+void Service::persist_state(Job& job) {
+  try {
+    store_.save_state(job.info.job_id, state_json(job));
+  } catch (const std::exception& e) {
+    log_->error("event=persist_failed job_id={} error=\"{}\"", job.info.job_id, e.what());
+  }
+}
+
+void Service::recover() {
+  for (StoredJob& stored : store_.load_all()) {
+    auto job = std::make_shared<Job>();
+    try {
+      if (stored.info.is_discarded() || stored.state.is_discarded()) throw InputError("unreadable JSON in the job row");
+      job->info = job_info_from_store(stored.info);
+      job->scheduler_name = stored.scheduler;
+      job->created_at = stored.created_at;
+      job->last_active = stored.last_active;
+      job->persisted_active = stored.last_active;
+      job->arrived.assign(static_cast<std::size_t>(job->info.world_size), 0);
+      for (const auto& [rank, info] : stored.ranks) job->ranks.emplace(rank, parse_rank_info(info));
+      const json& state = stored.state;
+      if (state.contains("layout") && !state.at("layout").is_null()) {
+        job->layout = parse_layout(state.at("layout"), "stored layout");
+      }
+      job->phase = state.value("phase", "waiting");
+      job->error = state.value("error", "");
+      job->warnings = state.value("warnings", std::vector<std::string>{});
+      job->profiling_stop_reason = state.value("profiling_stop_reason", "");
+      job->frontier_seconds = state.value("frontier_seconds", 0.0);
+      const json saved = state.value("scheduler_state", json::object());
+      std::optional<FrontierInputs> inputs;
+      if (stored.profile_csv) inputs = inputs_from_json(stored.profile_params, *stored.profile_csv);
+
+      if (job->phase == "point") {
+        job->scheduler = std::make_unique<PointSolutionScheduler>(plan_from_json(state.at("point_plan")));
+      } else if (job->phase == "profiling") {
+        if (!job->layout) throw InputError("a profiling job without a layout");
+        job->scheduler = std::make_unique<InVivoProfilingScheduler>(*job->layout, options_.scheduler.profiling, saved);
+      } else if (job->phase == "frontier" && inputs && stored.frontier) {
+        try {
+          auto table = FrontierTable::restore(make_server_problem(*inputs, nullptr), *stored.frontier);
+          job->scheduler =
+              std::make_unique<FrontierScheduler>(std::move(table), FrontierScheduler::stragglers_from_json(saved));
+        } catch (const std::exception& e) {
+          log_->warn("event=recover_frontier_failed job_id={} error=\"{}\"; recomputing", job->info.job_id, e.what());
+          job->phase = "computing";
+        }
+      } else if (job->phase == "frontier") {
+        job->phase = inputs ? "computing" : "waiting";
+      }
+      if (!job->scheduler) {
+        const bool computing = job->phase == "computing" && inputs;
+        if (job->phase == "computing" && !inputs) job->phase = "waiting";
+        job->scheduler = std::make_unique<MaxFrequencyScheduler>(
+            job->layout, computing ? "highest clock, computing the frontier" : "highest clock, waiting for a profile");
+        if (computing) {
+          ++job->profile_version;
+          queue_.push_back(std::make_unique<ComputeTask>(ComputeTask{job, job->profile_version, *inputs, std::nullopt}));
+        }
+      }
+    } catch (const std::exception& e) {
+      // Keep the job (its ranks may still be running) at the highest clock and say why.
+      log_->error("event=recover_failed job_id={} error=\"{}\"", stored.job_id, e.what());
+      if (job->info.job_id.empty()) continue;
+      job->phase = "failed";
+      job->error = std::string("recovery failed: ") + e.what();
+      job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, recovery failed");
+    }
+    log_->info("event=recover job_id={} phase={} ranks={}", job->info.job_id, job->phase, job->ranks.size());
+    jobs_.emplace(job->info.job_id, std::move(job));
+  }
+}
+
+// ---- frontier computation ----
+
+void Service::start_computation(const JobPtr& job, FrontierInputs inputs, std::optional<EnergyProblem> problem) {
+  {
+    std::lock_guard lock(work_mutex_);
+    if (stopping_) return;
+    queue_.push_back(std::make_unique<ComputeTask>(ComputeTask{job, job->profile_version, std::move(inputs), std::move(problem)}));
+  }
+  work_cv_.notify_one();
+}
+
+void Service::worker_loop() {
+  while (true) {
+    std::unique_ptr<ComputeTask> task;
+    {
+      std::unique_lock lock(work_mutex_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      computing_ = true;
+    }
+    Job& job = *task->job;
+    const std::string id = job.info.job_id;
+    const auto stale = [&] {
+      if (shutting_down_ || job.removed) return true;
+      std::lock_guard lock(job.mutex);
+      return job.profile_version != task->version;
+    };
+    const auto start = Clock::now();
+    std::shared_ptr<FrontierTable> table;
+    std::string error;
+    try {
+      if (!stale()) {
+        EnergyProblem problem = task->problem ? std::move(*task->problem) : make_server_problem(task->inputs, nullptr);
+        log_->info("event=frontier_started job_id={} instructions={}", id, problem.dag.num_nodes());
+        table = FrontierTable::compute(std::move(problem), stale);
+      }
+    } catch (const ComputationCancelled&) {
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    const double seconds = seconds_since(start);
+    {
+      std::lock_guard lock(job.mutex);
+      if (!job.removed && job.profile_version == task->version && (table || !error.empty())) {
+        metrics_.record_frontier(table != nullptr, seconds);
+        if (table) {
+          job.phase = "frontier";
+          job.error.clear();
+          job.frontier_seconds = seconds;
+          const std::size_t points = table->size();
+          const double t_min = table->time(0), t_star = table->time(table->t_star_index());
+          job.scheduler = std::make_unique<FrontierScheduler>(std::move(table), std::vector<StragglerState>{});
+          try {
+            store_.save_frontier(id, static_cast<FrontierScheduler&>(*job.scheduler).table()->serialize_points(),
+                                 state_json(job));
+          } catch (const std::exception& e) {
+            log_->error("event=persist_failed job_id={} error=\"{}\"", id, e.what());
+          }
+          log_->info("event=frontier_ready job_id={} points={} t_min_s={:.6f} t_star_s={:.6f} seconds={:.3f}", id,
+                     points, t_min, t_star, seconds);
+        } else {
+          job.phase = "failed";
+          job.error = "frontier computation failed: " + error;
+          job.scheduler = std::make_unique<MaxFrequencyScheduler>(job.layout, "highest clock, frontier failed");
+          persist_state(job);
+          log_->error("event=frontier_failed job_id={} error=\"{}\"", id, error);
+        }
+      }
+    }
+    {
+      std::lock_guard lock(work_mutex_);
+      computing_ = false;
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+bool Service::wait_until_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(work_mutex_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return stopping_ || (queue_.empty() && !computing_); });
+}
+
+// ---- housekeeping ----
+
+std::size_t Service::expire_idle_jobs() {
+  const double t = now();
+  std::vector<JobPtr> expired;
+  {
+    std::unique_lock lock(jobs_mutex_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (t - it->second->last_active.load() > options_.max_job_idle_s) {
+        expired.push_back(it->second);
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const JobPtr& job : expired) {
+    {
+      std::lock_guard lock(job->mutex);
+      job->removed = true;
+      job->released.notify_all();
+    }
+    try {
+      store_.delete_job(job->info.job_id);
+    } catch (const std::exception& e) {
+      log_->error("event=persist_failed job_id={} error=\"{}\"", job->info.job_id, e.what());
+    }
+    log_->info("event=job_expired job_id={} idle_s={:.0f}", job->info.job_id, t - job->last_active.load());
+  }
+  return expired.size();
+}
+
+void Service::housekeeping_loop() {
+  std::unique_lock lock(work_mutex_);
+  while (!stopping_) {
+    housekeeping_cv_.wait_for(lock, std::chrono::duration<double>(options_.housekeeping_interval_s));
+    if (stopping_) break;
+    lock.unlock();
+    expire_idle_jobs();
+    // Activity is kept in memory per request and written here, not on every request.
+    std::vector<std::pair<std::string, double>> changed;
+    {
+      std::shared_lock jobs_lock(jobs_mutex_);
+      for (const auto& [id, job] : jobs_) {
+        const double active = job->last_active.load();
+        if (active != job->persisted_active) {
+          changed.emplace_back(id, active);
+          job->persisted_active = active;
+        }
+      }
+    }
+    try {
+      store_.save_last_active(changed);
+    } catch (const std::exception& e) {
+      log_->error("event=persist_failed what=last_active error=\"{}\"", e.what());
+    }
+    lock.lock();
+  }
+}
+
+void Service::dump(const Job& job, const std::string& file, const std::string& line) {
+  std::lock_guard lock(dump_mutex_);
+  try {
+    const std::filesystem::path dir = std::filesystem::path(options_.dump_dir) / file_safe(job.info.job_id);
+    std::filesystem::create_directories(dir);
+    std::ofstream out(dir / file, std::ios::app);
+    out << line << '\n';
+  } catch (const std::exception& e) {
+    log_->warn("event=dump_failed job_id={} error=\"{}\"", job.info.job_id, e.what());
+  }
+}
+
+}  // namespace perseus::server

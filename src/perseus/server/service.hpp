@@ -1,0 +1,151 @@
+// The server's routes and state, independent of HTTP: `handle` takes a request and answers
+// it, so every route can be driven from a unit test without sockets. One Service holds the
+// jobs, their barriers and schedulers, the SQLite store, a worker thread that computes
+// frontiers, and a housekeeping thread that expires idle jobs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "perseus/server/api.hpp"
+#include "perseus/server/job_store.hpp"
+#include "perseus/server/metrics.hpp"
+#include "perseus/server/protocol.hpp"
+#include "perseus/server/schedulers.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace perseus::server {
+
+// How jobs are scheduled, as ZEUS_PFO_SCHEDULER / ZEUS_PFO_SCHEDULER_ARGS give it.
+//   PointSolution   {"solution_path": "freqs_pipeline_00042.py"}: serve that plan.
+//   InVivoProfiling {"p_blocking": W, "unit_time": s, "schedule": "1f1b", "microbatches": M,
+//                    "chunks": v, "max_energy_rises": 5}: profile every clock, highest to
+//                   lowest, then compute the frontier and serve T_min.
+//   Frontier        {"schedule", "microbatches", "chunks", "unit_time"}: run at the highest
+//                   clock until the job uploads a profile, then compute and serve T_min.
+struct SchedulerConfig {
+  std::string name = "Frontier";
+  std::optional<PipelineLayout> layout;  // the default for jobs that do not send theirs
+  StageFrequencies point_plan;           // PointSolution
+  std::string point_plan_path;
+  std::optional<double> p_blocking;      // InVivoProfiling (required), Frontier uploads (default)
+  double unit_time = 0.001;
+  ProfilingSettings profiling;
+};
+
+// Validates the name and the arguments (reading the PointSolution plan as data); throws
+// InputError naming the setting and what is wrong.
+SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::json& args);
+
+enum class TokenScope { kAllChanges, kStragglerOnly };
+
+struct ServiceOptions {
+  SchedulerConfig scheduler;
+  std::string db_path = ":memory:";
+  std::string token;  // empty: no authentication
+  TokenScope token_scope = TokenScope::kAllChanges;
+  double max_job_idle_s = 7 * 24 * 3600.0;
+  double barrier_timeout_s = 600.0;
+  double housekeeping_interval_s = 30.0;
+  bool dump_data = false;
+  std::string dump_dir = "dump";
+  std::shared_ptr<spdlog::logger> logger;  // null: no logs
+  std::function<double()> clock;           // wall clock, s since the epoch; null: the system's
+};
+
+class Service {
+ public:
+  // Opens the store and recovers every job in it (recomputing frontiers that were pending).
+  // Throws InputError when the database cannot be opened.
+  explicit Service(ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Answers one request; never throws. Records metrics and logs it.
+  ApiResponse handle(const ApiRequest& request);
+
+  // Counts a request the HTTP layer refused before routing (oversized, malformed).
+  void record_rejected(const ApiRequest& request, int status);
+
+  // Wakes every request waiting at a barrier (they get 503) and stops the threads.
+  void shutdown();
+  // Waits until no frontier computation is queued or running; false on timeout.
+  bool wait_until_idle(std::chrono::milliseconds timeout);
+  // Removes jobs idle longer than max_job_idle_s; returns how many.
+  std::size_t expire_idle_jobs();
+
+  const Metrics& metrics() const { return metrics_; }
+  JobStore& store() { return store_; }
+  std::size_t job_count() const;
+  // The label of every route, as metrics name them ("/schedule/{job_id}", ...).
+  static std::string route_label(const ApiRequest& request);
+
+ private:
+  struct Job;
+  struct ComputeTask;
+  using JobPtr = std::shared_ptr<Job>;
+
+  ApiResponse dispatch(const ApiRequest& request, const std::string& route);
+  void authorize(const ApiRequest& request, bool straggler_route) const;
+  JobPtr find_job(const std::string& job_id) const;
+  double now() const;
+
+  ApiResponse register_job(const ApiRequest& request);
+  ApiResponse register_rank(const ApiRequest& request, const std::string& job_id);
+  ApiResponse schedule(const ApiRequest& request, const std::string& job_id);
+  ApiResponse result(const ApiRequest& request, const std::string& job_id);
+  ApiResponse profile(const ApiRequest& request, const std::string& job_id);
+  ApiResponse straggler(const ApiRequest& request);
+  ApiResponse info() const;
+  ApiResponse metrics_page() const;
+  nlohmann::json jobs_json() const;
+  nlohmann::json job_json(Job& job) const;  // job.mutex held
+
+  nlohmann::json state_json(const Job& job) const;  // job.mutex held
+  void persist_state(Job& job);                    // job.mutex held; logs failures
+  void start_computation(const JobPtr& job, FrontierInputs inputs, std::optional<EnergyProblem> problem);
+  void release_round(Job& job);  // job.mutex held
+  void recover();
+  void worker_loop();
+  void housekeeping_loop();
+  void dump(const Job& job, const std::string& file, const std::string& line);
+
+  ServiceOptions options_;
+  JobStore store_;
+  Metrics metrics_;
+  std::shared_ptr<spdlog::logger> log_;
+  const std::chrono::steady_clock::time_point started_;
+
+  mutable std::shared_mutex jobs_mutex_;
+  std::map<std::string, JobPtr> jobs_;
+
+  mutable std::mutex work_mutex_;
+  std::condition_variable work_cv_;
+  std::condition_variable housekeeping_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<std::unique_ptr<ComputeTask>> queue_;
+  bool computing_ = false;
+  bool stopping_ = false;  // guarded by work_mutex_
+  std::atomic<bool> shutting_down_{false};  // read by barrier waiters without work_mutex_
+  std::mutex dump_mutex_;
+  std::thread worker_;
+  std::thread housekeeper_;
+};
+
+}  // namespace perseus::server

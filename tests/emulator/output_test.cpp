@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "perseus/emulator/emulation_output.hpp"
+
+namespace perseus {
+namespace {
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    std::string cell;
+    while (std::getline(fields, cell, ',')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+EmulationResult sample_result() {
+  const EnergyProblem problem = testing::random_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 7);
+  EmulationConfig config;
+  config.data_parallel = 2;
+  config.tensor_parallel = 4;
+  config.stragglers = {{1, 1.3, 0.0}};
+  config.p2p = {0.001, 0.0};
+  config.allreduce = {0.0, 1e10};
+  config.allreduce_bytes = 1e9;
+  return emulate(problem, plan_from_choice(problem, testing::random_choice(problem, 2)), config);
+}
+
+TEST(EmulationOutput, JsonCarriesTheFiguresAndTheTimeline) {
+  const EmulationResult r = sample_result();
+  std::ostringstream out;
+  write_emulation_json(out, r);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["schema"], "perseus.emulation/1");
+  EXPECT_EQ(j["gpus"], 24);
+  EXPECT_DOUBLE_EQ(j["iteration_time_s"].get<double>(), r.iteration_time_s);
+  EXPECT_DOUBLE_EQ(j["energy_j"]["total"].get<double>(), r.energy.total_j());
+  EXPECT_DOUBLE_EQ(j["energy_j"]["extrinsic_blocking"].get<double>(), r.energy.extrinsic_blocking_j);
+  EXPECT_DOUBLE_EQ(j["average_power_w"].get<double>(), r.energy.total_j() / r.iteration_time_s);
+  ASSERT_EQ(j["timeline"].size(), r.timeline.size());
+  ASSERT_EQ(j["pipelines"].size(), 2u);
+  EXPECT_TRUE(j["pipelines"][1]["straggler"].get<bool>());
+  EXPECT_EQ(j["allreduce"].size(), 3u);
+  EXPECT_EQ(j["transfers"].size(), r.transfers.size());
+  double energy = 0.0;
+  for (const auto& e : j["timeline"]) {
+    energy += e["energy_j"].get<double>();
+    EXPECT_NEAR(e["power_w"].get<double>() * (e["end_s"].get<double>() - e["start_s"].get<double>()),
+                e["energy_j"].get<double>(), 1e-9);
+  }
+  EXPECT_NEAR(energy * 4, r.energy.computation_j, 1e-9 * r.energy.computation_j);
+
+  std::ostringstream compact;
+  write_emulation_json(compact, r, {false, false});
+  const nlohmann::json k = nlohmann::json::parse(compact.str());
+  EXPECT_FALSE(k.contains("timeline"));
+  EXPECT_FALSE(k.contains("transfers"));
+}
+
+TEST(EmulationOutput, TimelineCsvHasARowPerInstructionOrPerGpu) {
+  const EmulationResult r = sample_result();
+  std::ostringstream grouped, per_gpu;
+  write_timeline_csv(grouped, r);
+  write_timeline_csv(per_gpu, r, true);
+  const auto rows = parse_csv(grouped.str());
+  const auto gpu_rows = parse_csv(per_gpu.str());
+  ASSERT_EQ(rows.size(), r.timeline.size() + 1);
+  ASSERT_EQ(gpu_rows.size(), 4 * r.timeline.size() + 1);
+  EXPECT_EQ(rows[0][0], "first_gpu");
+  EXPECT_EQ(rows[0].size(), 14u);
+  double energy = 0.0;
+  std::vector<int> seen(24, 0);
+  for (std::size_t i = 1; i < gpu_rows.size(); ++i) {
+    ASSERT_EQ(gpu_rows[i].size(), 14u);
+    EXPECT_EQ(gpu_rows[i][1], "1");
+    energy += std::stod(gpu_rows[i][12]);
+    ++seen.at(std::stoi(gpu_rows[i][0]));
+  }
+  EXPECT_NEAR(energy, r.energy.computation_j, 1e-9 * r.energy.computation_j);
+  for (int count : seen) EXPECT_EQ(count, 8);  // every GPU runs 2M instructions
+  // The first row is pipeline 0, stage 0's first instruction, exactly as emulated.
+  EXPECT_EQ(rows[1][2], "0");
+  EXPECT_EQ(std::stod(rows[1][8]), r.timeline[0].end_s);
+}
+
+TEST(EmulationOutput, DevicesCsvSumsToTheTotal) {
+  const EmulationResult r = sample_result();
+  std::ostringstream out;
+  write_devices_csv(out, r);
+  const auto rows = parse_csv(out.str());
+  ASSERT_EQ(rows.size(), 7u);
+  double total = 0.0;
+  for (std::size_t i = 1; i < rows.size(); ++i) total += std::stod(rows[i][11]) * std::stoi(rows[i][3]);
+  EXPECT_NEAR(total, r.energy.total_j(), 1e-9 * total);
+  EXPECT_EQ(rows[4][4], "1");  // pipeline 1 is the straggler
+}
+
+}  // namespace
+}  // namespace perseus

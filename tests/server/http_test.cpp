@@ -1,0 +1,266 @@
+// The server over loopback HTTP: the protocol end to end, the payload limit, malformed
+// HTTP, and a bounded fuzz loop of malformed requests against every route.
+#include "perseus/server/http_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "perseus/server/frontier_table.hpp"
+#include "perseus/server/service.hpp"
+#include "server_test_support.hpp"
+#include "synthetic.hpp"
+
+namespace perseus::server {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+using testing::rank_of;
+
+const std::vector<int> kFrequencies = {1410, 1350, 1290, 1230, 1170, 1110};
+
+class HttpFixture : public ::testing::Test {
+ protected:
+  void start(ServiceOptions options, HttpOptions http = {}) {
+    service_ = std::make_unique<Service>(std::move(options));
+    http.port = 0;
+    http.host = "127.0.0.1";
+    server_ = std::make_unique<HttpServer>(*service_, http);
+    server_->start();
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (service_) service_->shutdown();
+  }
+  httplib::Client client(const std::string& token = "") const {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_keep_alive(true);
+    c.set_read_timeout(30, 0);
+    if (!token.empty()) c.set_bearer_token_auth(token);
+    return c;
+  }
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+ServiceOptions options_with(double barrier_timeout_s, std::string token = "") {
+  ServiceOptions options;
+  options.scheduler = parse_scheduler_config("Frontier", json::object());
+  options.barrier_timeout_s = barrier_timeout_s;
+  options.token = std::move(token);
+  return options;
+}
+
+TEST_F(HttpFixture, TheProtocolEndToEnd) {
+  start(options_with(20.0, "tok"));
+  httplib::Client c = client("tok");
+  auto registered = c.Post("/register_job", testing::job_info(2, 2, 1).dump(), "application/json");
+  ASSERT_TRUE(registered);
+  ASSERT_EQ(registered->status, 200) << registered->body;
+  EXPECT_EQ(registered->get_header_value("Content-Type"), "application/json");
+  const std::string id = json::parse(registered->body).get<std::string>();
+  for (int d = 0; d < 2; ++d) {
+    for (int p = 0; p < 2; ++p) {
+      const json rank = {{"rank", rank_of(2, 1, d, p, 0)}, {"dp_rank", d}, {"pp_rank", p}, {"tp_rank", 0},
+                         {"available_frequencies", kFrequencies}};
+      auto r = c.Post(("/register_rank/" + id).c_str(), rank.dump(), "application/json");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 200);
+      EXPECT_EQ(r->body, "null");
+    }
+  }
+  const std::string csv = profile_to_csv(perseus::testing::synthetic_profile(2, 6, 3));
+  auto uploaded = c.Post(("/profile/" + id + "?p_blocking=80&unit_time=0.001&microbatches=4&schedule=1f1b").c_str(),
+                         csv, "text/csv");
+  ASSERT_TRUE(uploaded);
+  ASSERT_EQ(uploaded->status, 202) << uploaded->body;
+  ASSERT_TRUE(service_->wait_until_idle(60s));
+  // Unauthenticated writes are refused over HTTP too, with the standard challenge.
+  auto refused = client().Post("/straggler", R"({"id": 0, "degree": 2})", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  EXPECT_EQ(refused->get_header_value("WWW-Authenticate"), "Bearer");
+  auto straggler = c.Post("/straggler", json({{"job_id", id}, {"id", 2}, {"degree", 1.5}}).dump(), "application/json");
+  ASSERT_TRUE(straggler);
+  ASSERT_EQ(straggler->status, 200) << straggler->body;
+
+  // A round over four connections: '+' in the id survives the URL.
+  std::vector<std::future<std::pair<int, std::string>>> answers;
+  for (int r = 0; r < 4; ++r) {
+    answers.push_back(std::async(std::launch::async, [&, r] {
+      httplib::Client own = client();
+      auto res = own.Get(("/schedule/" + id + "?rank=" + std::to_string(r)).c_str());
+      return res ? std::pair(res->status, res->body) : std::pair(-1, std::string());
+    }));
+  }
+  for (int r = 0; r < 4; ++r) {
+    const auto [status, body] = answers[r].get();
+    ASSERT_EQ(status, 200) << body;
+    const json schedule = json::parse(body);
+    EXPECT_EQ(schedule.at("rank"), r);
+    EXPECT_EQ(schedule.at("frequencies").size(), 8u);  // 4 forwards + 4 backwards
+  }
+  auto result = c.Post(("/result/" + id).c_str(), R"({"rank": 1, "iter_time": [2.0], "iter_energy": [100.0]})",
+                       "application/json");
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->body, "null");
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("perseus_http_requests_total{route=\"/schedule/{job_id}\",status=\"200\"} 4"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("perseus_http_requests_total{route=\"/straggler\",status=\"401\"} 1"), std::string::npos);
+  EXPECT_NE(metrics->body.find("perseus_straggler_replan_seconds_count 1"), std::string::npos);
+}
+
+TEST_F(HttpFixture, OversizedBodiesAndMalformedHttpAreRefusedWithJson) {
+  HttpOptions http;
+  http.payload_limit_bytes = 4096;
+  start(options_with(1.0), http);
+  httplib::Client c = client();
+  auto big = c.Post("/register_job", std::string(10000, ' ') + testing::job_info(1, 1, 1).dump(), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_NE(json::parse(big->body, nullptr, false).value("detail", "").find("4096 bytes"), std::string::npos)
+      << big->body;
+  EXPECT_EQ(service_->job_count(), 0u);
+
+  // Raw garbage on a socket.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string garbage = "\x16\x03\x01 NOT HTTP AT ALL\r\n\r\n";
+  ASSERT_GT(::write(fd, garbage.data(), garbage.size()), 0);
+  char buffer[512] = {};
+  const ssize_t n = ::read(fd, buffer, sizeof(buffer) - 1);
+  ::close(fd);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buffer).rfind("HTTP/1.1 400", 0), 0u) << buffer;
+
+  auto healthy = c.Get("/healthz");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+}
+
+// Bodies that are wrong in every way the routes can meet.
+std::string malformed_body(std::mt19937& rng, const std::string& job_id) {
+  const json valid_job = testing::job_info(1, 1, 1);
+  const json valid_rank = {{"rank", 0}, {"dp_rank", 0}, {"pp_rank", 0}, {"tp_rank", 0}, {"available_frequencies", {1410}}};
+  const json valid_result = {{"rank", 0}, {"iter_time", {1.0}}, {"time_breakdown", {{"forward", {{0.1}}}}}};
+  const std::vector<json> templates = {valid_job, valid_rank, valid_result,
+                                       json({{"job_id", job_id}, {"id", 0}, {"degree", 2.0}})};
+  const std::vector<json> odd_values = {nullptr, true, -1, 0, 1e308, -1e308, "x", "", json::array(), json::object(),
+                                        json(18446744073709551615ull), json::array({json::array({nullptr})}), 2147483648LL,
+                                        "\u00e9\u4e2d"};
+  std::uniform_int_distribution<int> pick(0, 9);
+  switch (pick(rng)) {
+    case 0: {  // random bytes
+      std::string s(std::uniform_int_distribution<int>(0, 300)(rng), '\0');
+      for (char& c : s) c = static_cast<char>(rng());
+      return s;
+    }
+    case 1: {  // valid JSON cut short
+      const std::string s = templates[rng() % templates.size()].dump();
+      return s.substr(0, std::uniform_int_distribution<std::size_t>(0, s.size() - 1)(rng));
+    }
+    case 2:
+    case 3:
+    case 4: {  // one field replaced by a value of another type or range
+      json body = templates[rng() % templates.size()];
+      auto it = body.begin();
+      std::advance(it, static_cast<long>(rng() % body.size()));
+      *it = odd_values[rng() % odd_values.size()];
+      return body.dump();
+    }
+    case 5: {  // a field dropped
+      json body = templates[rng() % templates.size()];
+      auto it = body.begin();
+      std::advance(it, static_cast<long>(rng() % body.size()));
+      body.erase(it.key());
+      return body.dump();
+    }
+    case 6:
+      return std::string(20000, '[') + std::string(20000, ']');  // deep nesting
+    case 7:
+      return odd_values[rng() % odd_values.size()].dump();  // JSON, but not an object
+    case 8:
+      return "stage,instruction,frequency,time,energy\n0,forward,1410,0.1,nan\n0,backward,x,0.2,3\n";
+    default:
+      return "";
+  }
+}
+
+TEST_F(HttpFixture, AFuzzLoopLeavesTheServerServingAndItsDatabaseConsistent) {
+  start(options_with(0.3));
+  httplib::Client c = client();
+  auto registered = c.Post("/register_job", testing::job_info(1, 1, 1, {{"microbatches", 2}}).dump(), "application/json");
+  ASSERT_TRUE(registered);
+  const std::string id = json::parse(registered->body).get<std::string>();
+  ASSERT_EQ(c.Post(("/register_rank/" + id).c_str(),
+                   json({{"rank", 0}, {"dp_rank", 0}, {"pp_rank", 0}, {"tp_rank", 0}, {"available_frequencies", kFrequencies}})
+                       .dump(),
+                   "application/json")
+                ->status,
+            200);
+
+  std::mt19937 rng(20240917);
+  const std::vector<std::string> paths = {"/register_job",         "/register_rank/" + id, "/register_rank/nope",
+                                          "/schedule/" + id,       "/schedule/nope",       "/result/" + id,
+                                          "/profile/" + id,        "/straggler",           "/api/jobs",
+                                          "/info",                 "/metrics",             "/",
+                                          "/healthz",              "/register_rank/",      "/schedule/" + id + "/x",
+                                          "/%00%ff",               "/result/" + id + "%2F..%2F"};
+  const std::vector<std::string> queries = {"", "?rank=0", "?rank=-1", "?rank=99999999999999999999", "?rank=abc",
+                                            "?p_blocking=80&microbatches=2", "?p_blocking=-3&microbatches=x",
+                                            "?rank=0&rank=1", "?microbatches=1e9"};
+  std::map<int, int> statuses;
+  for (int i = 0; i < 400; ++i) {
+    const std::string path = paths[rng() % paths.size()] + queries[rng() % queries.size()];
+    const std::string body = malformed_body(rng, id);
+    const unsigned method = rng() % 4;
+    httplib::Result res = method == 0   ? c.Get(path.c_str())
+                          : method == 1 ? c.Put(path.c_str(), body, "application/json")
+                                        : c.Post(path.c_str(), body, "application/json");
+    ASSERT_TRUE(res) << "no answer to " << path;
+    ++statuses[res->status];
+    EXPECT_LT(res->status, 500) << path << " " << body.substr(0, 200) << " -> " << res->body;
+    if (res->status >= 400) {
+      const json detail = json::parse(res->body, nullptr, false);
+      EXPECT_TRUE(detail.is_object() && detail.contains("detail")) << path << " -> " << res->body;
+    }
+  }
+  EXPECT_GT(statuses[422] + statuses[400] + statuses[404] + statuses[405] + statuses[409], 300);
+
+  // Still serving, and memory and database agree.
+  auto healthy = c.Get("/healthz");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+  EXPECT_EQ(service_->store().check_consistency(), "ok");
+  EXPECT_EQ(service_->store().count_jobs(), service_->job_count());
+  const auto stored = service_->store().load_all();
+  const auto jobs = json::parse(c.Get("/api/jobs")->body).at("jobs");
+  EXPECT_EQ(stored.size(), jobs.size());
+  for (const json& job : jobs) {
+    const auto it = std::find_if(stored.begin(), stored.end(), [&](const StoredJob& s) { return s.job_id == job.at("job_id"); });
+    ASSERT_NE(it, stored.end());
+    EXPECT_EQ(it->ranks.size(), job.at("ranks_registered").get<std::size_t>());
+  }
+  auto schedule = c.Get(("/schedule/" + id + "?rank=0").c_str());
+  ASSERT_TRUE(schedule);
+  EXPECT_EQ(schedule->status, 200) << schedule->body;
+}
+
+}  // namespace
+}  // namespace perseus::server

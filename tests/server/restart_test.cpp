@@ -1,0 +1,212 @@
+// The `serve` command as its own process: killed with SIGKILL mid-job and restarted on the
+// same database, it recovers every job and serves the same plans; SIGTERM stops it cleanly.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "perseus/server/frontier_table.hpp"
+#include "perseus/server/job_store.hpp"
+#include "server_test_support.hpp"
+#include "synthetic.hpp"
+
+namespace perseus::server {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+using testing::rank_of;
+using testing::TempDir;
+
+// A `serve` child process; its stderr is drained by a thread so that logging never blocks it.
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::vector<std::string>& args) {
+    // Everything the child needs is built before fork: after it, only exec-safe calls.
+    std::string binary = PERSEUS_SERVE_BINARY;
+    std::vector<std::string> copy = args;
+    std::vector<char*> argv;
+    argv.push_back(binary.data());
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(pipe_fds[1], STDERR_FILENO);
+      ::close(pipe_fds[0]);
+      ::close(pipe_fds[1]);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(pipe_fds[1]);
+    reader_ = std::thread([this, fd = pipe_fds[0]] {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) {
+        std::lock_guard lock(mutex_);
+        log_.append(buffer, static_cast<std::size_t>(n));
+      }
+      ::close(fd);
+    });
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) kill_and_wait(SIGKILL);
+    if (reader_.joinable()) reader_.join();
+  }
+
+  // The port from the "event=listening" log line; 0 if it does not come within 20 s.
+  int wait_for_port() {
+    static const std::regex listening("event=listening host=\\S+ port=(\\d+)");
+    for (int i = 0; i < 2000; ++i) {
+      {
+        std::lock_guard lock(mutex_);
+        std::smatch m;
+        if (std::regex_search(log_, m, listening)) return std::stoi(m[1]);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return 0;
+  }
+
+  int kill_and_wait(int signal) {
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    if (reader_.joinable()) reader_.join();
+    return status;
+  }
+
+  std::string log() {
+    std::lock_guard lock(mutex_);
+    return log_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::thread reader_;
+  std::mutex mutex_;
+  std::string log_;
+};
+
+httplib::Client client(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  c.set_bearer_token_auth("restart-token");
+  return c;
+}
+
+// Every rank's schedule of one round, by rank.
+std::vector<std::string> fetch_round(int port, const std::string& id, int world_size) {
+  std::vector<std::future<std::string>> pending;
+  for (int r = 0; r < world_size; ++r) {
+    pending.push_back(std::async(std::launch::async, [=] {
+      auto res = client(port).Get(("/schedule/" + id + "?rank=" + std::to_string(r)).c_str());
+      return res && res->status == 200 ? res->body : std::string("failed: ") + (res ? res->body : "no answer");
+    }));
+  }
+  std::vector<std::string> out;
+  for (auto& f : pending) out.push_back(f.get());
+  return out;
+}
+
+TEST(ServeProcess, SurvivesSigkillAndServesTheSamePlans) {
+  TempDir dir;
+  const std::string db = (dir.path() / "server.db").string();
+  const std::vector<std::string> args = {"serve", "--port", "0", "--db", db, "--token", "restart-token",
+                                         "--log-level", "info", "--barrier-timeout", "20"};
+  constexpr int kPp = 2, kDp = 2;
+  std::string frontier_job, waiting_job;
+  std::vector<std::string> before;
+  json jobs_before;
+  {
+    ServerProcess server(args);
+    const int port = server.wait_for_port();
+    ASSERT_GT(port, 0) << server.log();
+    httplib::Client c = client(port);
+    frontier_job = json::parse(c.Post("/register_job", testing::job_info(kPp, kDp, 1).dump(), "application/json")->body)
+                       .get<std::string>();
+    waiting_job = json::parse(c.Post("/register_job", testing::job_info(1, 1, 1, {{"microbatches", 3}, {"job_metadata", "w"}}).dump(),
+                                     "application/json")
+                                  ->body)
+                      .get<std::string>();
+    for (int d = 0; d < kDp; ++d) {
+      for (int p = 0; p < kPp; ++p) {
+        const json rank = {{"rank", rank_of(kPp, 1, d, p, 0)}, {"dp_rank", d}, {"pp_rank", p}, {"tp_rank", 0},
+                           {"available_frequencies", {1410, 1350, 1290, 1230, 1170, 1110}}};
+        ASSERT_EQ(c.Post(("/register_rank/" + frontier_job).c_str(), rank.dump(), "application/json")->status, 200);
+      }
+    }
+    const std::string csv = profile_to_csv(perseus::testing::synthetic_profile(kPp, 6, 5));
+    ASSERT_EQ(c.Post(("/profile/" + frontier_job + "?p_blocking=80&microbatches=4").c_str(), csv, "text/csv")->status, 202);
+    for (int i = 0; i < 600; ++i) {  // the frontier is computed in the background
+      const json jobs = json::parse(c.Get("/api/jobs")->body).at("jobs");
+      if (std::any_of(jobs.begin(), jobs.end(), [](const json& j) { return j.at("phase") == "frontier"; })) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    auto straggler = c.Post("/straggler", json({{"job_id", frontier_job}, {"id", rank_of(kPp, 1, 1, 0, 0)}, {"degree", 1.2}}).dump(),
+                            "application/json");
+    ASSERT_TRUE(straggler);
+    ASSERT_EQ(straggler->status, 200) << straggler->body << server.log();
+    before = fetch_round(port, frontier_job, kPp * kDp);
+    jobs_before = json::parse(c.Get("/api/jobs")->body).at("jobs");
+    const int status = server.kill_and_wait(SIGKILL);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  for (const std::string& b : before) ASSERT_EQ(b.rfind("failed", 0), std::string::npos) << b;
+  EXPECT_NE(before[rank_of(kPp, 1, 0, 0, 0)], before[rank_of(kPp, 1, 1, 0, 0)]);  // the straggler changed pipeline 0
+
+  ServerProcess server(args);
+  const int port = server.wait_for_port();
+  ASSERT_GT(port, 0) << server.log();
+  EXPECT_EQ(fetch_round(port, frontier_job, kPp * kDp), before);
+  const json jobs_after = json::parse(client(port).Get("/api/jobs")->body).at("jobs");
+  ASSERT_EQ(jobs_after.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(jobs_after[i].at("job_id"), jobs_before[i].at("job_id"));
+    EXPECT_EQ(jobs_after[i].at("phase"), jobs_before[i].at("phase"));
+    // A job still waiting for its profile has no frontier (null).
+    const auto points = [](const json& job) {
+      const json frontier = job.value("frontier", json());
+      return frontier.is_object() ? frontier.value("points", json()) : json();
+    };
+    EXPECT_EQ(points(jobs_after[i]), points(jobs_before[i]));
+    EXPECT_EQ(jobs_after[i].value("stragglers", json()), jobs_before[i].value("stragglers", json()));
+  }
+  const auto waiting = fetch_round(port, waiting_job, 1);
+  EXPECT_EQ(waiting[0], "failed: {\"detail\":\"rank 0 has not registered with job " + waiting_job +
+                            " (POST /register_rank/{job_id} first)\"}");
+  const int status = server.kill_and_wait(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << server.log();
+  EXPECT_NE(server.log().find("event=stopped"), std::string::npos);
+  EXPECT_EQ(JobStore(db).check_consistency(), "ok");
+}
+
+TEST(ServeProcess, RefusesBadSettingsWithAClearMessage) {
+  TempDir dir;
+  const std::string db = (dir.path() / "x.db").string();
+  {
+    ServerProcess server({"serve", "--port", "0", "--db", db, "--scheduler", "PointSolution"});
+    std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 500 && server.log().find("solution_path") == std::string::npos; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_NE(server.log().find("PointSolution needs {\"solution_path\""), std::string::npos) << server.log();
+  }
+  {
+    ServerProcess server({"serve", "--port", "0", "--db", db, "--scheduler-args", "{oops"});
+    for (int i = 0; i < 500 && server.log().find("not valid JSON") == std::string::npos; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_NE(server.log().find("not valid JSON"), std::string::npos) << server.log();
+  }
+}
+
+}  // namespace
+}  // namespace perseus::server
