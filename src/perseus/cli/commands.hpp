@@ -6,7 +6,9 @@
 
 namespace perseus::cli {
 
-void add_core_commands(CLI::App& app);   // optimize, select
-void add_extra_commands(CLI::App& app);  // commands of the later modules (extra_commands.cpp)
+void add_solver_commands(CLI::App& app);    // optimize, select (solver_commands.cpp)
+void add_emulator_commands(CLI::App& app);  // emulate, compare, report (emulator_commands.cpp)
+void add_server_commands(CLI::App& app);    // serve (server_commands.cpp)
+void add_planner_commands(CLI::App& app);   // profile synth, partition, plan (planner_commands.cpp)
 
 }  // namespace perseus::cli
