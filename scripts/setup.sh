@@ -6,11 +6,13 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev              # max flow (Preflow) for the solver's minimum cut
+  coinor-libclp-dev         # LP relaxation: lower bounds and starting plans for the refiner
   libeigen3-dev             # Levenberg-Marquardt (MINPACK port) for the cost fits
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libcpp-httplib-dev libsqlite3-dev chromium   # server (chromium: headless test of its web page)
   pybind11-dev python3-dev python3-pytest python3-numpy
   coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks
+  zlib1g-dev                # decodes headless Chromium's screenshots in the report and web page tests
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

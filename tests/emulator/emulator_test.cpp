@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -124,6 +125,79 @@ TEST(Emulator, TimelineKeepsProgramOrderAndDependencies) {
       EXPECT_GE(start[n], end[p] + (crosses ? 0.003 : 0.0) - 1e-12);
     }
   }
+}
+
+// ---------------------------------------------------------------- the critical path
+
+// Slack of every node by the critical path method over `times` (independent of the emulator).
+std::vector<double> slack_of(const EnergyProblem& problem, const std::vector<double>& times) {
+  const Dag& dag = problem.dag;
+  std::vector<double> earliest;
+  const double length = critical_path_length<double>(dag, times, &earliest);
+  std::vector<double> latest_finish(dag.num_nodes(), length);
+  const auto& order = dag.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    for (Dag::NodeId s : dag.successors(*it)) latest_finish[*it] = std::min(latest_finish[*it], latest_finish[s] - times[s]);
+  }
+  std::vector<double> slack(dag.num_nodes());
+  for (std::size_t n = 0; n < slack.size(); ++n) slack[n] = latest_finish[n] - times[n] - earliest[n];
+  return slack;
+}
+
+TEST(Emulator, TheCriticalPathIsAChainOfZeroSlackInstructionsFromStartToEnd) {
+  const ScheduleSpec specs[] = {{ScheduleKind::k1F1B, 4, 8, 1, false},
+                                {ScheduleKind::kGPipe, 3, 5, 1, false},
+                                {ScheduleKind::kInterleaved1F1B, 2, 4, 2, false},
+                                {ScheduleKind::k1F1B, 3, 4, 1, true}};
+  std::uint32_t seed = 100;
+  for (const ScheduleSpec& spec : specs) {
+    const EnergyProblem problem = random_problem(spec, seed++);
+    const OptionChoice choice = random_choice(problem, seed++);
+    const EmulationResult r = emulate(problem, plan_from_choice(problem, choice), {});
+    const std::vector<std::size_t> path = critical_path(r, 0);
+    ASSERT_FALSE(path.empty());
+    EXPECT_NEAR(r.timeline[path.front()].start_s, 0.0, 1e-12) << to_string(spec.kind);
+    EXPECT_NEAR(r.timeline[path.back()].end_s, r.iteration_time_s, 1e-12);
+    const std::vector<double> slack = slack_of(problem, chosen_times(problem, choice));
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const ExecutedInstruction& e = r.timeline[path[k]];
+      EXPECT_NEAR(slack[e.node], 0.0, 1e-9) << label(e.instruction) << " is on the path but has slack";
+      if (k == 0) continue;
+      const ExecutedInstruction& before = r.timeline[path[k - 1]];
+      EXPECT_NEAR(e.start_s, before.end_s, 1e-12);
+      // It waited for its predecessor in program order or for a dependency of the DAG.
+      const auto preds = problem.dag.predecessors(e.node);
+      EXPECT_NE(std::find(preds.begin(), preds.end(), before.node), preds.end());
+    }
+  }
+}
+
+TEST(Emulator, TheCriticalPathCrossesSlowLinksAndFollowsTheStraggler) {
+  const EnergyProblem problem = balanced_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 0.03, 0.05);
+  EmulationConfig config;
+  config.p2p.latency_s = 0.004;
+  config.data_parallel = 2;
+  config.stragglers = {{1, 1.5, 0.2}};
+  const EmulationResult r = emulate(problem, plan_from_choice(problem, fastest_choice(problem)), config);
+  for (int p = 0; p < 2; ++p) {
+    const auto path = critical_path(r, p);
+    ASSERT_GE(path.size(), 2u);
+    const double start = p == 1 ? 0.2 : 0.0;  // the straggler starts late
+    EXPECT_NEAR(r.timeline[path.front()].start_s, start, 1e-12);
+    EXPECT_NEAR(r.timeline[path.back()].end_s, r.pipelines[p].time_s, 1e-12);
+    int crossings = 0;
+    for (std::size_t k = 1; k < path.size(); ++k) {
+      const ExecutedInstruction& a = r.timeline[path[k - 1]];
+      const ExecutedInstruction& b = r.timeline[path[k]];
+      EXPECT_EQ(a.pipeline, p);
+      const bool crosses = a.instruction.stage != b.instruction.stage;
+      crossings += crosses;
+      EXPECT_NEAR(b.start_s, a.end_s + (crosses ? 0.004 : 0.0), 1e-12);
+    }
+    // 1F1B on a balanced pipeline: the path runs down to the last stage and back up.
+    EXPECT_GE(crossings, 2 * 3);
+  }
+  EXPECT_THROW(critical_path(r, 2), InputError);
 }
 
 // ---------------------------------------------------------------- communication
@@ -289,7 +363,8 @@ TEST(Emulator, PerseusAnswersAStragglerWithThePlanForTopt) {
   std::size_t fastest = 0, cheapest = 0;
   for (std::size_t i = 0; i < figures.size(); ++i) {
     if (figures[i].time_s < figures[fastest].time_s) fastest = i;
-    if (figures[i].energy_j < figures[cheapest].energy_j) cheapest = i;
+    const auto effective = [&](std::size_t k) { return figures[k].energy_j - problem.p_blocking * 4 * figures[k].time_s; };
+    if (effective(i) < effective(cheapest)) cheapest = i;
   }
   const double t_star = figures[cheapest].time_s;
   for (double slowdown : {1.05, 1.3, 3.0}) {

@@ -67,6 +67,17 @@ TEST(EmulationOutput, JsonCarriesTheFiguresAndTheTimeline) {
   EXPECT_FALSE(k.contains("transfers"));
 }
 
+TEST(EmulationOutput, TheStreamedJsonIsTheSameDocumentAsTheTree) {
+  const EmulationResult r = sample_result();
+  ASSERT_FALSE(r.transfers.empty());
+  for (const JsonOutputOptions options : {JsonOutputOptions{true, true}, JsonOutputOptions{false, true},
+                                          JsonOutputOptions{true, false}, JsonOutputOptions{false, false}}) {
+    std::ostringstream out;
+    write_emulation_json(out, r, options);
+    EXPECT_EQ(nlohmann::json::parse(out.str()), emulation_to_json(r, options));
+  }
+}
+
 TEST(EmulationOutput, TimelineCsvHasARowPerInstructionOrPerGpu) {
   const EmulationResult r = sample_result();
   std::ostringstream grouped, per_gpu;

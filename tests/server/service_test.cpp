@@ -155,6 +155,102 @@ TEST(Service, TheScheduleBarrierWaitsForEveryRank) {
   EXPECT_EQ(frequencies_of(last).size(), 6u);  // 3 forwards and 3 backwards
 }
 
+// A rank that never got the answer of the round just released (a dropped connection, a
+// server killed while answering) asks for it again by number and is answered at once, also
+// by a restarted server; it does not join, and so desynchronise, the next round.
+TEST(Service, ARoundCanBeAskedForAgainByNumber) {
+  TempDir dir;
+  ServiceOptions options = frontier_options();
+  options.db_path = (dir.path() / "rounds.db").string();
+  options.barrier_timeout_s = 5.0;
+  std::string id;
+  const auto ask = [&](Service& service, int rank, int round) {
+    return call(service, "GET", "/schedule/" + id, "", {{"rank", std::to_string(rank)}, {"round", std::to_string(round)}});
+  };
+  const auto both = [&](Service& service, int round) {
+    auto other = std::async(std::launch::async, [&] { return ask(service, 1, round); });
+    const ApiResponse mine = ask(service, 0, round);
+    const ApiResponse theirs = other.get();
+    EXPECT_EQ(mine.status, 200) << mine.body;
+    EXPECT_EQ(theirs.status, 200) << theirs.body;
+    return mine;
+  };
+  std::string released;
+  {
+    Service service(options);
+    id = register_job(service, 2, 1, 1, {{"microbatches", 2}});
+    register_ranks(service, id, 2, 1, 1, kFrequencies);
+    both(service, 0);
+    released = both(service, 1).body;
+    // Rank 0 lost round 1's answer: asked again, it is answered without waiting for rank 1.
+    const ApiResponse again = ask(service, 0, 1);
+    ASSERT_EQ(again.status, 200) << again.body;
+    EXPECT_EQ(again.body, released);
+    EXPECT_EQ(job_entry(service, id).at("waiting_at_barrier"), 0);
+    EXPECT_EQ(job_entry(service, id).at("rounds"), 2);
+  }
+  // A restarted server knows the job is at round 2, and still answers round 1 again.
+  Service restarted(options);
+  EXPECT_EQ(job_entry(restarted, id).at("rounds"), 2);
+  const ApiResponse again = ask(restarted, 0, 1);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.body, released);
+  both(restarted, 2);
+  EXPECT_EQ(job_entry(restarted, id).at("rounds"), 3);
+  // The cached answers are byte for byte the protocol's FrequencySchedule.
+  EXPECT_EQ(released, frequency_schedule_json(0, frequencies_of(ask(restarted, 0, 2))).dump());
+  EXPECT_EQ(call(restarted, "GET", "/schedule/" + id, "", {{"rank", "0"}, {"round", "x"}}).status, 422);
+}
+
+// In-vivo profiling keeps a clock until every rank has measured it for
+// iterations_per_frequency iterations, however the results are split into posts.
+TEST(Service, InVivoProfilingAccumulatesIterationsAcrossResults) {
+  ServiceOptions options;
+  options.scheduler = parse_scheduler_config(
+      "InVivoProfiling", {{"p_blocking", 80.0}, {"microbatches", 2}, {"iterations_per_frequency", 3}});
+  options.barrier_timeout_s = 20.0;
+  Service service(options);
+  const std::string id = register_job(service, 1, 2, 1);
+  register_ranks(service, id, 1, 2, 1, {1410, 1350});
+  const auto post = [&](int rank, double scale, int iterations) {
+    json time = json::object(), energy = json::object();
+    for (const char* name : {"forward", "backward"}) {
+      time[name] = json::array();
+      energy[name] = json::array();
+      for (int i = 0; i < iterations; ++i) {
+        time[name].push_back({0.1 * scale, 0.1 * scale});
+        energy[name].push_back({20.0 * scale, 20.0 * scale});
+      }
+    }
+    const json result = {{"rank", rank}, {"iter_time", std::vector<double>(iterations, 1.0)},
+                         {"iter_energy", std::vector<double>(iterations, 50.0)},
+                         {"time_breakdown", time}, {"energy_breakdown", energy}};
+    ASSERT_EQ(call(service, "POST", "/result/" + id, result.dump()).status, 200);
+  };
+  // Round 0 at 1410: rank 0 reports 2 iterations, rank 1 reports 1: not enough yet.
+  for (const ApiResponse& a : fetch_round(service, id, 2)) EXPECT_EQ(frequencies_of(a).front().second, 1410);
+  post(0, 1.0, 2);
+  post(1, 2.0, 1);
+  for (const ApiResponse& a : fetch_round(service, id, 2)) EXPECT_EQ(frequencies_of(a).front().second, 1410);
+  EXPECT_EQ(job_entry(service, id).at("profiling").at("done"), 0);
+  post(0, 1.0, 1);  // rank 0 has 3 now, rank 1 still 1
+  EXPECT_EQ(job_entry(service, id).at("profiling").at("done"), 0);
+  post(1, 2.0, 2);  // both have 3: 1410 is measured
+  EXPECT_EQ(job_entry(service, id).at("profiling").at("done"), 1);
+  for (const ApiResponse& a : fetch_round(service, id, 2)) EXPECT_EQ(frequencies_of(a).front().second, 1350);
+  post(0, 1.0, 3);
+  post(1, 2.0, 3);
+  ASSERT_TRUE(service.wait_until_idle(60s));
+  const auto stored = service.store().load_all();
+  const Profile measured = Profile::parse_csv(*stored.at(0).profile_csv, "stored");
+  const OperationProfile* forward = measured.find(0, InstructionKind::kForward);
+  ASSERT_NE(forward, nullptr);
+  ASSERT_EQ(forward->measurements.size(), 2u);
+  // Two replicas of the one stage: the slower one's time, the mean of their energy.
+  EXPECT_NEAR(forward->measurements[0].time_s, 0.2, 1e-12);
+  EXPECT_NEAR(forward->measurements[0].energy_j, 30.0, 1e-9);
+}
+
 TEST(Service, ABarrierThatTimesOutNamesTheMissingRanks) {
   ServiceOptions options = frontier_options();
   options.barrier_timeout_s = 0.2;
@@ -585,7 +681,8 @@ TEST(Service, InVivoProfilingWalksTheClocksDownAndStopsWhenEnergyKeepsRising) {
   const json job = job_entry(service, id);
   ASSERT_EQ(job.at("phase"), "frontier") << job.dump();
 
-  // The assembled profile: per stage the slowest replica's time and the sum of energy.
+  // The assembled profile: per stage the slowest replica's time and the replicas' mean energy
+  // (one pipeline's: the frontier is a pipeline's, and every replica runs the same plan).
   const auto stored = service.store().load_all();
   const auto it = std::find_if(stored.begin(), stored.end(), [&](const StoredJob& j) { return j.job_id == id; });
   ASSERT_NE(it, stored.end());
@@ -598,7 +695,7 @@ TEST(Service, InVivoProfilingWalksTheClocksDownAndStopsWhenEnergyKeepsRising) {
       ASSERT_EQ(op->measurements.size(), 10u);
       for (const Measurement& m : op->measurements) {
         EXPECT_NEAR(m.time_s, 1.1 * model_time(p, kind, m.frequency_mhz), 1e-12);
-        EXPECT_NEAR(m.energy_j, 1.9 * model_energy(p, kind, m.frequency_mhz), 1e-9);
+        EXPECT_NEAR(m.energy_j, 0.95 * model_energy(p, kind, m.frequency_mhz), 1e-9);
       }
     }
   }

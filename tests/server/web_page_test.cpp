@@ -1,8 +1,10 @@
-// The status page in headless Chromium: it must draw (a screenshot that is not blank) and
-// build its SVG (frontier line, current point, plan timeline) from the server's data.
+// The status page in headless Chromium: it must draw (a screenshot that is not blank),
+// build its SVG (frontier line, current point, plan timeline) from the server's data, and
+// follow the server's state without being reloaded.
 #include <zlib.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -178,6 +180,48 @@ TEST(WebPage, DrawsJobsFrontiersAndTimelinesInHeadlessChromium) {
   EXPECT_NE(dom.find("page&lt;test&gt;&amp;"), std::string::npos);
   EXPECT_EQ(dom.find("page<test>"), std::string::npos);
   EXPECT_NE(dom.find("<th>degree</th>"), std::string::npos);
+  server.stop();
+}
+
+TEST(WebPage, FollowsTheServerWithoutReloading) {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  // A job registers while the page is open: when the page first polls /api/jobs.
+  std::atomic<int> polls{0};
+  Service* service_ptr = nullptr;
+  ServiceOptions options;
+  options.scheduler = parse_scheduler_config("Frontier", json::object());
+  options.on_request = [&](const ApiRequest& request) {
+    if (request.path == "/api/jobs" && polls++ == 0) {
+      testing::register_job(*service_ptr, 1, 1, 1, {{"job_metadata", "arrived-later"}});
+    }
+  };
+  Service service(options);
+  service_ptr = &service;
+  HttpOptions http;
+  http.port = 0;
+  HttpServer server(service, http);
+  server.start();
+  testing::register_job(service, 2, 1, 1, {{"job_metadata", "there-first"}});
+
+  TempDir dir;
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
+  const std::string dom = run_command("timeout 90 " + chromium +
+                                      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage"
+                                      " --user-data-dir=" + (dir.path() / "profile").string() +
+                                      " --virtual-time-budget=5000 --dump-dom " + url + " 2>/dev/null");
+  ASSERT_NE(dom.find("</html>"), std::string::npos) << dom.substr(0, 500);
+  EXPECT_GE(polls.load(), 1) << "the page never polled /api/jobs";
+  // The page was served with one job; polling brought the second onto it.
+  const std::size_t data_at = dom.find("id=\"initial-data\"");
+  ASSERT_NE(data_at, std::string::npos);
+  const std::string initial = dom.substr(data_at, dom.find("</script>", data_at) - data_at);
+  EXPECT_NE(initial.find("there-first"), std::string::npos);
+  EXPECT_EQ(initial.find("arrived-later"), std::string::npos);
+  const std::string rendered = dom.substr(dom.find("id=\"jobs\""));
+  EXPECT_NE(rendered.find("there-first"), std::string::npos);
+  EXPECT_NE(rendered.find("arrived-later"), std::string::npos) << rendered.substr(0, 2000);
+  EXPECT_NE(dom.find("2 job(s), updated"), std::string::npos);
   server.stop();
 }
 

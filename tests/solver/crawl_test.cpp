@@ -100,5 +100,28 @@ TEST(Crawl, MaxStepsStopsEarly) {
   EXPECT_EQ(crawl_frontier(problem, options).steps.size(), 3u);
 }
 
+
+TEST(Crawl, LemonPreflowFindsTheSameCuts) {
+  // The max flow is ours for speed (max_flow.hpp); LEMON's Preflow must give the same crawl.
+  for (const ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kGPipe}) {
+    const EnergyProblem problem = testing::synthetic_problem({kind, 3, 4, 1, false}, 12, 5);
+    CrawlOptions lemon;
+    lemon.max_flow = MaxFlowAlgorithm::kLemonPreflow;
+    const CrawlResult ours = crawl_frontier(problem);
+    const CrawlResult theirs = crawl_frontier(problem, lemon);
+    ASSERT_EQ(ours.steps.size(), theirs.steps.size());
+    EXPECT_EQ(ours.stop_reason, theirs.stop_reason);
+    for (std::size_t k = 0; k < ours.steps.size(); ++k) {
+      EXPECT_EQ(ours.steps[k].time_q, theirs.steps[k].time_q);
+      EXPECT_NEAR(ours.steps[k].fitted_cost, theirs.steps[k].fitted_cost, 1e-9 * std::abs(ours.steps[k].fitted_cost));
+    }
+    ASSERT_EQ(ours.changes.size(), theirs.changes.size());
+    for (std::size_t i = 0; i < ours.changes.size(); ++i) {
+      EXPECT_EQ(ours.changes[i].node, theirs.changes[i].node);
+      EXPECT_EQ(ours.changes[i].duration_q, theirs.changes[i].duration_q);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perseus

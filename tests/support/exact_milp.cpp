@@ -104,6 +104,11 @@ std::optional<ExactResult> solve_exact(const EnergyProblem& problem, double dead
   result.measured = evaluate_measured(problem, result.choice);
   result.proven_optimal = Cbc_isProvenOptimal(model.get());
   if (result.measured.time_s > deadline_s + 1e-9) return std::nullopt;
+  const double blocking_at_deadline = problem.p_blocking * problem.num_gpus() * deadline_s;
+  result.energy_at_deadline_j = result.measured.energy_j + problem.p_blocking * problem.num_gpus() *
+                                                               (deadline_s - result.measured.time_s);
+  result.lower_bound_j = result.proven_optimal ? result.energy_at_deadline_j
+                                               : Cbc_getBestPossibleObjValue(model.get()) + blocking_at_deadline;
   return result;
 }
 

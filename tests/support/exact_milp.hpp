@@ -13,6 +13,10 @@ struct ExactResult {
   OptionChoice choice;
   MeasuredFigures measured;  // of `choice`, re-evaluated on the DAG
   bool proven_optimal = false;
+  double energy_at_deadline_j = 0.0;  // of `choice`, its GPUs blocking until the deadline
+  // A proven lower bound on the least energy at the deadline (CBC's best bound); equal to
+  // energy_at_deadline_j up to the solver's tolerance when proven_optimal.
+  double lower_bound_j = 0.0;
 };
 
 // nullopt when no plan meets the deadline (or CBC found none within the time limit).

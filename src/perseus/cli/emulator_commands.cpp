@@ -1,8 +1,709 @@
-// Placeholder while the emulator commands are being written (this session); replaced by them.
+// `perseus emulate`, `perseus compare` and `perseus report`: what a plan does to a cluster,
+// Perseus against the baselines, and the HTML page that shows both.
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include "perseus/cli/commands.hpp"
+#include "perseus/emulator/baselines.hpp"
+#include "perseus/emulator/comparison.hpp"
+#include "perseus/emulator/emulation_output.hpp"
+#include "perseus/emulator/emulator.hpp"
+#include "perseus/plan/frontier_io.hpp"
+#include "perseus/plan/plan_files.hpp"
+#include "perseus/profile/profile.hpp"
+#include "perseus/report/html_report.hpp"
+#include "perseus/report/plots.hpp"
+#include "perseus/report/tables.hpp"
+#include "perseus/report/trace.hpp"
+#include "perseus/solver/crawl.hpp"
+#include "perseus/solver/frontier.hpp"
 
 namespace perseus::cli {
+namespace {
 
-void add_emulator_commands(CLI::App& app) { (void)app; }
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------- flags shared by the commands
+
+struct ProblemArgs {
+  std::string profile;
+  std::string schedule = "1f1b";
+  int stages = 0;
+  int microbatches = 0;
+  int chunks = 1;
+  bool data_load = false;
+  double p_blocking = 0.0;
+  double unit_time = 0.001;
+};
+
+struct LinkArgs {
+  double switch_latency = 0.0;
+  int tensor_parallel = 1;
+  double p2p_latency = 0.0;
+  double p2p_bandwidth = 0.0;
+  double activation_bytes = 0.0;
+  double gradient_bytes = 0.0;
+  std::vector<std::string> links;
+  double allreduce_latency = 0.0;
+  double allreduce_bandwidth = 0.0;
+  double allreduce_bytes = 0.0;
+};
+
+struct ProblemOptions {
+  CLI::Option* profile = nullptr;
+  CLI::Option* microbatches = nullptr;
+  CLI::Option* p_blocking = nullptr;
+  CLI::Option* unit_time = nullptr;
+  CLI::Option* schedule = nullptr;
+  CLI::Option* stages = nullptr;
+  CLI::Option* chunks = nullptr;
+};
+
+ProblemOptions add_problem_flags(CLI::App* cmd, ProblemArgs& a, bool required) {
+  ProblemOptions o;
+  o.profile = cmd->add_option("--profile", a.profile, "Profile CSV (stage,instruction,frequency,time,energy)");
+  o.schedule = cmd->add_option("--schedule", a.schedule, "1f1b, gpipe, interleaved-1f1b or 1f1b-recompute")
+                   ->capture_default_str();
+  o.stages = cmd->add_option("--stages", a.stages, "Pipeline stages S (default: the profile's)");
+  o.microbatches = cmd->add_option("--microbatches", a.microbatches, "Microbatches M per iteration");
+  o.chunks = cmd->add_option("--chunks", a.chunks, "Model chunks per device v (interleaved-1f1b)")->capture_default_str();
+  cmd->add_flag("--data-load", a.data_load, "Add a data-loading operation (profile 'load' rows) per microbatch");
+  o.p_blocking = cmd->add_option("--p-blocking", a.p_blocking, "GPU power while blocked, W (A100 83.64, A40 70.38)");
+  o.unit_time = cmd->add_option("--unit-time", a.unit_time, "Time quantum tau of the solver, s (1e-3 A100, 1e-4 A40)")
+                    ->capture_default_str();
+  if (required) {
+    o.profile->required();
+    o.microbatches->required();
+    o.p_blocking->required();
+  }
+  return o;
+}
+
+void add_link_flags(CLI::App* cmd, LinkArgs& a) {
+  cmd->add_option("--switch-latency", a.switch_latency,
+                  "Seconds a GPU clock change takes to apply (about 0.01 on NVIDIA GPUs)")
+      ->capture_default_str();
+  cmd->add_option("--tensor-parallel", a.tensor_parallel, "GPUs per stage T (they run in lockstep)")
+      ->capture_default_str();
+  cmd->add_option("--p2p-latency", a.p2p_latency, "Latency of the links between stages, s")->capture_default_str();
+  cmd->add_option("--p2p-bandwidth", a.p2p_bandwidth, "Bandwidth of the links between stages, bytes/s (0: unlimited)")
+      ->capture_default_str();
+  cmd->add_option("--activation-bytes", a.activation_bytes, "Bytes a forward sends to the next stage")
+      ->capture_default_str();
+  cmd->add_option("--gradient-bytes", a.gradient_bytes, "Bytes a backward sends to the previous stage")
+      ->capture_default_str();
+  cmd->add_option("--link", a.links, "A link of its own: FROM:TO:LATENCY[:BANDWIDTH] (stages, s, bytes/s); repeatable");
+  cmd->add_option("--allreduce-latency", a.allreduce_latency, "Per-step latency of the gradient ring all-reduce, s")
+      ->capture_default_str();
+  cmd->add_option("--allreduce-bandwidth", a.allreduce_bandwidth, "Bandwidth of the all-reduce ring, bytes/s")
+      ->capture_default_str();
+  cmd->add_option("--allreduce-bytes", a.allreduce_bytes, "Gradient bytes of one stage to all-reduce")
+      ->capture_default_str();
+}
+
+double parse_number(std::string_view text, const std::string& what) {
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    throw InputError(fmt::format("{}: '{}' is not a number", what, text));
+  }
+  return value;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0;;) {
+    const std::size_t next = text.find(separator, at);
+    parts.push_back(text.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    if (next == std::string_view::npos) return parts;
+    at = next + 1;
+  }
+}
+
+int parse_index(std::string_view text, const std::string& what) {
+  const double value = parse_number(text, what);
+  if (value != static_cast<int>(value)) throw InputError(fmt::format("{}: '{}' is not a whole number", what, text));
+  return static_cast<int>(value);
+}
+
+EmulationConfig make_config(const LinkArgs& a) {
+  EmulationConfig config;
+  config.switch_latency_s = a.switch_latency;
+  config.tensor_parallel = a.tensor_parallel;
+  config.p2p = {a.p2p_latency, a.p2p_bandwidth};
+  config.activation_bytes = a.activation_bytes;
+  config.gradient_bytes = a.gradient_bytes;
+  config.allreduce = {a.allreduce_latency, a.allreduce_bandwidth};
+  config.allreduce_bytes = a.allreduce_bytes;
+  for (const std::string& link : a.links) {
+    const auto parts = split(link, ':');
+    const std::string what = "--link " + link;
+    if (parts.size() < 3 || parts.size() > 4) throw InputError(what + ": expected FROM:TO:LATENCY[:BANDWIDTH]");
+    config.p2p_links[{parse_index(parts[0], what), parse_index(parts[1], what)}] = {
+        parse_number(parts[2], what), parts.size() == 4 ? parse_number(parts[3], what) : 0.0};
+  }
+  return config;
+}
+
+Straggler parse_straggler(const std::string& text) {
+  const auto parts = split(text, ':');
+  const std::string what = "--straggler " + text;
+  if (parts.size() < 2 || parts.size() > 3) throw InputError(what + ": expected PIPELINE:SLOWDOWN[:DELAY]");
+  return {parse_index(parts[0], what), parse_number(parts[1], what), parts.size() == 3 ? parse_number(parts[2], what) : 0.0};
+}
+
+void print_warnings(const std::vector<Warning>& warnings) {
+  for (const Warning& w : warnings) fmt::print(stderr, "perseus: warning: {}\n", w.message);
+}
+
+struct Loaded {
+  Profile profile;
+  EnergyProblem problem;
+};
+
+Loaded load_problem(const ProblemArgs& a) {
+  if (a.profile.empty()) throw InputError("give --profile");
+  if (a.microbatches == 0) throw InputError("give --microbatches");
+  if (a.microbatches < 1) throw InputError(fmt::format("--microbatches must be >= 1, not {}", a.microbatches));
+  Profile profile = Profile::read_csv(a.profile);
+  const ScheduleSpec spec{parse_schedule_kind(a.schedule), a.stages ? a.stages : profile.num_stages(), a.microbatches,
+                          a.chunks, a.data_load};
+  std::vector<Warning> warnings;
+  EnergyProblem problem = make_problem(profile, spec, OptionsConfig{a.unit_time, a.p_blocking, {}}, &warnings);
+  print_warnings(warnings);
+  return {std::move(profile), std::move(problem)};
+}
+
+std::string schedule_text(const EnergyProblem& problem, const ProblemArgs& a) {
+  return fmt::format("{} {} stages x {} microbatches{}", a.schedule, problem.dag.num_stages(), a.microbatches,
+                     a.chunks > 1 ? fmt::format(" x {} chunks", a.chunks) : "");
+}
+
+// Writes every file into a fresh sibling directory, then renames it into place: a failure
+// leaves no half-written output.
+void write_directory(const fs::path& dir, bool force, const std::vector<std::pair<std::string, std::string>>& files) {
+  if (fs::exists(dir) && !force) throw InputError(dir.string() + ": exists (use --force to replace it)");
+  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent)) throw InputError(parent.string() + ": no such directory");
+  const fs::path temporary = parent / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
+  std::error_code error;
+  fs::remove_all(temporary, error);
+  fs::create_directories(temporary, error);
+  if (error) throw InputError(temporary.string() + ": cannot create: " + error.message());
+  try {
+    for (const auto& [name, content] : files) write_file_atomically(temporary / name, content);
+    if (fs::exists(dir)) fs::remove_all(dir);
+    fs::rename(temporary, dir);
+  } catch (...) {
+    fs::remove_all(temporary, error);
+    throw;
+  }
+}
+
+template <typename Write>
+std::string to_text(Write&& write) {
+  std::ostringstream out;
+  write(out);
+  return out.str();
+}
+
+using Progress = std::function<void(const std::string&)>;
+Progress progress_printer(bool quiet) {
+  if (quiet) return nullptr;
+  return [](const std::string& message) { fmt::print(stderr, "perseus: {}\n", message); };
+}
+
+// ---------------------------------------------------------------- plans from files
+
+// A perseus.plan/1 JSON or a freqs_pipeline file, told apart by content.
+PlannedFrequencies read_plan_file(const std::string& path) {
+  const std::string text = read_text_file(path);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return parse_freqs_pipeline(text, path);
+  nlohmann::json plan;
+  try {
+    plan = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  if (plan.value("schema", "") != "perseus.plan/1" || !plan.contains("stages") || !plan["stages"].is_array()) {
+    throw InputError(path + ": expected a perseus.plan/1 JSON plan (\"schema\" and \"stages\")");
+  }
+  PlannedFrequencies frequencies;
+  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
+    const nlohmann::json& stage = plan["stages"][s];
+    if (!stage.is_array()) throw InputError(fmt::format("{}: stage {} is not a list", path, s));
+    auto& list = frequencies.emplace_back();
+    for (std::size_t i = 0; i < stage.size(); ++i) {
+      const nlohmann::json& entry = stage[i];
+      if (!entry.is_object() || !entry.contains("instruction") || !entry["instruction"].is_string() ||
+          !entry.contains("frequency_mhz") || !entry["frequency_mhz"].is_number_integer()) {
+        throw InputError(fmt::format("{}: stage {}, instruction {}: expected \"instruction\" and an integer "
+                                     "\"frequency_mhz\"",
+                                     path, s, i));
+      }
+      list.emplace_back(entry["instruction"].get<std::string>(), entry["frequency_mhz"].get<int>());
+    }
+  }
+  return frequencies;
+}
+
+// ---------------------------------------------------------------- perseus emulate
+
+struct EmulateArgs {
+  ProblemArgs problem;
+  LinkArgs links;
+  int data_parallel = 1;
+  std::vector<std::string> stragglers;
+  std::string plan;
+  std::string straggler_plan;
+  std::string frontier;
+  double deadline = 0.0;
+  bool respond = false;
+  std::string baseline;
+  bool interpolate = false;
+  std::string out;
+  bool force = false;
+  bool per_gpu = false;
+  int timeline_pipeline = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+// Defaults for the problem flags from a frontier directory's summary.json.
+void defaults_from_frontier(EmulateArgs& a, const FrontierIndex& index, const ProblemOptions& given) {
+  const nlohmann::json& s = index.summary;
+  try {
+    if (!given.profile->count()) a.problem.profile = s.at("profile").get<std::string>();
+    const nlohmann::json& schedule = s.at("schedule");
+    if (!given.schedule->count()) a.problem.schedule = schedule.at("kind").get<std::string>();
+    if (!given.stages->count()) a.problem.stages = schedule.at("stages").get<int>();
+    if (!given.microbatches->count()) a.problem.microbatches = schedule.at("microbatches").get<int>();
+    if (!given.chunks->count()) a.problem.chunks = schedule.at("chunks").get<int>();
+    if (!given.p_blocking->count()) a.problem.p_blocking = s.at("p_blocking_w").get<double>();
+    if (!given.unit_time->count()) a.problem.unit_time = s.at("unit_time_s").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: summary.json lacks what this needs ({}); give the flags yourself",
+                                 a.frontier, e.what()));
+  }
+}
+
+ExecutionPlan baseline_plan(const EnergyProblem& problem, const std::string& name,
+                            const std::shared_ptr<const FrequencyTable>& clocks) {
+  if (name == "allmax") return plan_from_clocks(problem, all_max(problem, *clocks).clock_mhz, clocks);
+  if (name == "envpipe") return plan_from_clocks(problem, envpipe(problem, *clocks).clock_mhz, clocks);
+  if (name.rfind("zeus-global:", 0) == 0) {
+    const int f = parse_index(std::string_view(name).substr(12), "--baseline " + name);
+    std::vector<std::int32_t> clock(problem.dag.num_nodes());
+    for (std::size_t i = 0; i < clock.size(); ++i) {
+      clock[i] = clock_for(*clocks, static_cast<std::size_t>(problem.node_operation[i]), f);
+    }
+    return plan_from_clocks(problem, clock, clocks);
+  }
+  throw InputError("--baseline: expected allmax, envpipe or zeus-global:MHZ, not '" + name + "'");
+}
+
+void print_emulation(const EmulationResult& r, const std::string& plan_name) {
+  fmt::print("Plan: {}\n", plan_name);
+  fmt::print("Cluster: {} pipelines x {} stages x TP {} = {} GPUs\n", r.data_parallel, r.stages, r.tensor_parallel,
+             r.num_gpus());
+  fmt::print("Iteration time: {:.6f} s (slowest pipeline {:.6f} s, then the gradient all-reduce)\n", r.iteration_time_s,
+             r.sync_time_s);
+  const EnergySplit& e = r.energy;
+  fmt::print("Energy: {:.1f} J = computation {:.1f} + intrinsic blocking {:.1f} + extrinsic blocking {:.1f} + "
+             "all-reduce {:.1f}\n",
+             e.total_j(), e.computation_j, e.intrinsic_blocking_j, e.extrinsic_blocking_j, e.allreduce_j);
+  fmt::print("Average power: {:.1f} W ({:.1f} W per GPU)\n", r.average_power_w(), r.average_power_per_gpu_w());
+  fmt::print("Clock switches: {} ({} late, {} missed)\n", r.switches, r.late_switches, r.missed_switches);
+  const std::size_t shown = std::min<std::size_t>(r.pipelines.size(), 4);
+  for (const PipelineSummary& p : r.pipelines) {
+    if (p.pipeline >= static_cast<int>(shown) && !p.straggler) continue;
+    fmt::print("  pipeline {:>4}{}: {:.6f} s, {:.1f} J\n", p.pipeline,
+               p.straggler ? fmt::format(" (straggler x{:g}, +{:g} s)", p.slowdown, p.delay_s) : "", p.time_s,
+               p.energy.total_j());
+  }
+  if (r.pipelines.size() > shown) fmt::print("  ... ({} pipelines in all)\n", r.pipelines.size());
+}
+
+void run_emulate(EmulateArgs a, const ProblemOptions& given) {
+  const Progress progress = progress_printer(a.quiet);
+  const int sources = !a.plan.empty() + !a.frontier.empty() + !a.baseline.empty();
+  if (sources > 1) throw InputError("give one of --plan, --frontier and --baseline");
+  std::optional<FrontierIndex> index;
+  if (!a.frontier.empty()) {
+    index = read_frontier_directory(a.frontier);
+    defaults_from_frontier(a, *index, given);
+  }
+  if (a.problem.p_blocking <= 0.0 && !given.p_blocking->count()) throw InputError("give --p-blocking");
+  const Loaded loaded = load_problem(a.problem);
+  const EnergyProblem& problem = loaded.problem;
+  const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, loaded.profile));
+
+  EmulationConfig config = make_config(a.links);
+  config.data_parallel = a.data_parallel;
+  for (const std::string& s : a.stragglers) config.stragglers.push_back(parse_straggler(s));
+  config.record_transfers = true;
+
+  std::string plan_name;
+  EmulationResult result;
+  std::optional<ExecutionPlan> straggler_plan;
+  if (!a.straggler_plan.empty()) {
+    straggler_plan = plan_from_frequencies(problem, read_plan_file(a.straggler_plan), clocks, a.interpolate);
+  }
+  if (index && a.respond) {
+    if (config.stragglers.empty()) throw InputError("--respond needs at least one --straggler");
+    std::vector<ExecutionPlan> candidates;
+    std::vector<std::string> names;
+    for (const FrontierEntry& entry : index->entries) {
+      if (entry.plan_file.empty()) continue;
+      const fs::path path = fs::path(a.frontier) / entry.plan_file;
+      candidates.push_back(plan_from_frequencies(problem, read_freqs_pipeline(path), clocks, a.interpolate));
+      names.push_back(path.string());
+    }
+    if (progress) progress(fmt::format("emulating {} frontier plans to answer the straggler", candidates.size()));
+    StragglerResponse response = emulate_straggler_response(problem, candidates, config);
+    plan_name = fmt::format("{} (T' = {:.6f} s, T* = {:.6f} s, T_opt = {:.6f} s; stragglers run {})",
+                            names[response.chosen_plan], response.straggler_time_s, response.t_star_s, response.t_opt_s,
+                            names[response.straggler_plan]);
+    result = std::move(response.result);
+  } else {
+    ExecutionPlan plan;
+    if (index) {
+      const double deadline = a.deadline > 0.0 ? a.deadline : index->entries.front().time_s;
+      const auto row = select_entry(*index, deadline);
+      if (!row) {
+        throw InputError(fmt::format("no plan of {} finishes within {:.6f} s: the fastest takes {:.6f} s", a.frontier,
+                                     deadline, index->entries.front().time_s));
+      }
+      // A thinned-out directory may lack the plan file of that row: take the next faster one.
+      std::size_t chosen = *row;
+      while (index->entries[chosen].plan_file.empty() && chosen > 0) --chosen;
+      plan_name = (fs::path(a.frontier) / index->entries[chosen].plan_file).string();
+      plan = plan_from_frequencies(problem, read_freqs_pipeline(plan_name), clocks, a.interpolate);
+    } else if (!a.plan.empty()) {
+      plan_name = a.plan;
+      plan = plan_from_frequencies(problem, read_plan_file(a.plan), clocks, a.interpolate);
+    } else {
+      plan_name = a.baseline.empty() ? "allmax" : a.baseline;
+      plan = baseline_plan(problem, plan_name, clocks);
+    }
+    if (progress && config.data_parallel > 8) {
+      progress(fmt::format("emulating {} pipelines ({} GPUs)", config.data_parallel,
+                           config.data_parallel * problem.dag.num_stages() * config.tensor_parallel));
+    }
+    result = emulate(problem, plan, config, straggler_plan ? &*straggler_plan : nullptr);
+  }
+  for (const std::string& w : result.warnings) fmt::print(stderr, "perseus: warning: {}\n", w);
+
+  if (!a.out.empty()) {
+    if (progress) progress("writing " + a.out);
+    report::TimelinePlotOptions timeline;
+    timeline.pipeline = a.timeline_pipeline;
+    timeline.title = fmt::format("pipeline {} of {}", a.timeline_pipeline, plan_name);
+    std::vector<std::pair<std::string, std::string>> files = {
+        {"emulation.json", to_text([&](std::ostream& o) { write_emulation_json(o, result); })},
+        {"timeline.csv", to_text([&](std::ostream& o) { write_timeline_csv(o, result, a.per_gpu); })},
+        {"devices.csv", to_text([&](std::ostream& o) { write_devices_csv(o, result); })},
+        {"trace.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, result); })},
+        {"timeline.svg", report::timeline_svg(result, timeline)},
+    };
+    write_directory(a.out, a.force, files);
+  }
+  if (a.json) {
+    nlohmann::json summary = emulation_to_json(result, {false, false});
+    summary["plan"] = plan_name;
+    if (!a.out.empty()) summary["out"] = a.out;
+    std::cout << summary.dump(2) << "\n";
+    return;
+  }
+  print_emulation(result, plan_name);
+  if (!a.out.empty()) {
+    fmt::print("Wrote {}/{{emulation.json, timeline.csv, devices.csv, trace.json, timeline.svg}}\n", a.out);
+  }
+}
+
+// ---------------------------------------------------------------- perseus compare / report
+
+struct CompareArgs {
+  ProblemArgs problem;
+  LinkArgs links;
+  int data_parallel = 2;
+  std::vector<double> ratios = {1.05, 1.1, 1.2, 1.3, 1.4, 1.5};
+  bool large_scale = false;
+  std::vector<std::string> large_scale_profiles;
+  std::vector<int> large_scale_microbatches = {12, 24, 48, 96};
+  int global_microbatches = 1536;
+  int large_scale_tensor_parallel = 8;
+  std::string out;
+  bool force = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+struct Solved {
+  Loaded loaded;
+  CrawlResult crawl;
+  Frontier frontier;
+  Comparison comparison;
+  double solve_s = 0.0;
+};
+
+Solved solve_and_compare(const CompareArgs& a, const Progress& progress) {
+  Solved out{load_problem(a.problem), {}, {}, {}, 0.0};
+  const EnergyProblem& problem = out.loaded.problem;
+  const auto started = std::chrono::steady_clock::now();
+  if (progress) {
+    progress(fmt::format("{} nodes; crawling the frontier of {}", problem.dag.num_nodes(), a.problem.profile));
+  }
+  CrawlOptions crawl_options;
+  if (progress) {
+    crawl_options.progress = [&](std::size_t steps, std::int64_t time_q, std::int64_t t_min_q) {
+      progress(fmt::format("crawl step {} (time {} units, T_min {})", steps, time_q, t_min_q));
+    };
+  }
+  out.crawl = crawl_frontier(problem, crawl_options);
+  out.frontier = build_frontier(problem, out.crawl);
+  out.solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ComparisonOptions options;
+  options.clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, out.loaded.profile));
+  options.emulation = make_config(a.links);
+  options.emulation.data_parallel = a.data_parallel;
+  options.straggler_ratios = a.ratios;
+  options.progress = progress;
+  out.comparison = compare_methods(problem, out.frontier, options);
+  return out;
+}
+
+// Large-scale rows for every profile given: the same p_blocking and unit time as the main
+// comparison unless the profile is given as PATH:P_BLOCKING:UNIT_TIME.
+std::vector<LargeScaleRow> large_scale_rows(const CompareArgs& a, const Progress& progress) {
+  std::vector<std::string> specs = a.large_scale_profiles;
+  if (specs.empty()) specs.push_back(a.problem.profile);
+  LargeScaleOptions options;
+  options.tensor_parallel = a.large_scale_tensor_parallel;
+  options.global_microbatches = a.global_microbatches;
+  options.emulation = make_config(a.links);
+  options.progress = progress;
+  std::vector<LargeScaleRow> rows;
+  for (const std::string& spec : specs) {
+    const auto parts = split(spec, ':');
+    if (parts.size() != 1 && parts.size() != 3) {
+      throw InputError("--large-scale-profile " + spec + ": expected PATH or PATH:P_BLOCKING:UNIT_TIME");
+    }
+    const std::string path(parts[0]);
+    const OptionsConfig config{parts.size() == 3 ? parse_number(parts[2], "--large-scale-profile " + spec) : a.problem.unit_time,
+                               parts.size() == 3 ? parse_number(parts[1], "--large-scale-profile " + spec) : a.problem.p_blocking,
+                               {}};
+    const Profile profile = Profile::read_csv(path);
+    options.stages = profile.num_stages();
+    for (int m : a.large_scale_microbatches) {
+      rows.push_back(large_scale_row(profile, fs::path(path).stem().string(), m, config, options));
+    }
+  }
+  return rows;
+}
+
+void add_compare_flags(CLI::App* cmd, CompareArgs& a) {
+  add_link_flags(cmd, a.links);
+  cmd->add_option("--data-parallel", a.data_parallel, "Pipelines in the straggler table's cluster (>= 2; the last straggles)")
+      ->capture_default_str();
+  cmd->add_option("--straggler-ratios", a.ratios, "T'/T values of the straggler table")->delimiter(',')->capture_default_str();
+  cmd->add_flag("--large-scale", a.large_scale,
+                "Add the large-scale table (solves one frontier per profile and microbatch count; minutes on A40 "
+                "profiles at 0.1 ms)");
+  cmd->add_option("--large-scale-profile", a.large_scale_profiles,
+                  "Profiles of the large-scale table, PATH or PATH:P_BLOCKING:UNIT_TIME (default: --profile); repeatable");
+  cmd->add_option("--large-scale-microbatches", a.large_scale_microbatches, "Microbatch counts of the large-scale table")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--global-microbatches", a.global_microbatches,
+                  "Microbatches per iteration of the whole cluster (pipelines = this / M)")
+      ->capture_default_str();
+  cmd->add_option("--large-scale-tensor-parallel", a.large_scale_tensor_parallel, "GPUs per stage in the large-scale table")
+      ->capture_default_str();
+  cmd->add_flag("-q,--quiet", a.quiet, "No progress messages");
+}
+
+void run_compare(const CompareArgs& a) {
+  const Progress progress = progress_printer(a.quiet);
+  const Solved solved = solve_and_compare(a, progress);
+  const Comparison& c = solved.comparison;
+  const std::vector<LargeScaleRow> rows = a.large_scale ? large_scale_rows(a, progress) : std::vector<LargeScaleRow>{};
+  nlohmann::json json = report::comparison_to_json(c);
+  json["profile"] = a.problem.profile;
+  json["schedule"] = schedule_text(solved.loaded.problem, a.problem);
+  json["frontier_points"] = solved.frontier.points.size();
+  json["solve_s"] = solved.solve_s;
+  if (!rows.empty()) json["large_scale"] = report::large_scale_to_json(rows);
+  if (!a.out.empty()) {
+    std::vector<std::pair<std::string, std::string>> files = {
+        {"comparison.json", json.dump(2) + "\n"},
+        {"methods.csv", to_text([&](std::ostream& o) { report::write_methods_csv(o, c); })},
+        {"stragglers.csv", to_text([&](std::ostream& o) { report::write_stragglers_csv(o, c); })},
+        {"points.csv", to_text([&](std::ostream& o) { report::write_points_csv(o, c); })},
+    };
+    if (!rows.empty()) {
+      files.emplace_back("large_scale.csv", to_text([&](std::ostream& o) { report::write_large_scale_csv(o, rows); }));
+    }
+    write_directory(a.out, a.force, files);
+  }
+  if (a.json) {
+    std::cout << json.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{}: {}; frontier of {} plans solved in {:.2f} s\n\n", a.problem.profile,
+             schedule_text(solved.loaded.problem, a.problem), solved.frontier.points.size(), solved.solve_s);
+  fmt::print("{}\n{}", report::methods_text(c), report::stragglers_text(c));
+  if (!rows.empty()) fmt::print("\n{}", report::large_scale_text(rows));
+  if (!a.out.empty()) fmt::print("\nWrote {}\n", a.out);
+}
+
+struct ReportArgs {
+  CompareArgs compare;
+  std::string assets;
+};
+
+void run_report(const ReportArgs& r) {
+  const CompareArgs& a = r.compare;
+  const Progress progress = progress_printer(a.quiet);
+  const Solved solved = solve_and_compare(a, progress);
+  const EnergyProblem& problem = solved.loaded.problem;
+  const Comparison& c = solved.comparison;
+  const std::vector<LargeScaleRow> rows = a.large_scale ? large_scale_rows(a, progress) : std::vector<LargeScaleRow>{};
+
+  // The T_min and T* plans, emulated on one pipeline with the configured links.
+  EmulationConfig single = make_config(a.links);
+  const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, solved.loaded.profile));
+  const MethodCurve& perseus = c.method(kPerseus);
+  const MethodPoint* star = perseus_choice(perseus, std::numeric_limits<double>::infinity(), problem.p_blocking,
+                                           c.gpus_per_pipeline);
+  const EmulationResult t_min_run = emulate(problem, execution_plan(problem, perseus.points.front(), clocks), single);
+  const EmulationResult t_star_run = emulate(problem, execution_plan(problem, *star, clocks), single);
+
+  report::ReportInput input;
+  input.title = fmt::format("perseus report: {}", fs::path(a.problem.profile).filename().string());
+  input.facts = {{"profile", a.problem.profile},
+                 {"schedule", schedule_text(problem, a.problem)},
+                 {"p_blocking", fmt::format("{} W", a.problem.p_blocking)},
+                 {"unit time", fmt::format("{} s", a.problem.unit_time)},
+                 {"GPUs per pipeline", fmt::format("{} ({} stages x TP {})", c.gpus_per_pipeline,
+                                                   problem.dag.num_stages(), a.links.tensor_parallel)},
+                 {"frequency switch latency", fmt::format("{} s", a.links.switch_latency)},
+                 {"frontier", fmt::format("{} plans from {} crawl steps, solved in {:.2f} s", solved.frontier.points.size(),
+                                          solved.crawl.steps.size(), solved.solve_s)}};
+  input.comparison = &c;
+  input.t_min_run = &t_min_run;
+  input.t_star_run = &t_star_run;
+  input.large_scale = rows;
+  for (const EmulationResult* run : {&t_min_run, &t_star_run}) {
+    for (const std::string& w : run->warnings) input.warnings.push_back(w);
+  }
+  const std::string html = report::html_report(input);
+  write_file_atomically(a.out, html);
+
+  if (!r.assets.empty()) {
+    nlohmann::json json = report::comparison_to_json(c, true);
+    if (!rows.empty()) json["large_scale"] = report::large_scale_to_json(rows);
+    report::TimelinePlotOptions t_min_options, t_star_options;
+    t_min_options.title = "T_min plan";
+    t_star_options.title = "T* plan";
+    write_directory(r.assets, a.force,
+                    {{"frontier.svg", report::frontier_svg(c)},
+                     {"timeline_t_min.svg", report::timeline_svg(t_min_run, t_min_options)},
+                     {"timeline_t_star.svg", report::timeline_svg(t_star_run, t_star_options)},
+                     {"trace_t_min.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_min_run); })},
+                     {"trace_t_star.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_star_run); })},
+                     {"comparison.json", json.dump(2) + "\n"}});
+  }
+  if (a.json) {
+    nlohmann::json out = {{"report", a.out}, {"bytes", html.size()}, {"t_min_s", c.t_min_s}, {"t_star_s", c.t_star_s}};
+    if (!r.assets.empty()) out["assets"] = r.assets;
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  fmt::print("Wrote {} ({} KiB){}\n", a.out, html.size() / 1024, r.assets.empty() ? "" : "; assets in " + r.assets);
+}
+
+}  // namespace
+
+void add_emulator_commands(CLI::App& app) {
+  static EmulateArgs emulate_args;
+  static ProblemOptions emulate_given;
+  CLI::App* em = app.add_subcommand("emulate", "Emulate one training iteration of a plan on a cluster");
+  em->footer(
+      "The plan: --plan FILE (freqs_pipeline .py or perseus.plan/1 .json), --frontier DIR (a perseus optimize "
+      "output; the fastest plan, or the one for --deadline; --respond answers --straggler with T_opt), or "
+      "--baseline allmax|envpipe|zeus-global:MHZ (default allmax).\n"
+      "Example: perseus emulate --profile P.csv --microbatches 12 --p-blocking 83.64 --plan freqs_pipeline_00000.py "
+      "--data-parallel 128 --tensor-parallel 8 --straggler 5:1.2 --switch-latency 0.01 --out emu/");
+  emulate_given = add_problem_flags(em, emulate_args.problem, false);
+  add_link_flags(em, emulate_args.links);
+  em->add_option("--data-parallel", emulate_args.data_parallel, "Pipelines D (gradients synchronise at the end)")
+      ->capture_default_str();
+  em->add_option("--straggler", emulate_args.stragglers,
+                 "PIPELINE:SLOWDOWN[:DELAY]: a pipeline slowed by a factor >= 1, starting DELAY s late; repeatable");
+  em->add_option("--plan", emulate_args.plan, "The plan to run: a freqs_pipeline file or a perseus.plan/1 JSON")
+      ->check(CLI::ExistingFile);
+  em->add_option("--straggler-plan", emulate_args.straggler_plan, "What the stragglers run (default: the same plan)")
+      ->check(CLI::ExistingFile);
+  em->add_option("--frontier", emulate_args.frontier, "A directory written by perseus optimize")->check(CLI::ExistingDirectory);
+  em->add_option("--deadline", emulate_args.deadline, "With --frontier: the plan for this iteration time, s")
+      ->check(CLI::PositiveNumber);
+  em->add_flag("--respond", emulate_args.respond,
+               "With --frontier and --straggler: non-stragglers run the plan for T_opt = min(T*, T')");
+  em->add_option("--baseline", emulate_args.baseline, "allmax, envpipe or zeus-global:MHZ");
+  em->add_flag("--interpolate", emulate_args.interpolate, "Allow clocks between two measured ones (linear in frequency)");
+  em->add_option("--out", emulate_args.out,
+                 "Directory for emulation.json, timeline.csv, devices.csv, trace.json (Perfetto) and timeline.svg");
+  em->add_flag("--force", emulate_args.force, "Replace an existing --out directory");
+  em->add_flag("--per-gpu", emulate_args.per_gpu, "timeline.csv: one row per GPU instead of per tensor-parallel group");
+  em->add_option("--timeline-pipeline", emulate_args.timeline_pipeline, "The pipeline timeline.svg draws")
+      ->capture_default_str();
+  em->add_flag("--json", emulate_args.json, "Print the summary as JSON");
+  em->add_flag("-q,--quiet", emulate_args.quiet, "No progress messages");
+  em->callback([] { run_emulate(emulate_args, emulate_given); });
+
+  static CompareArgs compare_args;
+  CLI::App* cmp = app.add_subcommand("compare", "Perseus against AllMax, ZeusGlobal, ZeusPerStage and EnvPipe");
+  cmp->footer(
+      "Prints the method table (time, energy, savings versus AllMax at iso-time), the straggler table and, with "
+      "--large-scale, the large-scale table.\n"
+      "Example: perseus compare --profile data/profiles/bloom-176b+a100-sxm.csv --microbatches 12 --p-blocking 83.64 "
+      "--unit-time 0.001 --out cmp/");
+  add_problem_flags(cmp, compare_args.problem, true);
+  add_compare_flags(cmp, compare_args);
+  cmp->add_option("--out", compare_args.out,
+                  "Directory for comparison.json, methods.csv, stragglers.csv, points.csv (and large_scale.csv)");
+  cmp->add_flag("--force", compare_args.force, "Replace an existing --out directory");
+  cmp->add_flag("--json", compare_args.json, "Print the tables as JSON");
+  cmp->callback([] { run_compare(compare_args); });
+
+  static ReportArgs report_args;
+  CLI::App* rep = app.add_subcommand("report", "Write one self-contained HTML page: summary, frontier, timelines, tables");
+  rep->footer(
+      "Example: perseus report --profile data/profiles/bloom-176b+a100-sxm.csv --microbatches 12 --p-blocking 83.64 "
+      "--unit-time 0.001 --out report.html");
+  add_problem_flags(rep, report_args.compare.problem, true);
+  add_compare_flags(rep, report_args.compare);
+  rep->add_option("--out", report_args.compare.out, "The HTML file to write")->required();
+  rep->add_option("--assets", report_args.assets,
+                  "Also write the pictures and traces as files in this directory (frontier.svg, timeline_*.svg, "
+                  "trace_*.json, comparison.json)");
+  rep->add_flag("--force", report_args.compare.force, "Replace an existing --assets directory");
+  rep->add_flag("--json", report_args.compare.json, "Print what was written as JSON");
+  rep->callback([] { run_report(report_args); });
+}
 
 }  // namespace perseus::cli

@@ -88,6 +88,11 @@ void run_optimize(const OptimizeArgs& args) {
   fmt::print("All-max: {:.4f} s   energy {:.1f} J  -> savings at T_min: {:.1f} J ({:.2f}%)\n",
              frontier.all_max.time_s, frontier.all_max.energy_j, summary["savings_at_t_min_j"].get<double>(),
              100.0 * summary["savings_at_t_min_fraction"].get<double>());
+  if (frontier.t_min_lower_bound_j) {
+    fmt::print("No plan as fast as T_min uses less than {:.1f} J (LP bound): the T_min plan is within {:.3f}% of it\n",
+               *frontier.t_min_lower_bound_j,
+               100.0 * (frontier.t_min_point().measured.energy_j / *frontier.t_min_lower_bound_j - 1.0));
+  }
   fmt::print("Solved in {:.3f} s; wrote {}\n", solve_seconds, args.out);
 }
 

@@ -366,6 +366,10 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     OperationOptions options;
     options.stage = op.stage;
     options.kind = op.kind;
+    options.highest_clock = *std::max_element(
+        op.measurements.begin(), op.measurements.end(), [](const Measurement& a, const Measurement& b) {
+          return a.frequency_mhz != b.frequency_mhz ? a.frequency_mhz < b.frequency_mhz : a.time_s > b.time_s;
+        });
     for (const Candidate& c : filtered.options) {
       // Subtract after filtering, in the reference's order of operations.
       const double effective = c.measurement->energy_j - config.p_blocking * static_cast<double>(c.q) * tau;

@@ -34,6 +34,9 @@ struct OperationOptions {
   int stage = 0;
   InstructionKind kind = InstructionKind::kForward;
   std::vector<Option> options;  // Pareto-optimal, one per q, sorted by q descending (slowest first)
+  // The measurement at the highest clock (the fastest of them on a tie), whether or not the
+  // filter kept it: what running "all-max", the default way training runs, takes.
+  Measurement highest_clock;
   ExpCost cost;                 // fitted (or overridden) model of effective energy vs q
   bool cost_overridden = false;
   double fit_mse = 0.0;         // mean squared error of the fit on `options`

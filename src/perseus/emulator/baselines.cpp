@@ -1,9 +1,9 @@
 #include "perseus/emulator/baselines.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
-#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -16,37 +16,40 @@ constexpr double kTolerance = 1e-12;
 
 bool fits(double time, double window) { return time <= window + kTolerance * std::max(1.0, std::abs(window)); }
 
-std::vector<int> clocks_of(const OperationOptions& operation) {
-  std::vector<int> clocks;
-  for (const Option& option : operation.options) clocks.push_back(option.measurement.frequency_mhz);
-  return clocks;
-}
-
-// Every clock of the given operations, descending.
-std::vector<int> descending_clocks(const EnergyProblem& problem, const std::function<bool(const OperationOptions&)>& use) {
-  std::set<int, std::greater<>> clocks;
-  for (const OperationOptions& operation : problem.operations) {
-    if (operation.is_constant() || !use(operation)) continue;
-    for (int f : clocks_of(operation)) clocks.insert(f);
+void check_table(const EnergyProblem& problem, const FrequencyTable& clocks) {
+  if (clocks.num_operations() != problem.operations.size()) {
+    throw InputError(fmt::format("the frequency table has {} operations but the problem has {}", clocks.num_operations(),
+                                 problem.operations.size()));
   }
-  return {clocks.begin(), clocks.end()};
 }
 
-OptionChoice choice_at_stage_clocks(const EnergyProblem& problem, const std::vector<int>& stage_clock) {
-  OptionChoice choice(problem.dag.num_nodes());
-  for (std::size_t i = 0; i < choice.size(); ++i) {
+std::size_t operation_of(const EnergyProblem& problem, Dag::NodeId node) {
+  return static_cast<std::size_t>(problem.node_operation[node]);
+}
+
+// Every clock of the operations `use` accepts, descending; constant operations have none.
+std::vector<int> descending_clocks(const EnergyProblem& problem, const FrequencyTable& clocks,
+                                   const std::function<bool(const OperationOptions&)>& use) {
+  std::set<int, std::greater<>> all;
+  for (std::size_t o = 0; o < problem.operations.size(); ++o) {
+    if (clocks.is_constant(o) || !use(problem.operations[o])) continue;
+    for (const FrequencyTable::Point& p : clocks.points(o)) all.insert(p.frequency_mhz);
+  }
+  return {all.begin(), all.end()};
+}
+
+std::vector<std::int32_t> clocks_at_stage_clocks(const EnergyProblem& problem, const FrequencyTable& clocks,
+                                                 const std::vector<int>& stage_clock) {
+  std::vector<std::int32_t> clock(problem.dag.num_nodes());
+  for (std::size_t i = 0; i < clock.size(); ++i) {
     const auto node = static_cast<Dag::NodeId>(i);
-    choice[i] = option_at_frequency(problem.options_of(node), stage_clock[problem.dag.instruction(node).stage]);
+    clock[i] = clock_for(clocks, operation_of(problem, node), stage_clock[problem.dag.instruction(node).stage]);
   }
-  return choice;
+  return clock;
 }
 
-std::vector<double> option_times(const EnergyProblem& problem, const OptionChoice& choice) {
-  std::vector<double> times(choice.size());
-  for (std::size_t i = 0; i < choice.size(); ++i) {
-    times[i] = problem.chosen(static_cast<Dag::NodeId>(i), choice).measurement.time_s;
-  }
-  return times;
+double time_at(const FrequencyTable& clocks, std::size_t operation, int clock) {
+  return clocks.at(operation, clock, false)->time_s;
 }
 
 // Latest finish of every node that keeps the iteration within `deadline`.
@@ -61,60 +64,49 @@ std::vector<double> latest_finish(const Dag& dag, const std::vector<double>& dur
 
 }  // namespace
 
-std::int32_t option_at_frequency(const OperationOptions& operation, int frequency_mhz) {
-  if (operation.options.empty()) {
-    throw InputError(fmt::format("operation '{}' of stage {} has no options", to_string(operation.kind), operation.stage));
-  }
-  std::int32_t best = -1, highest = 0;
-  for (std::size_t i = 0; i < operation.options.size(); ++i) {
-    const Measurement& m = operation.options[i].measurement;
-    const Measurement& h = operation.options[highest].measurement;
-    if (m.frequency_mhz > h.frequency_mhz || (m.frequency_mhz == h.frequency_mhz && m.time_s < h.time_s)) {
-      highest = static_cast<std::int32_t>(i);
-    }
-    if (m.frequency_mhz < frequency_mhz) continue;
-    if (best < 0) {
-      best = static_cast<std::int32_t>(i);
-      continue;
-    }
-    const Measurement& b = operation.options[best].measurement;
-    if (m.frequency_mhz < b.frequency_mhz || (m.frequency_mhz == b.frequency_mhz && m.time_s < b.time_s)) {
-      best = static_cast<std::int32_t>(i);
-    }
-  }
-  return best >= 0 ? best : highest;
+int clock_for(const FrequencyTable& clocks, std::size_t operation, int frequency_mhz) {
+  const auto points = clocks.points(operation);  // ascending clock
+  if (points.empty()) throw InputError(fmt::format("operation {} has no measurements", operation));
+  if (points.size() == 1) return points.front().frequency_mhz;
+  const auto it = std::lower_bound(points.begin(), points.end(), frequency_mhz,
+                                   [](const FrequencyTable::Point& p, int f) { return p.frequency_mhz < f; });
+  return it == points.end() ? points.back().frequency_mhz : it->frequency_mhz;
 }
 
-BaselinePlan all_max(const EnergyProblem& problem) {
-  OptionChoice choice(problem.dag.num_nodes());
-  for (std::size_t i = 0; i < choice.size(); ++i) {
-    choice[i] = option_at_frequency(problem.options_of(static_cast<Dag::NodeId>(i)), std::numeric_limits<int>::max());
+BaselinePlan all_max(const EnergyProblem& problem, const FrequencyTable& clocks) {
+  check_table(problem, clocks);
+  std::vector<std::int32_t> clock(problem.dag.num_nodes());
+  for (std::size_t i = 0; i < clock.size(); ++i) {
+    clock[i] = clock_for(clocks, operation_of(problem, static_cast<Dag::NodeId>(i)), std::numeric_limits<int>::max());
   }
-  return {"AllMax", "highest clock", std::move(choice), {}};
+  return {"AllMax", "highest clock", std::move(clock), {}};
 }
 
-std::vector<BaselinePlan> zeus_global(const EnergyProblem& problem) {
+std::vector<BaselinePlan> zeus_global(const EnergyProblem& problem, const FrequencyTable& clocks) {
+  check_table(problem, clocks);
   std::vector<BaselinePlan> plans;
-  for (int f : descending_clocks(problem, [](const OperationOptions&) { return true; })) {
-    std::vector<int> clock(problem.dag.num_stages(), f);
-    OptionChoice choice = choice_at_stage_clocks(problem, clock);
-    plans.push_back({"ZeusGlobal", fmt::format("{} MHz", f), std::move(choice), std::move(clock)});
+  for (int f : descending_clocks(problem, clocks, [](const OperationOptions&) { return true; })) {
+    std::vector<int> stage_clock(problem.dag.num_stages(), f);
+    plans.push_back({"ZeusGlobal", fmt::format("{} MHz", f), clocks_at_stage_clocks(problem, clocks, stage_clock),
+                     std::move(stage_clock)});
   }
   return plans;
 }
 
-std::vector<BaselinePlan> zeus_per_stage(const EnergyProblem& problem) {
+std::vector<BaselinePlan> zeus_per_stage(const EnergyProblem& problem, const FrequencyTable& clocks) {
+  check_table(problem, clocks);
   const int stages = problem.dag.num_stages();
   std::vector<std::vector<int>> stage_clocks(stages);
   for (int d = 0; d < stages; ++d) {
-    stage_clocks[d] = descending_clocks(problem, [&](const OperationOptions& op) { return op.stage % stages == d; });
+    stage_clocks[d] = descending_clocks(problem, clocks, [&](const OperationOptions& op) { return op.stage % stages == d; });
   }
   // Forward time of device d with its clock at f: its chunks' forwards, one after another.
   auto forward_time = [&](int d, int f) {
     double time = 0.0;
-    for (const OperationOptions& op : problem.operations) {
+    for (std::size_t o = 0; o < problem.operations.size(); ++o) {
+      const OperationOptions& op = problem.operations[o];
       if (op.stage % stages != d || op.kind != InstructionKind::kForward) continue;
-      time += op.options[option_at_frequency(op, f)].measurement.time_s;
+      time += time_at(clocks, o, clock_for(clocks, o, f));
     }
     return time;
   };
@@ -132,58 +124,62 @@ std::vector<BaselinePlan> zeus_per_stage(const EnergyProblem& problem) {
   if (bottleneck < 0) return plans;  // nothing can change clock
   for (int f : stage_clocks[bottleneck]) {
     const double target = forward_time(bottleneck, f);
-    std::vector<int> clock(stages, 0);
+    std::vector<int> stage_clock(stages, 0);
     for (int d = 0; d < stages; ++d) {
       if (stage_clocks[d].empty()) continue;
-      clock[d] = d == bottleneck ? f : stage_clocks[d].front();
+      stage_clock[d] = d == bottleneck ? f : stage_clocks[d].front();
+      if (d == bottleneck) continue;
       for (int g : stage_clocks[d]) {  // descending: the last that fits is the lowest
         if (!fits(forward_time(d, g), target)) break;
-        clock[d] = g;
+        stage_clock[d] = g;
       }
     }
     std::string setting = "stage clocks";
-    for (int d = 0; d < stages; ++d) setting += fmt::format("{}{}", d == 0 ? " " : "/", clock[d]);
-    OptionChoice choice = choice_at_stage_clocks(problem, clock);
-    plans.push_back({"ZeusPerStage", setting + " MHz", std::move(choice), std::move(clock)});
+    for (int d = 0; d < stages; ++d) setting += fmt::format("{}{}", d == 0 ? " " : "/", stage_clock[d]);
+    plans.push_back({"ZeusPerStage", setting + " MHz", clocks_at_stage_clocks(problem, clocks, stage_clock),
+                     std::move(stage_clock)});
   }
   return plans;
 }
 
-BaselinePlan envpipe(const EnergyProblem& problem) {
+BaselinePlan envpipe(const EnergyProblem& problem, const FrequencyTable& clocks) {
   const Dag& dag = problem.dag;
-  BaselinePlan plan = all_max(problem);
+  BaselinePlan plan = all_max(problem, clocks);
   plan.method = "EnvPipe";
   plan.setting = "last stage at the highest clock, others fill their slack";
-  std::vector<double> durations = option_times(problem, plan.choice);
+  std::vector<double> durations(dag.num_nodes());
+  for (std::size_t i = 0; i < durations.size(); ++i) {
+    durations[i] = time_at(clocks, operation_of(problem, static_cast<Dag::NodeId>(i)), plan.clock_mhz[i]);
+  }
   const double deadline = critical_path_length<double>(dag, durations);
   std::vector<double> earliest_start;
   for (int stage = dag.num_stages() - 2; stage >= 0; --stage) {
     for (Dag::NodeId node : dag.stage_nodes(stage)) {
-      const OperationOptions& operation = problem.options_of(node);
-      if (operation.is_constant()) continue;
+      const std::size_t operation = operation_of(problem, node);
+      if (clocks.is_constant(operation)) continue;
       critical_path_length<double>(dag, durations, &earliest_start);
       const std::vector<double> finish = latest_finish(dag, durations, deadline);
       const double window = finish[node] - earliest_start[node];
-      std::int32_t& chosen = plan.choice[node];
-      for (std::size_t i = 0; i < operation.options.size(); ++i) {
-        const Measurement& m = operation.options[i].measurement;
-        if (m.frequency_mhz < operation.options[chosen].measurement.frequency_mhz && fits(m.time_s, window)) {
-          chosen = static_cast<std::int32_t>(i);
+      for (const FrequencyTable::Point& p : clocks.points(operation)) {  // ascending: the first that fits is the lowest
+        if (p.frequency_mhz >= plan.clock_mhz[node]) break;
+        if (fits(p.time_s, window)) {
+          plan.clock_mhz[node] = p.frequency_mhz;
+          durations[node] = p.time_s;
+          break;
         }
       }
-      durations[node] = operation.options[chosen].measurement.time_s;
     }
   }
   return plan;
 }
 
 std::vector<BaselinePoint> evaluate_baselines(const EnergyProblem& problem, std::vector<BaselinePlan> plans,
+                                              std::shared_ptr<const FrequencyTable> clocks,
                                               const EmulationConfig& config) {
-  const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_problem(problem));
   std::vector<BaselinePoint> points;
   points.reserve(plans.size());
   for (BaselinePlan& plan : plans) {
-    const EmulationResult result = emulate(problem, plan_from_choice(problem, plan.choice, clocks), config);
+    const EmulationResult result = emulate(problem, plan_from_clocks(problem, plan.clock_mhz, clocks), config);
     points.push_back({std::move(plan), result.iteration_time_s, result.energy.total_j(), false});
   }
   for (BaselinePoint& p : points) {

@@ -1,5 +1,7 @@
 #include "perseus/emulator/emulation_output.hpp"
 
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace perseus {
@@ -111,7 +113,47 @@ nlohmann::json emulation_to_json(const EmulationResult& result, const JsonOutput
 }
 
 void write_emulation_json(std::ostream& out, const EmulationResult& result, const JsonOutputOptions& options) {
-  out << emulation_to_json(result, options).dump(1) << '\n';
+  // The summary through nlohmann; the long arrays streamed with fmt (a tree of 10^5 small
+  // objects would cost more than the emulation itself). Same document as emulation_to_json.
+  std::string head = emulation_to_json(result, {false, false}).dump(1);
+  head.erase(head.find_last_not_of("}\n ") + 1);
+  out << head;
+  fmt::memory_buffer buffer;
+  const auto flush = [&](bool force) {
+    if (!force && buffer.size() < (1u << 16)) return;
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    buffer.clear();
+  };
+  if (options.transfers) {
+    fmt::format_to(std::back_inserter(buffer), ",\n \"transfers\": [");
+    for (std::size_t i = 0; i < result.transfers.size(); ++i) {
+      const Transfer& t = result.transfers[i];
+      fmt::format_to(std::back_inserter(buffer),
+                     "{}\n  {{\"pipeline\":{},\"from_stage\":{},\"to_stage\":{},\"from_node\":{},\"to_node\":{},"
+                     "\"start_s\":{},\"arrival_s\":{},\"bytes\":{}}}",
+                     i ? "," : "", t.pipeline, t.from_stage, t.to_stage, t.from_node, t.to_node, t.start_s, t.arrival_s,
+                     t.bytes);
+      flush(false);
+    }
+    fmt::format_to(std::back_inserter(buffer), "\n ]");
+  }
+  if (options.timeline) {
+    fmt::format_to(std::back_inserter(buffer), ",\n \"timeline\": [");
+    for (std::size_t i = 0; i < result.timeline.size(); ++i) {
+      const ExecutedInstruction& e = result.timeline[i];
+      fmt::format_to(std::back_inserter(buffer),
+                     "{}\n  {{\"pipeline\":{},\"stage\":{},\"instruction\":\"{}\",\"microbatch\":{},\"chunk\":{},"
+                     "\"start_s\":{},\"end_s\":{},\"frequency_mhz\":{},\"clock_at_start_mhz\":{},\"power_w\":{},"
+                     "\"energy_j\":{},\"switch\":\"{}\"}}",
+                     i ? "," : "", e.pipeline, e.instruction.stage, to_string(e.instruction.kind), e.instruction.microbatch,
+                     e.instruction.chunk, e.start_s, e.end_s, e.frequency_mhz, e.clock_at_start_mhz, e.power_w(),
+                     e.energy_j, to_string(e.switch_outcome));
+      flush(false);
+    }
+    fmt::format_to(std::back_inserter(buffer), "\n ]");
+  }
+  fmt::format_to(std::back_inserter(buffer), "\n}}\n");
+  flush(true);
 }
 
 void write_timeline_csv(std::ostream& out, const EmulationResult& result, bool per_gpu) {

@@ -143,6 +143,7 @@ struct PipelineRun {
   std::vector<double> start, end, energy;
   std::vector<std::int32_t> clock_at_start;
   std::vector<SwitchOutcome> outcome;
+  std::vector<Dag::NodeId> waited_for;
   std::vector<std::int32_t> switches;  // per device
   std::vector<Transfer> transfers;
 };
@@ -171,6 +172,8 @@ class PipelineEngine {
     run_.energy.resize(n);
     run_.clock_at_start.resize(n);
     run_.outcome.resize(n);
+    run_.waited_for.resize(n);
+    ready_from_.resize(n);
     run_.switches.resize(s);
   }
 
@@ -179,6 +182,7 @@ class PipelineEngine {
     plan_ = input.plan;
     std::copy(layout_.pred_count.begin(), layout_.pred_count.end(), remaining_.begin());
     std::fill(ready_.begin(), ready_.end(), input.delay_s);
+    std::fill(ready_from_.begin(), ready_from_.end(), Dag::NodeId{-1});
     std::fill(link_free_.begin(), link_free_.end(), 0.0);
     std::fill(run_.switches.begin(), run_.switches.end(), 0);
     run_.transfers.clear();
@@ -190,6 +194,7 @@ class PipelineEngine {
       device.next = 0;
       device.busy = false;
       device.free_s = input.delay_s;
+      device.last = -1;
       device.clock = first_clock(d, layout_.device_begin[d]);
       device.requested = device.clock;
       device.last_effective_s = 0.0;
@@ -203,7 +208,7 @@ class PipelineEngine {
       if (event.finish) {
         on_finish(event.node, event.time);
       } else {
-        arrive(event.node, event.time);
+        arrive(event.node, event.time, event.from);
         try_start(layout_.device[event.node]);
       }
     }
@@ -219,6 +224,7 @@ class PipelineEngine {
     double time;
     std::uint64_t sequence;  // ties: first scheduled, first served
     Dag::NodeId node;
+    Dag::NodeId from;  // an arrival: the node whose output it is
     bool finish;
     bool operator>(const Event& other) const {
       return time != other.time ? time > other.time : sequence > other.sequence;
@@ -232,6 +238,7 @@ class PipelineEngine {
     std::int32_t next = 0;  // position of the next instruction in its order
     bool busy = false;
     double free_s = 0.0;
+    Dag::NodeId last = -1;       // the instruction that ended at free_s
     std::int32_t clock = 0;      // the clock in effect
     std::int32_t requested = 0;  // the last clock asked for
     double last_effective_s = 0.0;
@@ -247,14 +254,17 @@ class PipelineEngine {
     return 0;
   }
 
-  void push(double time, Dag::NodeId node, bool finish) {
-    events_.push_back({time, sequence_++, node, finish});
+  void push(double time, Dag::NodeId node, bool finish, Dag::NodeId from = -1) {
+    events_.push_back({time, sequence_++, node, from, finish});
     std::push_heap(events_.begin(), events_.end(), std::greater<>{});
   }
 
-  void arrive(Dag::NodeId node, double time) {
+  void arrive(Dag::NodeId node, double time, Dag::NodeId from) {
     --remaining_[node];
-    ready_[node] = std::max(ready_[node], time);
+    if (time >= ready_[node]) {
+      ready_[node] = time;
+      ready_from_[node] = from;
+    }
   }
 
   void try_start(int d) {
@@ -264,6 +274,8 @@ class PipelineEngine {
     const Dag::NodeId node = layout_.order[position];
     if (remaining_[node] > 0) return;
     const double start = std::max(device.free_s, ready_[node]);
+    // Ties go to the dependency: the path then follows the data between stages.
+    run_.waited_for[node] = ready_[node] >= device.free_s ? ready_from_[node] : device.last;
     device.busy = true;
     run_.start[node] = start;
     run_.end[node] = execute(device, node, start);
@@ -324,6 +336,7 @@ class PipelineEngine {
     Device& device = devices_[d];
     device.busy = false;
     device.free_s = time;
+    device.last = node;
     ++device.next;
     ++finished_;
     request_clock(d, device);
@@ -331,13 +344,13 @@ class PipelineEngine {
     for (Dag::NodeId successor : dag_.successors(node)) {
       const int e = layout_.device[successor];
       if (e == d) {
-        arrive(successor, time);
+        arrive(successor, time, node);
         continue;
       }
       const std::size_t link_index = static_cast<std::size_t>(d) * stages + e;
       const LinkSpec& link = layout_.links[link_index];
       if (link.is_free()) {
-        arrive(successor, time);
+        arrive(successor, time, node);
         try_start(e);
         continue;
       }
@@ -345,7 +358,7 @@ class PipelineEngine {
       const double send = std::max(time, link_free_[link_index]);
       link_free_[link_index] = send + link.occupancy_s(bytes);
       const double arrival = link_free_[link_index] + link.latency_s;
-      push(arrival, successor, false);
+      push(arrival, successor, false, node);
       if (config_.record_transfers) {
         run_.transfers.push_back({input_.pipeline, d, e, node, successor, send, arrival, bytes});
       }
@@ -374,6 +387,7 @@ class PipelineEngine {
   const ExecutionPlan* plan_ = nullptr;
   std::vector<std::int32_t> remaining_;
   std::vector<double> ready_;
+  std::vector<Dag::NodeId> ready_from_;  // the arrival that set ready_
   std::vector<Device> devices_;
   std::vector<double> link_free_;
   std::vector<Event> events_;
@@ -447,7 +461,7 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
         const Dag::NodeId node = layout.order[i];
         const ExecutedInstruction executed{problem.dag.instruction(node), input.pipeline, node, run.start[node],
                                            run.end[node], run.energy[node], input.plan->frequency_mhz[node],
-                                           run.clock_at_start[node], run.outcome[node]};
+                                           run.clock_at_start[node], run.outcome[node], run.waited_for[node]};
         result.timeline.push_back(executed);
         device.busy_s += executed.end_s - executed.start_s;
         device.finish_s = std::max(device.finish_s, executed.end_s);
@@ -510,6 +524,33 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
   return result;
 }
 
+std::vector<std::size_t> critical_path(const EmulationResult& result, int pipeline) {
+  if (pipeline < 0 || pipeline >= result.data_parallel) {
+    throw InputError(fmt::format("pipeline {} does not exist (there are {})", pipeline, result.data_parallel));
+  }
+  const std::size_t first = result.device_begin[static_cast<std::size_t>(pipeline) * result.stages];
+  const std::size_t last = result.device_begin[static_cast<std::size_t>(pipeline + 1) * result.stages];
+  if (first == last) return {};
+  // Node id -> timeline index within this pipeline.
+  Dag::NodeId max_node = 0;
+  for (std::size_t i = first; i < last; ++i) max_node = std::max(max_node, result.timeline[i].node);
+  std::vector<std::size_t> index_of(static_cast<std::size_t>(max_node) + 1, last);
+  std::size_t end = first;
+  for (std::size_t i = first; i < last; ++i) {
+    index_of[result.timeline[i].node] = i;
+    if (result.timeline[i].end_s > result.timeline[end].end_s) end = i;
+  }
+  std::vector<std::size_t> path;
+  for (std::size_t i = end; i != last;) {
+    path.push_back(i);
+    const Dag::NodeId before = result.timeline[i].waited_for;
+    i = before < 0 || static_cast<std::size_t>(before) >= index_of.size() ? last : index_of[before];
+    if (path.size() > last - first) break;  // guards a malformed result; waits never form a cycle
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 StragglerResponse emulate_straggler_response(const EnergyProblem& problem, std::span<const ExecutionPlan> candidates,
                                              const EmulationConfig& config) {
   if (candidates.empty()) throw InputError("straggler response: no candidate plans");
@@ -522,11 +563,13 @@ StragglerResponse emulate_straggler_response(const EnergyProblem& problem, std::
   single.stragglers.clear();
   single.record_transfers = false;
   StragglerResponse response;
+  // Effective energy (above idling) decides: waiting until T' costs p_blocking per GPU
+  // whatever runs, so over [0, T'] the plan with the least of it uses the least energy.
   std::vector<double> energies;
   for (const ExecutionPlan& candidate : candidates) {
     const EmulationResult alone = emulate(problem, candidate, single);
     response.candidate_times_s.push_back(alone.iteration_time_s);
-    energies.push_back(alone.energy.total_j());
+    energies.push_back(alone.energy.total_j() - problem.p_blocking * alone.num_gpus() * alone.iteration_time_s);
   }
   const auto& times = response.candidate_times_s;
   response.straggler_plan = static_cast<std::size_t>(std::min_element(times.begin(), times.end()) - times.begin());

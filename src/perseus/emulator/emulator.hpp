@@ -101,6 +101,11 @@ struct ExecutedInstruction {
   std::int32_t frequency_mhz = 0;   // the planned clock
   std::int32_t clock_at_start_mhz = 0;
   SwitchOutcome switch_outcome = SwitchOutcome::kNone;
+  // What it waited for: the node (of the same pipeline) whose end on this device, or whose
+  // output's arrival from another, was the last thing it needed; -1 when nothing held it
+  // back (it started with its pipeline). Following it from the last instruction back traces
+  // the critical path.
+  Dag::NodeId waited_for = -1;
   double power_w() const { return end_s > start_s ? energy_j / (end_s - start_s) : 0.0; }
 };
 
@@ -170,6 +175,11 @@ struct EmulationResult {
   std::span<const ExecutedInstruction> device_timeline(int pipeline, int stage) const;
 };
 
+// The critical path of one pipeline as emulated: indices into result.timeline, first to
+// last, following `waited_for` back from the instruction that ends last. Every instruction
+// on it starts when the previous one ends (on its device) or its output arrives.
+std::vector<std::size_t> critical_path(const EmulationResult& result, int pipeline);
+
 // Emulates one iteration. Non-straggler pipelines run `plan`; stragglers run
 // `straggler_plan` (default: `plan`). Throws InputError for a plan of the wrong size and a
 // bad configuration (D or T below 1, negative or non-finite latencies, bandwidths or sizes,
@@ -181,7 +191,8 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
 // time T' the others must wait for anyway. The others run the candidate for
 // T_opt = min(T*, T'): the slowest candidate no slower than T_opt (the least energy among
 // equally slow ones), or the fastest if none is; T* is the time of the candidate with the
-// least iteration energy. Candidates are typically a frontier's plans; times here are
+// least effective energy (iteration energy - p_blocking x GPUs x time: what it costs above
+// idling, which is what a wait for T' >= T* leaves to compare). Candidates are typically a frontier's plans; times here are
 // emulated (one pipeline, with the configured links and switching latency).
 struct StragglerResponse {
   std::size_t straggler_plan = 0;  // index of the fastest candidate

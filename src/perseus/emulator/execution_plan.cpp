@@ -54,6 +54,37 @@ ExecutionPlan plan_from_choice(const EnergyProblem& problem, const OptionChoice&
   return plan;
 }
 
+ExecutionPlan plan_from_clocks(const EnergyProblem& problem, const std::vector<std::int32_t>& clock_mhz,
+                               std::shared_ptr<const FrequencyTable> clocks) {
+  if (!clocks) throw InputError("plan_from_clocks needs a frequency table");
+  check_clocks(problem, *clocks);
+  const std::size_t n = problem.dag.num_nodes();
+  if (clock_mhz.size() != n) {
+    throw InputError(fmt::format("the plan has {} entries but the schedule has {} instructions "
+                                 "(a plan for a different schedule?)",
+                                 clock_mhz.size(), n));
+  }
+  ExecutionPlan plan;
+  plan.frequency_mhz = clock_mhz;
+  plan.time_s.resize(n);
+  plan.energy_j.resize(n);
+  for (int stage = 0; stage < problem.dag.num_stages(); ++stage) {
+    const auto nodes = problem.dag.stage_nodes(stage);
+    for (std::size_t position = 0; position < nodes.size(); ++position) {
+      const Dag::NodeId node = nodes[position];
+      const auto operation = static_cast<std::size_t>(problem.node_operation[node]);
+      const std::optional<ClockFigures> figures = clocks->at(operation, clock_mhz[node], false);
+      if (!figures) {
+        throw InputError(fmt::format("{}: {} MHz is not in the profile", where(problem.dag, node, position), clock_mhz[node]));
+      }
+      plan.time_s[node] = figures->time_s;
+      plan.energy_j[node] = figures->energy_j;
+    }
+  }
+  plan.clocks = std::move(clocks);
+  return plan;
+}
+
 ExecutionPlan plan_from_frequencies(const EnergyProblem& problem, const PlannedFrequencies& frequencies,
                                     std::shared_ptr<const FrequencyTable> clocks, bool interpolate) {
   if (!clocks) throw InputError("plan_from_frequencies needs a frequency table (the profile's measurements)");

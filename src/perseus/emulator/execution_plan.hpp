@@ -34,6 +34,12 @@ struct ExecutionPlan {
 ExecutionPlan plan_from_choice(const EnergyProblem& problem, const OptionChoice& choice,
                                std::shared_ptr<const FrequencyTable> clocks = nullptr);
 
+// Every node runs at its clock in `clock_mhz` (one per DAG node, in node order), with the
+// figures `clocks` measured there; constant-time operations take their one measurement
+// whatever the clock. Throws InputError for a wrong size or a clock `clocks` lacks.
+ExecutionPlan plan_from_clocks(const EnergyProblem& problem, const std::vector<std::int32_t>& clock_mhz,
+                               std::shared_ptr<const FrequencyTable> clocks);
+
 // Every node runs at the frequency its stage's list gives it, taking the figures `clocks`
 // (typically FrequencyTable::from_profile) has measured there. The lists must follow the
 // schedule: one per stage, one entry per instruction, the same instruction names in the same

@@ -138,7 +138,7 @@ EmulatedCost EmulatedGpu::run(InstructionKind kind, int stage) {
   if (it == spec_.costs.end()) {
     throw GpuError("EmulatedGpu::run: no measurement for " + describe(key));
   }
-  const EmulatedCost cost = it->second;
+  const EmulatedCost cost{it->second.time_s * slowdown_, it->second.energy_j * slowdown_};
   now_s_ += cost.time_s;
   energy_j_ += cost.energy_j;
   // A zero-time instruction leaves the previous power reading standing.
@@ -157,6 +157,19 @@ void EmulatedGpu::idle(double seconds) {
   now_s_ += seconds;
   energy_j_ += spec_.p_blocking_w * seconds;
   last_power_w_ = spec_.p_blocking_w;
+}
+
+void EmulatedGpu::set_slowdown(double factor) {
+  if (!std::isfinite(factor) || factor <= 0.0) {
+    throw InputError("EmulatedGpu::set_slowdown: the factor must be finite and positive, got " + std::to_string(factor));
+  }
+  const std::lock_guard lock(mutex_);
+  slowdown_ = factor;
+}
+
+double EmulatedGpu::slowdown() const {
+  const std::lock_guard lock(mutex_);
+  return slowdown_;
 }
 
 double EmulatedGpu::now_s() const {

@@ -86,6 +86,10 @@ class EmulatedGpu final : public GpuBackend {
   EmulatedCost run(InstructionKind kind, int stage);
   // Waits `seconds` blocked, drawing p_blocking. InputError for a negative or non-finite wait.
   void idle(double seconds);
+  // From now on every run takes `factor` times its measured time at the same power (so
+  // `factor` times its energy): a straggler. 1 is normal. InputError unless finite and > 0.
+  void set_slowdown(double factor);
+  double slowdown() const;
 
   double now_s() const;
   double energy_j() const;
@@ -104,6 +108,7 @@ class EmulatedGpu final : public GpuBackend {
   double now_s_ = 0.0;
   double energy_j_ = 0.0;
   double last_power_w_ = 0.0;
+  double slowdown_ = 1.0;
   std::vector<EmulatedGpuEvent> events_;
 };
 

@@ -22,6 +22,11 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
                               {"t_min_q", crawl.t_min_q},
                               {"steps", crawl.steps.size()},
                               {"stop_reason", crawl.stop_reason}};
+  nlohmann::json t_min_bound = nullptr, t_min_gap = nullptr;
+  if (frontier.t_min_lower_bound_j) {
+    t_min_bound = *frontier.t_min_lower_bound_j;
+    t_min_gap = fastest.measured.energy_j / *frontier.t_min_lower_bound_j - 1.0;
+  }
   return {
       {"schema", "perseus.summary/1"},
       {"profile", info.profile},
@@ -40,6 +45,10 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
       {"all_max", {{"time_s", frontier.all_max.time_s}, {"energy_j", frontier.all_max.energy_j}}},
       {"savings_at_t_min_j", savings_j},
       {"savings_at_t_min_fraction", savings_j / frontier.all_max.energy_j},
+      // No plan as fast as T_min uses less than this (the LP relaxation), so the T_min
+      // plan is within t_min_gap_to_bound_fraction of the best possible.
+      {"t_min_lower_bound_j", t_min_bound},
+      {"t_min_gap_to_bound_fraction", t_min_gap},
       {"points", frontier.points.size()},
       {"candidates", frontier.candidates},
       {"crawl", std::move(reference)},
@@ -67,13 +76,22 @@ std::vector<char> plans_to_write(std::size_t points, std::size_t max_plans) {
 
 std::string format_double(double value) { return fmt::format("{:.17g}", value); }
 
+// Inside the staging directory: a failed write must fail the whole output, not leave a
+// short file behind to be renamed into place.
+void write_file(const fs::path& path, std::string_view content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.close();
+  if (!out) throw InputError(path.string() + ": write failed (disk full?)");
+}
+
 void write_directory_contents(const fs::path& dir, const EnergyProblem& problem, const CrawlResult& crawl,
                               const Frontier& frontier, const RunInfo& info, const OutputOptions& options) {
   fs::create_directories(dir / "plans");
   const std::size_t count = frontier.points.size();
   const std::vector<char> keep = plans_to_write(count, options.max_plans);
 
-  std::string csv = "time,energy,effective_energy,plan_file,json_file,planned_time,fitted_energy,crawl_step\n";
+  std::string csv = "time,energy,effective_energy,plan_file,json_file,planned_time,fitted_energy,crawl_step,lower_bound\n";
   for (std::size_t i = 0; i < count; ++i) {
     const FrontierPoint& point = frontier.points[i];
     const std::size_t number = count - 1 - i;  // larger number: faster plan
@@ -90,25 +108,26 @@ void write_directory_contents(const fs::path& dir, const EnergyProblem& problem,
         comments.push_back(fmt::format("Iteration {} planned time: {} units", point.crawl_step + 1, point.planned_time_q));
         comments.push_back(fmt::format("Iteration {} total cost with P2P: {:.2f}", point.crawl_step + 1, point.fitted_energy_j));
       }
-      std::ofstream(dir / py) << plan_to_freqs_pipeline(plan, comments);
-      std::ofstream(dir / js) << plan_to_json(plan).dump(1) << "\n";
+      write_file(dir / py, plan_to_freqs_pipeline(plan, comments));
+      write_file(dir / js, plan_to_json(plan).dump(1) + "\n");
     }
-    csv += fmt::format("{},{},{},{},{},{},{},{}\n", format_double(point.measured.time_s),
+    csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", format_double(point.measured.time_s),
                        format_double(point.measured.energy_j), format_double(point.effective_energy_j), py, js,
                        point.planned_time_q >= 0 ? format_double(point.planned_time_q * problem.unit_time) : "",
                        point.crawl_step >= 0 ? format_double(point.fitted_energy_j) : "",
-                       point.crawl_step >= 0 ? std::to_string(point.crawl_step + 1) : "");
+                       point.crawl_step >= 0 ? std::to_string(point.crawl_step + 1) : "",
+                       point.lower_bound_j ? format_double(*point.lower_bound_j) : "");
     if (options.progress && (i + 1) % 500 == 0) options.progress(i + 1, count);
   }
-  std::ofstream(dir / "frontier.csv") << csv;
+  write_file(dir / "frontier.csv", csv);
 
   std::string crawl_csv = "time,energy,cost_change\n";
   for (const CrawlStep& step : crawl.steps) {
     crawl_csv += fmt::format("{},{},{}\n", format_double(static_cast<double>(step.time_q) * problem.unit_time),
                              format_double(crawl.reference_energy(step, problem)), format_double(step.cost_change));
   }
-  std::ofstream(dir / "crawl.csv") << crawl_csv;
-  std::ofstream(dir / "summary.json") << make_summary(problem, crawl, frontier, info).dump(2) << "\n";
+  write_file(dir / "crawl.csv", crawl_csv);
+  write_file(dir / "summary.json", make_summary(problem, crawl, frontier, info).dump(2) + "\n");
 }
 
 }  // namespace
@@ -129,8 +148,6 @@ void write_frontier_directory(const fs::path& dir, const EnergyProblem& problem,
   fs::remove_all(staging, ignored);
   try {
     write_directory_contents(staging, problem, crawl, frontier, info, options);
-    std::ofstream probe(staging / "summary.json", std::ios::app);
-    if (!probe) throw InputError(staging.string() + ": write failed");
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(staging, ignored);
     throw InputError(dir.string() + ": cannot write output: " + e.what());

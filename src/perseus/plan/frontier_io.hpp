@@ -1,6 +1,7 @@
 // The output directory of `perseus optimize`, and reading it back for `perseus select`.
 //
-// DIR/frontier.csv        time,energy,effective_energy,plan_file,json_file,planned_time,fitted_energy,crawl_step
+// DIR/frontier.csv        time,energy,effective_energy,plan_file,json_file,planned_time,fitted_energy,
+//                         crawl_step,lower_bound
 // DIR/crawl.csv           every crawl step in the reference's terms: time,energy,cost_change
 // DIR/summary.json        T_min, T*, energies, savings, inputs, timings
 // DIR/freqs_pipeline_%05d.py and DIR/plans/plan_%05d.json, one per frontier point;

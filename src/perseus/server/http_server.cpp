@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -118,8 +119,16 @@ HttpServer::HttpServer(Service& service, HttpOptions options)
     res.status = 500;
     res.set_content(error_response(500, "internal error").body, "application/json");
   });
+  // Answers go out as headers then body: without TCP_NODELAY, Nagle's algorithm holds the
+  // body until the client's delayed ACK (40 ms on Linux). Accepted sockets inherit it.
+  svr.set_tcp_nodelay(true);
   svr.set_payload_max_length(options_.payload_limit_bytes);
-  svr.set_keep_alive_max_count(1u << 20);  // clients keep one connection per rank for the whole job
+  if (options_.keep_alive_s > 0) {
+    svr.set_keep_alive_max_count(1u << 20);  // clients keep one connection per rank for the whole job
+    svr.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, std::ceil(options_.keep_alive_s))));
+  } else {
+    svr.set_keep_alive_max_count(1);
+  }
   svr.set_read_timeout(static_cast<time_t>(options_.read_timeout_s));
   svr.set_socket_options([this](int fd) {
     // SO_REUSEADDR (not httplib's SO_REUSEPORT): a restarted server rebinds its port at

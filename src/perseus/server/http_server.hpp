@@ -27,6 +27,12 @@ struct HttpOptions {
   std::size_t max_threads = 4096;
   std::size_t payload_limit_bytes = 16u << 20;
   double read_timeout_s = 30.0;
+  // Seconds an idle keep-alive connection is kept (rounded up to whole seconds); 0 (the
+  // default): one request per connection. cpp-httplib 0.11 polls every idle connection about
+  // every 11 ms from its own thread, so a thousand ranks' idle connections cost more CPU than
+  // reconnecting does (server_load_bench: 121 us of server CPU per request without keep-alive,
+  // 259 us with 1 s, at 1,024 ranks). Clients reconnect by themselves.
+  double keep_alive_s = 0.0;
 };
 
 class HttpServer {

@@ -183,6 +183,15 @@ void JobStore::save_last_active(const std::vector<std::pair<std::string, double>
   });
 }
 
+void JobStore::save_round(const std::string& job_id, std::uint64_t round) {
+  transaction([&] {
+    Statement(db_, "UPDATE jobs SET state=json_set(state, '$.round', ?) WHERE job_id=?")
+        .integer(1, static_cast<long long>(round))
+        .text(2, job_id)
+        .run();
+  });
+}
+
 void JobStore::save_profile(const std::string& job_id, const std::string& csv, const nlohmann::json& params,
                             const nlohmann::json& state) {
   transaction([&] {

@@ -3,6 +3,7 @@
 // restarts from a consistent database (WAL journal; ':memory:' keeps nothing).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,6 +42,8 @@ class JobStore {
   void insert_rank(const std::string& job_id, int rank, const nlohmann::json& info);
   void save_state(const std::string& job_id, const nlohmann::json& state);
   void save_last_active(const std::vector<std::pair<std::string, double>>& times);
+  // Sets state.round (the job's count of released barrier rounds) without rewriting the rest.
+  void save_round(const std::string& job_id, std::uint64_t round);
   // Profile and state in one transaction: a restart sees both or neither.
   void save_profile(const std::string& job_id, const std::string& csv, const nlohmann::json& params,
                     const nlohmann::json& state);

@@ -263,6 +263,46 @@ nlohmann::json to_json(const RankInfo& info) {
           {"available_frequencies", info.available_frequencies}};
 }
 
+nlohmann::json to_json(const ProfilingResult& result) {
+  const auto breakdown_json = [](const auto& breakdown) {
+    json out = json::object();
+    for (const auto& [name, iterations] : breakdown) out[name] = iterations;
+    return out;
+  };
+  return {{"rank", result.rank},
+          {"iter_time", result.iter_time},
+          {"iter_energy", result.iter_energy},
+          {"time_breakdown", breakdown_json(result.time_breakdown)},
+          {"energy_breakdown", breakdown_json(result.energy_breakdown)}};
+}
+
+nlohmann::json to_json(const StragglerNotice& notice) {
+  json out = {{"id", notice.id}, {"delay_s", notice.delay_s}, {"degree", notice.degree}};
+  if (notice.job_id) out["job_id"] = *notice.job_id;
+  return out;
+}
+
+std::vector<std::pair<std::string, int>> parse_frequency_schedule(const nlohmann::json& body, int expected_rank) {
+  Fields fields(body, "FrequencySchedule");
+  const int rank = fields.integer("rank", 0, kMaxDegree);
+  if (rank != expected_rank) {
+    throw ApiError(422, fmt::format("FrequencySchedule.rank: the schedule is for rank {}, not rank {}", rank,
+                                    expected_rank));
+  }
+  const json& list = fields.required("frequencies");
+  const std::string where = fields.where("frequencies");
+  if (!list.is_array()) invalid(where, "an array of [name, MHz] pairs", list);
+  std::vector<std::pair<std::string, int>> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& entry = list[i];
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string()) invalid(at, "a [name, MHz] pair", entry);
+    out.emplace_back(entry[0].get<std::string>(), Fields::integer_value(entry[1], at + "[1]", 1, 100000));
+  }
+  return out;
+}
+
 nlohmann::json frequency_schedule_json(int rank, const std::vector<std::pair<std::string, int>>& frequencies) {
   json list = json::array();
   for (const auto& [name, mhz] : frequencies) list.push_back(json::array({name, mhz}));

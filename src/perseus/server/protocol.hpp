@@ -76,8 +76,13 @@ PipelineLayout parse_layout(const nlohmann::json& object, std::string_view where
 nlohmann::json to_json(const JobInfo& info);
 nlohmann::json to_json(const RankInfo& info);
 nlohmann::json to_json(const PipelineLayout& layout);
+nlohmann::json to_json(const ProfilingResult& result);
+nlohmann::json to_json(const StragglerNotice& notice);
 // {"rank": R, "frequencies": [["forward", 1410], ...]}
 nlohmann::json frequency_schedule_json(int rank, const std::vector<std::pair<std::string, int>>& frequencies);
+
+// Reads a FrequencySchedule answer strictly: ApiError 422 naming what is wrong.
+std::vector<std::pair<std::string, int>> parse_frequency_schedule(const nlohmann::json& body, int expected_rank);
 
 // "<YYYY-MM-DD-HH-MM-SS>+dp<d>+pp<p>+tp<t>+<SchedulerName>[+<job_metadata>]", local time.
 std::string make_job_id(const JobInfo& info, std::string_view scheduler_name, std::time_t when);

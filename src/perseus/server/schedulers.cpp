@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -20,16 +21,6 @@ std::shared_ptr<const StageFrequencies> uniform_plan(const PipelineLayout& layou
   return plan;
 }
 
-double mean_of(const std::vector<std::vector<double>>& iterations) {
-  double sum = 0.0;
-  std::size_t count = 0;
-  for (const auto& values : iterations) {
-    for (double v : values) sum += v;
-    count += values.size();
-  }
-  return count ? sum / static_cast<double>(count) : -1.0;
-}
-
 }  // namespace
 
 const StageSchedule& Deployment::for_rank(const RankInfo& rank) const {
@@ -41,6 +32,41 @@ const StageSchedule& Deployment::for_rank(const RankInfo& rank) const {
                                     rank.pp_rank));
   }
   return plan[static_cast<std::size_t>(rank.pp_rank)];
+}
+
+void Deployment::prepare() {
+  const auto serialize = [](const StageFrequencies& plan) {
+    std::vector<std::string> out;
+    out.reserve(plan.size());
+    for (const StageSchedule& stage : plan) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& [name, mhz] : stage) list.push_back(nlohmann::json::array({name, mhz}));
+      out.push_back(list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+    return out;
+  };
+  normal_json = normal ? serialize(*normal) : std::vector<std::string>{};
+  straggling_json = straggling ? serialize(*straggling) : std::vector<std::string>{};
+}
+
+std::string Deployment::schedule_body(const RankInfo& rank) const {
+  const bool straggles =
+      straggling && std::binary_search(straggler_pipelines.begin(), straggler_pipelines.end(), rank.dp_rank);
+  const std::vector<std::string>& lists = straggles ? straggling_json : normal_json;
+  if (lists.empty()) {  // not prepared: the slow path
+    return frequency_schedule_json(rank.rank, for_rank(rank)).dump(-1, ' ', false,
+                                                                    nlohmann::json::error_handler_t::replace);
+  }
+  if (rank.pp_rank < 0 || static_cast<std::size_t>(rank.pp_rank) >= lists.size()) for_rank(rank);  // throws 409
+  const std::string& list = lists[static_cast<std::size_t>(rank.pp_rank)];
+  std::string body;
+  body.reserve(list.size() + 40);
+  body += R"({"frequencies":)";
+  body += list;
+  body += R"(,"rank":)";
+  body += std::to_string(rank.rank);
+  body += '}';
+  return body;
 }
 
 std::vector<int> common_frequencies(const JobView& job) {
@@ -67,7 +93,7 @@ PointSolutionScheduler::PointSolutionScheduler(StageFrequencies plan)
     : plan_(std::make_shared<const StageFrequencies>(std::move(plan))) {}
 
 Deployment PointSolutionScheduler::next_round(const JobView&, double) {
-  return Deployment{plan_, nullptr, {}, std::nullopt, "point solution"};
+  return Deployment{plan_, nullptr, {}, std::nullopt, "point solution", {}, {}};
 }
 
 // ---- MaxFrequency ----
@@ -85,7 +111,7 @@ Deployment MaxFrequencyScheduler::next_round(const JobView& job, double) {
   }
   const int frequency = common_frequencies(job).front();
   return Deployment{uniform_plan(*layout_, job.info.pp_degree, frequency), nullptr, {}, std::nullopt,
-                    fmt::format("{} ({} MHz)", label_, frequency)};
+                    fmt::format("{} ({} MHz)", label_, frequency), {}, {}};
 }
 
 // ---- InVivoProfiling ----
@@ -138,56 +164,86 @@ Deployment InVivoProfilingScheduler::next_round(const JobView& job, double) {
   const int frequency = done_ ? frequencies_.front() : frequencies_[index_];
   return Deployment{uniform_plan(layout_, job.info.pp_degree, frequency), nullptr, {}, std::nullopt,
                     fmt::format("profiling {} MHz ({}/{})", frequency, std::min(index_ + 1, frequencies_.size()),
-                                frequencies_.size())};
+                                frequencies_.size()),
+                    {}, {}};
 }
 
 bool InVivoProfilingScheduler::on_result(const JobView& job, const ProfilingResult& result) {
   if (done_ || frequencies_.empty()) return false;  // nothing is being measured
-  RankSummary summary;
-  for (const auto& [name, iterations] : result.time_breakdown) {
+  RankSummary& summary = reports_[result.rank];
+  std::size_t iterations = result.iter_time.size();
+  for (const auto& [name, lists] : result.time_breakdown) iterations = std::max(iterations, lists.size());
+  for (const auto& [name, iterations_of_name] : result.time_breakdown) {
     const auto kind = parse_instruction_kind(name);
     if (!kind) continue;  // names the profile has no place for
-    const auto energy = std::find_if(result.energy_breakdown.begin(), result.energy_breakdown.end(),
-                                     [&](const auto& entry) { return entry.first == name; });
-    const double time = mean_of(iterations);
-    const double joules = energy == result.energy_breakdown.end() ? -1.0 : mean_of(energy->second);
-    if (time < 0 || joules < 0) continue;  // no values: nothing to learn from this rank
-    summary.per_instruction[*kind] = {time, joules};
-  }
-  if (!result.iter_energy.empty()) {
-    summary.iteration_energy = std::accumulate(result.iter_energy.begin(), result.iter_energy.end(), 0.0) /
-                               static_cast<double>(result.iter_energy.size());
-  } else {
-    for (const auto& [name, iterations] : result.energy_breakdown) {
-      double sum = 0.0;
-      for (const auto& values : iterations) sum += std::accumulate(values.begin(), values.end(), 0.0);
-      if (!iterations.empty()) summary.iteration_energy += sum / static_cast<double>(iterations.size());
+    auto& sums = summary.per_instruction[*kind];
+    for (const auto& values : iterations_of_name) {
+      for (double v : values) sums.time += v;
+      sums.times += values.size();
     }
   }
-  reports_[result.rank] = std::move(summary);
+  for (const auto& [name, iterations_of_name] : result.energy_breakdown) {
+    const auto kind = parse_instruction_kind(name);
+    if (!kind) continue;
+    auto& sums = summary.per_instruction[*kind];
+    for (const auto& values : iterations_of_name) {
+      for (double v : values) sums.energy += v;
+      sums.energies += values.size();
+    }
+  }
+  if (!result.iter_energy.empty()) {
+    summary.iteration_energy += std::accumulate(result.iter_energy.begin(), result.iter_energy.end(), 0.0);
+  } else {
+    for (const auto& [name, lists] : result.energy_breakdown) {
+      for (const auto& values : lists) summary.iteration_energy += std::accumulate(values.begin(), values.end(), 0.0);
+    }
+  }
+  summary.iterations += std::max<std::size_t>(iterations, 1);
+  const auto needed = static_cast<std::size_t>(std::max(1, settings_.iterations_per_frequency));
   if (reports_.size() < static_cast<std::size_t>(job.info.world_size)) return false;
+  for (const auto& [rank, s] : reports_) {
+    if (s.iterations < needed) return false;
+  }
   finish_frequency(job);
   return true;
 }
 
 void InVivoProfilingScheduler::finish_frequency(const JobView& job) {
   const int frequency = frequencies_[index_];
-  // Per stage: the slowest rank's time and the sum of the ranks' energy.
-  std::map<std::pair<int, InstructionKind>, std::pair<double, double>> per_stage;
+  // Per (stage, replica): the slowest tensor-parallel rank's time and the sum of their energy.
+  struct StageFigures {
+    double time = -1.0, energy = 0.0;
+    bool has_energy = false;
+  };
+  std::map<std::tuple<int, InstructionKind, int>, StageFigures> per_replica;  // (stage, kind, dp_rank)
   double energy = 0.0;
   for (const auto& [rank, summary] : reports_) {
     const auto info = job.ranks.find(rank);
     if (info == job.ranks.end()) continue;
-    for (const auto& [kind, measured] : summary.per_instruction) {
-      auto& [time, joules] = per_stage[{info->second.pp_rank, kind}];
-      time = std::max(time, measured.first);
-      joules += measured.second;
+    for (const auto& [kind, sums] : summary.per_instruction) {
+      if (sums.times == 0) continue;
+      auto& figures = per_replica[{info->second.pp_rank, kind, info->second.dp_rank}];
+      figures.time = std::max(figures.time, sums.time / static_cast<double>(sums.times));
+      if (sums.energies > 0) {
+        figures.energy += sums.energy / static_cast<double>(sums.energies);
+        figures.has_energy = true;
+      }
     }
-    energy += summary.iteration_energy;
+    energy += summary.iteration_energy / static_cast<double>(std::max<std::size_t>(summary.iterations, 1));
   }
   reports_.clear();
+  // Per stage: the slowest replica's time, the replicas' mean energy.
+  std::map<std::pair<int, InstructionKind>, std::tuple<double, double, int>> per_stage;  // time, energy sum, count
+  for (const auto& [key, figures] : per_replica) {
+    if (!figures.has_energy) continue;  // a stage without energy figures cannot be planned
+    auto& [time, joules, count] = per_stage[{std::get<0>(key), std::get<1>(key)}];
+    time = std::max(time, figures.time);
+    joules += figures.energy;
+    ++count;
+  }
   for (const auto& [key, value] : per_stage) {
-    measured_[key].push_back(Measurement{std::to_string(frequency), frequency, value.first, value.second, 0});
+    const auto& [time, joules, count] = value;
+    measured_[key].push_back(Measurement{std::to_string(frequency), frequency, time, joules / count, 0});
   }
   if (!round_energy_.empty() && energy > round_energy_.back()) {
     ++rises_;

@@ -31,9 +31,17 @@ struct Deployment {
   std::vector<int> straggler_pipelines;                // dp ranks, ascending
   std::optional<std::size_t> frontier_index;           // the point `normal` came from (Frontier)
   std::string label;                                   // for logs and the web page
+  // Each stage's list as JSON text ([["forward",1410],...]), made once by prepare() so that
+  // the ranks of a round (a thousand of them) only copy it.
+  std::vector<std::string> normal_json;
+  std::vector<std::string> straggling_json;
 
   // Throws ApiError 409 when the plan has no list for the rank's stage.
   const StageSchedule& for_rank(const RankInfo& rank) const;
+  void prepare();
+  // The FrequencySchedule answer for `rank`, byte for byte what frequency_schedule_json
+  // dumps. ApiError 409 as for_rank.
+  std::string schedule_body(const RankInfo& rank) const;
 };
 
 // What a scheduler may look at: the job and its registered ranks.
@@ -82,6 +90,9 @@ class MaxFrequencyScheduler final : public Scheduler {
 
 struct ProfilingSettings {
   int max_energy_rises = 5;  // stop lowering once energy rose more than this many times in a row
+  // Iterations every rank measures at each clock before the next (a result may carry
+  // several iterations; results accumulate over rounds until each rank has this many).
+  int iterations_per_frequency = 2;
 };
 
 class InVivoProfilingScheduler final : public Scheduler {
@@ -99,13 +110,22 @@ class InVivoProfilingScheduler final : public Scheduler {
   std::optional<int> current_frequency() const;
   std::size_t frequencies_done() const { return round_energy_.size(); }
   std::size_t frequencies_total() const { return frequencies_.size(); }
-  // What was measured so far as a profile (max time, sum of energy over each stage's ranks).
+  // What was measured so far as a profile. Per stage: the time of the slowest of the stage's
+  // ranks; the energy of one pipeline's stage, i.e. summed over its tensor-parallel ranks and
+  // averaged over the data-parallel replicas (every replica runs the same plan, and the
+  // frontier is a pipeline's).
   Profile profile(const std::string& source) const;
 
  private:
+  // What one rank reported at the clock being measured, summed over its results.
   struct RankSummary {
-    std::map<InstructionKind, std::pair<double, double>> per_instruction;  // mean (time, energy)
-    double iteration_energy = 0.0;
+    struct Sums {
+      double time = 0.0, energy = 0.0;
+      std::size_t times = 0, energies = 0;
+    };
+    std::map<InstructionKind, Sums> per_instruction;
+    double iteration_energy = 0.0;  // sum over iterations
+    std::size_t iterations = 0;
   };
   void finish_frequency(const JobView& job);
 

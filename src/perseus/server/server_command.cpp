@@ -32,6 +32,7 @@ struct ServeArgs {
   double max_job_idle_time = 7 * 24 * 3600.0;
   double barrier_timeout = 600.0;
   std::size_t max_body_mib = 16;
+  double keep_alive = 0.0;
   bool dump_data = false;
   std::string dump_dir = "dump";
 };
@@ -105,6 +106,7 @@ void run_serve(const ServeArgs& args) {
   http_options.port = args.port;
   http_options.max_threads = args.threads;
   http_options.payload_limit_bytes = args.max_body_mib << 20;
+  http_options.keep_alive_s = args.keep_alive;
   HttpServer http(service, http_options);
   http.bind();
   logger->info("event=listening host={} port={} db=\"{}\" scheduler={} jobs={} auth={}", args.host, http.port(),
@@ -169,6 +171,11 @@ void add_server_command(CLI::App& app) {
   cmd->add_option("--max-body-mib", args.max_body_mib, "Largest request body accepted, MiB")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
+  cmd->add_option("--keep-alive", args.keep_alive,
+                  "Seconds an idle client connection is kept open (0: one request per connection, the cheapest "
+                  "for the server with many ranks)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   auto* dump = cmd->add_flag("--dump-data", args.dump_data, "Write results and deployed plans under --dump-dir");
   cmd->add_option("--dump-dir", args.dump_dir, "Where --dump-data writes")->envname("ZEUS_PFO_DUMP_DIR")->capture_default_str();
   cmd->callback([dump] {

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/null_sink.h>
@@ -153,7 +155,9 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
     config.point_plan_path = args.at("solution_path").get<std::string>();
     config.point_plan = read_freqs_pipeline(config.point_plan_path);  // parsed as data, never evaluated
   } else if (name == "InVivoProfiling") {
-    check_keys(args, name, {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "max_energy_rises"});
+    check_keys(args, name,
+               {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "max_energy_rises",
+                "iterations_per_frequency"});
     if (!args.contains("p_blocking")) {
       throw InputError("ZEUS_PFO_SCHEDULER_ARGS: InVivoProfiling needs \"p_blocking\" (W; A100 83.64, A40 70.38)");
     }
@@ -165,6 +169,13 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
         throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'max_energy_rises' must be an integer in [0, 1000]");
       }
       config.profiling.max_energy_rises = rises.get<int>();
+    }
+    if (args.contains("iterations_per_frequency")) {
+      const json& n = args.at("iterations_per_frequency");
+      if (!n.is_number_integer() || n.get<long long>() < 1 || n.get<long long>() > 1000) {
+        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'iterations_per_frequency' must be an integer in [1, 1000]");
+      }
+      config.profiling.iterations_per_frequency = n.get<int>();
     }
     layout_from_args();
   } else if (name == "Frontier") {
@@ -180,6 +191,26 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
   return config;
 }
 
+// One barrier round. Waiters hold the shared_ptr and wait on the future without the job's
+// mutex, so that a thousand ranks released at once do not queue for it; the outcome is
+// written before the promise is fulfilled and read after.
+struct Service::Round {
+  std::promise<void> promise;
+  std::shared_future<void> released = promise.get_future().share();
+  bool finished = false;  // guarded by the job's mutex
+  std::shared_ptr<const Deployment> deployment;
+  std::optional<ApiError> error;
+
+  // Once per round, with the job's mutex held.
+  void finish(std::shared_ptr<const Deployment> plan, std::optional<ApiError> failure) {
+    if (finished) return;
+    finished = true;
+    deployment = std::move(plan);
+    error = std::move(failure);
+    promise.set_value();
+  }
+};
+
 struct Service::Job {
   JobInfo info;
   std::string scheduler_name;
@@ -189,7 +220,6 @@ struct Service::Job {
   std::atomic<bool> removed{false};
 
   std::mutex mutex;  // everything below
-  std::condition_variable released;
   std::map<int, RankInfo> ranks;
   std::optional<PipelineLayout> layout;
   std::string phase;  // point, waiting, profiling, computing, frontier, failed
@@ -205,9 +235,10 @@ struct Service::Job {
   int arrived_count = 0;
   std::uint64_t generation = 0;
   Clock::time_point round_started;
-  std::shared_ptr<const Deployment> deployment;
-  std::optional<ApiError> release_error;
+  std::shared_ptr<const Deployment> deployment;  // the latest round's
+  std::shared_ptr<Round> round = std::make_shared<Round>();  // the round ranks are waiting for
 };
+
 
 struct Service::ComputeTask {
   JobPtr job;
@@ -240,7 +271,7 @@ void Service::shutdown() {
     std::shared_lock lock(jobs_mutex_);
     for (const auto& [id, job] : jobs_) {
       std::lock_guard job_lock(job->mutex);
-      job->released.notify_all();
+      job->round->finish(nullptr, ApiError(503, "the server is shutting down"));
     }
   }
   if (worker_.joinable()) worker_.join();
@@ -276,6 +307,7 @@ std::string Service::route_label(const ApiRequest& request) {
 ApiResponse Service::handle(const ApiRequest& request) {
   const auto start = Clock::now();
   const std::string route = route_label(request);
+  if (options_.on_request) options_.on_request(request);
   ApiResponse response;
   try {
     response = dispatch(request, route);
@@ -468,11 +500,13 @@ ApiResponse Service::register_rank(const ApiRequest& request, const std::string&
 }
 
 void Service::release_round(Job& job) {
+  std::optional<ApiError> release_error;
   try {
     const JobView view{job.info, job.ranks};
     const std::string previous = job.deployment ? job.deployment->label : "";
-    job.deployment = std::make_shared<const Deployment>(job.scheduler->next_round(view, now()));
-    job.release_error.reset();
+    Deployment deployment = job.scheduler->next_round(view, now());
+    deployment.prepare();
+    job.deployment = std::make_shared<const Deployment>(std::move(deployment));
     if (job.deployment->label != previous) {
       log_->info("event=deploy job_id={} round={} plan=\"{}\"", job.info.job_id, job.generation,
                  job.deployment->label);
@@ -487,20 +521,30 @@ void Service::release_round(Job& job) {
       }
     }
   } catch (const ApiError& e) {
-    job.release_error = e;
+    release_error = e;
   } catch (const std::exception& e) {
-    job.release_error = ApiError(500, std::string("internal error: ") + e.what());
+    release_error = ApiError(500, std::string("internal error: ") + e.what());
   }
   metrics_.record_barrier_release(seconds_since(job.round_started));
   std::fill(job.arrived.begin(), job.arrived.end(), 0);
   job.arrived_count = 0;
   ++job.generation;
-  job.released.notify_all();
+  // Persisted before any rank hears of the round: a rank whose answer is lost (the server
+  // killed mid-write, a dropped connection) asks again for it, also of a restarted server.
+  try {
+    store_.save_round(job.info.job_id, job.generation);
+  } catch (const std::exception& e) {
+    log_->error("event=persist_failed job_id={} what=round error=\"{}\"", job.info.job_id, e.what());
+  }
+  const std::shared_ptr<Round> done = std::exchange(job.round, std::make_shared<Round>());
+  done->finish(release_error ? nullptr : job.deployment, std::move(release_error));
 }
 
 ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_id) {
   const JobPtr job = find_job(job_id);
   const int rank = query_int(request, "rank", 0, job->info.world_size - 1);
+  std::optional<std::uint64_t> requested_round;
+  if (query_value(request, "round")) requested_round = query_int(request, "round", 0, 2147483647);
   std::unique_lock lock(job->mutex);
   const auto me = job->ranks.find(rank);
   if (me == job->ranks.end()) {
@@ -508,37 +552,63 @@ ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_
                                     rank, job_id));
   }
   job->last_active = now();
+  // The perseus client says which round it wants (an extension; clients that do not are
+  // simply counted in the current one). It may ask again for the round just released if it
+  // never got the answer.
+  if (requested_round) {
+    const std::uint64_t current = job->generation;
+    if (*requested_round + 1 == current) {
+      if (!job->deployment) {  // released before a restart: the scheduler's plan for it
+        Deployment deployment = job->scheduler->next_round(JobView{job->info, job->ranks}, now());
+        deployment.prepare();
+        job->deployment = std::make_shared<const Deployment>(std::move(deployment));
+      }
+      const std::shared_ptr<const Deployment> deployment = job->deployment;
+      const RankInfo info = me->second;
+      lock.unlock();
+      return ApiResponse{200, "application/json", deployment->schedule_body(info)};
+    }
+    // Ahead of the server (its round count was lost): count from the clients'. Further behind
+    // (a rank process that restarted and counts from 0 again): it joins the current round.
+    if (*requested_round > current && job->arrived_count == 0) job->generation = *requested_round;
+  }
   if (!job->arrived[static_cast<std::size_t>(rank)]) {
     job->arrived[static_cast<std::size_t>(rank)] = 1;
     if (job->arrived_count++ == 0) job->round_started = Clock::now();
   }
-  const std::uint64_t round = job->generation;
+  if (shutting_down_) throw ApiError(503, "the server is shutting down");
+  const std::shared_ptr<Round> round = job->round;
+  const RankInfo info = me->second;
   if (job->arrived_count == job->info.world_size) {
     release_round(*job);
+    lock.unlock();
   } else {
-    const bool released =
-        job->released.wait_for(lock, std::chrono::duration<double>(options_.barrier_timeout_s), [&] {
-          return job->generation != round || job->removed || shutting_down_;
-        });
-    if (job->removed) throw ApiError(404, fmt::format("job {} expired or was removed", job_id));
-    if (job->generation == round && shutting_down_) throw ApiError(503, "the server is shutting down");
-    if (!released) {
-      std::string missing;
-      int listed = 0;
-      for (int r = 0; r < job->info.world_size && listed < 16; ++r) {
-        if (!job->arrived[static_cast<std::size_t>(r)]) {
-          missing += (listed++ ? ", " : "") + std::to_string(r);
+    lock.unlock();
+    const auto status = round->released.wait_for(std::chrono::duration<double>(options_.barrier_timeout_s));
+    if (status != std::future_status::ready) {
+      lock.lock();
+      if (!round->finished) {
+        std::string missing;
+        int listed = 0;
+        for (int r = 0; r < job->info.world_size && listed < 16; ++r) {
+          if (!job->arrived[static_cast<std::size_t>(r)]) {
+            missing += (listed++ ? ", " : "") + std::to_string(r);
+          }
         }
+        const int waiting_for = job->info.world_size - job->arrived_count;
+        throw ApiError(408, fmt::format("schedule barrier of job {} timed out after {} s: {} rank(s) have not asked "
+                                        "for this round ({}{})",
+                                        job_id, options_.barrier_timeout_s, waiting_for, missing,
+                                        waiting_for > listed ? ", ..." : ""));
       }
-      const int waiting_for = job->info.world_size - job->arrived_count;
-      throw ApiError(408, fmt::format("schedule barrier of job {} timed out after {} s: {} rank(s) have not asked "
-                                      "for this round ({}{})",
-                                      job_id, options_.barrier_timeout_s, waiting_for, missing,
-                                      waiting_for > listed ? ", ..." : ""));
+      lock.unlock();
     }
   }
-  if (job->release_error) throw *job->release_error;
-  return json_response(200, frequency_schedule_json(rank, job->deployment->for_rank(me->second)));
+  // Released (the outcome was written before the future became ready). The answer is built
+  // without the job's lock: every rank of a round wakes at once.
+  if (round->error) throw *round->error;
+  const std::shared_ptr<const Deployment>& deployment = round->deployment;
+  return ApiResponse{200, "application/json", deployment->schedule_body(info)};
 }
 
 ApiResponse Service::result(const ApiRequest& request, const std::string& job_id) {
@@ -838,7 +908,8 @@ nlohmann::json Service::state_json(const Job& job) const {
                 {"warnings", job.warnings},
                 {"profiling_stop_reason", job.profiling_stop_reason},
                 {"frontier_seconds", job.frontier_seconds},
-                {"scheduler_state", job.scheduler ? job.scheduler->state() : json::object()}};
+                {"scheduler_state", job.scheduler ? job.scheduler->state() : json::object()},
+                {"round", job.generation}};
   if (job.phase == "point") state["point_plan"] = plan_json(options_.scheduler.point_plan);
   return state;
 }
@@ -872,6 +943,7 @@ void Service::recover() {
       job->warnings = state.value("warnings", std::vector<std::string>{});
       job->profiling_stop_reason = state.value("profiling_stop_reason", "");
       job->frontier_seconds = state.value("frontier_seconds", 0.0);
+      job->generation = state.value("round", std::uint64_t{0});
       const json saved = state.value("scheduler_state", json::object());
       std::optional<FrontierInputs> inputs;
       if (stored.profile_csv) inputs = inputs_from_json(stored.profile_params, *stored.profile_csv);
@@ -1020,7 +1092,7 @@ std::size_t Service::expire_idle_jobs() {
     {
       std::lock_guard lock(job->mutex);
       job->removed = true;
-      job->released.notify_all();
+      job->round->finish(nullptr, ApiError(404, fmt::format("job {} expired or was removed", job->info.job_id)));
     }
     try {
       store_.delete_job(job->info.job_id);

@@ -34,8 +34,9 @@ namespace perseus::server {
 // How jobs are scheduled, as ZEUS_PFO_SCHEDULER / ZEUS_PFO_SCHEDULER_ARGS give it.
 //   PointSolution   {"solution_path": "freqs_pipeline_00042.py"}: serve that plan.
 //   InVivoProfiling {"p_blocking": W, "unit_time": s, "schedule": "1f1b", "microbatches": M,
-//                    "chunks": v, "max_energy_rises": 5}: profile every clock, highest to
-//                   lowest, then compute the frontier and serve T_min.
+//                    "chunks": v, "max_energy_rises": 5, "iterations_per_frequency": 2}:
+//                   profile every clock, highest to lowest, then compute the frontier and
+//                   serve T_min.
 //   Frontier        {"schedule", "microbatches", "chunks", "unit_time"}: run at the highest
 //                   clock until the job uploads a profile, then compute and serve T_min.
 struct SchedulerConfig {
@@ -66,6 +67,9 @@ struct ServiceOptions {
   std::string dump_dir = "dump";
   std::shared_ptr<spdlog::logger> logger;  // null: no logs
   std::function<double()> clock;           // wall clock, s since the epoch; null: the system's
+  // Called at the start of every request, before routing (instrumentation and tests). It may
+  // call handle() itself; it must not throw.
+  std::function<void(const ApiRequest&)> on_request;
 };
 
 class Service {
@@ -98,6 +102,7 @@ class Service {
 
  private:
   struct Job;
+  struct Round;
   struct ComputeTask;
   using JobPtr = std::shared_ptr<Job>;
 

@@ -38,23 +38,12 @@ class Crawler {
       min_q_[i] = op.min_q();
       max_q_[i] = op.max_q();
     }
+    tables_.reserve(problem.operations.size());
+    for (const OperationOptions& op : problem.operations) tables_.push_back(make_table(op));
     earliest_finish_.resize(n);
     latest_start_.resize(n);
-    aoa_to_flow_.assign(2 + 2 * n, -1);
-    edge_offset_.resize(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      edge_offset_[i + 1] = edge_offset_[i] + static_cast<int>(dag_.successors(static_cast<Dag::NodeId>(i)).size());
-    }
-    const std::size_t keys = 3 * n + static_cast<std::size_t>(edge_offset_[n]);
-    previous_flow_.assign(keys, 0.0);
-    previous_excess_flow_.assign(2 + 2 * n, 0.0);
+    build_network();
   }
-
-  int dummy_key(Dag::NodeId n, std::size_t j) const {
-    return static_cast<int>(dag_.num_nodes()) + edge_offset_[n] + static_cast<int>(j);
-  }
-  int source_key(Dag::NodeId n) const { return static_cast<int>(dag_.num_nodes()) + edge_offset_.back() + n; }
-  int sink_key(Dag::NodeId n) const { return static_cast<int>(2 * dag_.num_nodes()) + edge_offset_.back() + n; }
 
   CrawlResult run(const CrawlOptions& options) {
     algorithm_ = options.max_flow;
@@ -92,7 +81,46 @@ class Crawler {
   }
 
  private:
-  double cost(Dag::NodeId n, std::int64_t d) const { return problem_.options_of(n).fitted_cost(d); }
+  // An operation's fitted cost and flow bounds (frontier.md, step 2b) at every duration in
+  // [min q, max q], computed once: a step then costs table lookups instead of exponentials
+  // and floor divisions for every critical arc.
+  struct CostTable {
+    std::int64_t min_q = 0;
+    std::vector<double> cost;         // cost(d), d = min_q + index
+    std::vector<double> lower, upper;  // flow bounds at d; upper is +inf when unbounded
+  };
+
+  static CostTable make_table(const OperationOptions& op) {
+    CostTable table;
+    table.min_q = op.min_q();
+    const std::int64_t max_q = op.max_q();
+    const auto c = [&](std::int64_t d) { return op.fitted_cost(d); };
+    const double infinity = std::numeric_limits<double>::infinity();
+    for (std::int64_t d = table.min_q; d <= max_q; ++d) {
+      table.cost.push_back(c(d));
+      double lb = 0.0;
+      double ub = infinity;
+      if (table.min_q == max_q) {
+        // Never sped up or slowed down: like a dummy arc.
+      } else if (d - 1 < table.min_q) {
+        lb = std::abs(c(d) - c(d + 1));
+      } else if (d + 1 > max_q) {
+        ub = std::abs(c(d - 1) - c(d));
+      } else {
+        lb = std::abs(c(d) - c(d + 1));
+        ub = std::abs(c(d - 1) - c(d)) + kFlowEpsilon;
+      }
+      table.lower.push_back(truncate_bound(lb));
+      table.upper.push_back(ub == infinity ? infinity : truncate_bound(ub));
+    }
+    return table;
+  }
+
+  const CostTable& table_of(Dag::NodeId n) const { return tables_[problem_.node_operation[n]]; }
+  double cost(Dag::NodeId n, std::int64_t d) const {
+    const CostTable& t = table_of(n);
+    return t.cost[static_cast<std::size_t>(d - t.min_q)];
+  }
   bool is_constant(Dag::NodeId n) const { return min_q_[n] == max_q_[n]; }
 
   double total_fitted_cost() const {
@@ -127,78 +155,108 @@ class Crawler {
   bool critical(Dag::NodeId n) const { return earliest_finish_[n] - duration_[n] == latest_start_[n]; }
 
   // Flow bounds of an operation arc on the critical DAG (frontier.md, step 2b).
-  std::pair<double, double> bounds(Dag::NodeId n, double infinity) const {
-    const std::int64_t d = duration_[n];
-    double lb = 0.0;
-    double ub = infinity;
-    if (is_constant(n)) {
-      // Never sped up or slowed down: like a dummy arc.
-    } else if (d - 1 < min_q_[n]) {
-      lb = std::abs(cost(n, d) - cost(n, d + 1));
-    } else if (d + 1 > max_q_[n]) {
-      ub = std::abs(cost(n, d - 1) - cost(n, d));
-    } else {
-      lb = std::abs(cost(n, d) - cost(n, d + 1));
-      ub = std::abs(cost(n, d - 1) - cost(n, d)) + kFlowEpsilon;
-    }
-    return {truncate_bound(lb), ub == infinity ? infinity : truncate_bound(ub)};
+  std::pair<double, double> bounds(Dag::NodeId n) const {
+    const CostTable& t = table_of(n);
+    const auto i = static_cast<std::size_t>(duration_[n] - t.min_q);
+    return {t.lower[i], t.upper[i]};
   }
 
-  struct CriticalArc {
-    int from;         // AOA node ids
-    int to;
-    Dag::NodeId op;   // -1 for a dummy arc
-    double lb;
-    double ub;
-    int key;          // stable across steps: op n, dummy N + edge, source N+E+n, sink 2N+E+n
-  };
+  // The flow network of the minimum cut (frontier.md, step 2c), built once over the whole
+  // activity-on-arc graph: arcs off the critical DAG get capacity 0, which is the same as
+  // absent, so a step only sets capacities and the flow carries over from the last step.
+  // Instead of the reference's two max flows (a feasible flow via a super source and sink,
+  // then an s-t augmentation) it solves one: the cut value sum_{S->T} ub - sum_{T->S} lb
+  // equals the ordinary cut of capacities ub - lb plus sum_{v in S} (out_lb(v) - in_lb(v)),
+  // a node term carried by arcs left(n) -> t and s -> right(n) of capacity lb(n). Both have
+  // the same minimal minimum cut: the nodes reachable from s in the final residual graph.
+  void build_network() {
+    const std::size_t n = dag_.num_nodes();
+    network_.reset(static_cast<int>(2 + 2 * n));
+    op_arc_.resize(n);
+    lower_out_arc_.resize(n);
+    lower_in_arc_.resize(n);
+    source_arc_.assign(n, -1);
+    sink_arc_.assign(n, -1);
+    dummy_begin_.assign(n + 1, 0);
+    dummy_arc_.clear();
+    arc_ends_.clear();
+    const auto add = [&](int from, int to) {
+      arc_ends_.emplace_back(from, to);
+      return network_.add_arc(from, to);
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<Dag::NodeId>(i);
+      op_arc_[i] = add(left_of(v), right_of(v));
+      lower_out_arc_[i] = add(left_of(v), kSink);
+      lower_in_arc_[i] = add(kSource, right_of(v));
+      if (dag_.predecessors(v).empty()) source_arc_[i] = add(kSource, left_of(v));
+      if (dag_.successors(v).empty()) sink_arc_[i] = add(right_of(v), kSink);
+      for (Dag::NodeId w : dag_.successors(v)) dummy_arc_.push_back(add(right_of(v), left_of(w)));
+      dummy_begin_[i + 1] = dummy_arc_.size();
+    }
+  }
 
-  struct FlowArc {  // flow node ids
-    int from;
-    int to;
-    double capacity;
-  };
+  // Capacities of the current critical DAG (frontier.md, steps 2a-2b).
+  void set_capacities() {
+    const std::size_t n = dag_.num_nodes();
+    constexpr double kUnbounded = FlowNetwork::kUnbounded;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<Dag::NodeId>(i);
+      const bool on = critical(v);
+      const auto [lb, ub] = on ? bounds(v) : std::pair<double, double>{0.0, 0.0};
+      network_.set_capacity(op_arc_[i], std::isfinite(ub) ? std::max(0.0, ub - lb) : kUnbounded);
+      network_.set_capacity(lower_out_arc_[i], lb);
+      network_.set_capacity(lower_in_arc_[i], lb);
+      if (source_arc_[i] >= 0) network_.set_capacity(source_arc_[i], on && latest_start_[v] == 0 ? kUnbounded : 0.0);
+      if (sink_arc_[i] >= 0) {
+        network_.set_capacity(sink_arc_[i], on && earliest_finish_[v] == iteration_length_ ? kUnbounded : 0.0);
+      }
+      const auto successors = dag_.successors(v);
+      for (std::size_t j = 0; j < successors.size(); ++j) {
+        const bool tight = on && earliest_finish_[v] == latest_start_[successors[j]];
+        network_.set_capacity(dummy_arc_[dummy_begin_[i] + j], tight ? kUnbounded : 0.0);
+      }
+    }
+  }
 
   // One Phillips–Dessouky step: finds the cut and the duration changes. Returns false when
   // the crawl must stop (reason set).
   bool step(std::vector<DurationChange>* changes, double* cost_change, std::string* reason) {
-    collect_critical_arcs();
-    const std::vector<char> source_side = minimum_cut_source_side();
-    struct ReleaseFlowNodes {
-      Crawler* self;
-      ~ReleaseFlowNodes() {
-        for (int aoa : self->flow_nodes_) self->aoa_to_flow_[aoa] = -1;
-        self->flow_nodes_.clear();
-      }
-    } release{this};
-    if (source_side.empty()) {
-      *reason = "no finite cut: the iteration cannot be shortened further";
-      return false;
-    }
+    set_capacities();
+    const std::vector<char> source_side = algorithm_ == MaxFlowAlgorithm::kDinic
+                                              ? (network_.run(kSource, kSink, kFlowEpsilon), network_.source_side())
+                                              : preflow_source_side();
+    const auto crosses = [&](int arc_from, int arc_to) { return source_side[arc_from] && !source_side[arc_to]; };
+    const auto active = [&](int arc) { return arc >= 0 && network_.capacity(arc) > 0.0; };
     double change = 0.0;
-    for (const CriticalArc& arc : arcs_) {
-      const bool from_s = source_side[aoa_to_flow_[arc.from]];
-      const bool to_s = source_side[aoa_to_flow_[arc.to]];
-      if (from_s && !to_s) {  // shorten
-        if (arc.op < 0) {
-          *reason = "minimum cut crosses a dependency that takes no time";
-          return false;
-        }
-        if (duration_[arc.op] - 1 < min_q_[arc.op]) {
+    for (std::size_t i = 0; i < dag_.num_nodes(); ++i) {
+      const auto v = static_cast<Dag::NodeId>(i);
+      if (!critical(v)) continue;
+      const std::int64_t d = duration_[v];
+      if (crosses(left_of(v), right_of(v))) {  // shorten
+        if (d - 1 < min_q_[v]) {
           *reason = "minimum cut contains an operation already at its fastest";
           return false;
         }
-        const std::int64_t d = duration_[arc.op];
-        change += std::abs(cost(arc.op, d - 1) - cost(arc.op, d));
-        changes->push_back({arc.op, d - 1});
-      } else if (!from_s && to_s && arc.op >= 0 && !is_constant(arc.op)) {  // lengthen
-        if (duration_[arc.op] + 1 > max_q_[arc.op]) {
+        change += std::abs(cost(v, d - 1) - cost(v, d));
+        changes->push_back({v, d - 1});
+      } else if (crosses(right_of(v), left_of(v)) && !is_constant(v)) {  // lengthen
+        if (d + 1 > max_q_[v]) {
           *reason = "minimum cut lengthens an operation already at its slowest";
           return false;
         }
-        const std::int64_t d = duration_[arc.op];
-        change -= std::abs(cost(arc.op, d) - cost(arc.op, d + 1));
-        changes->push_back({arc.op, d + 1});
+        change -= std::abs(cost(v, d) - cost(v, d + 1));
+        changes->push_back({v, d + 1});
+      }
+      bool through_dependency = (active(source_arc_[i]) && crosses(kSource, left_of(v))) ||
+                                (active(sink_arc_[i]) && crosses(right_of(v), kSink));
+      const auto successors = dag_.successors(v);
+      for (std::size_t j = 0; j < successors.size() && !through_dependency; ++j) {
+        through_dependency = active(dummy_arc_[dummy_begin_[i] + j]) && crosses(right_of(v), left_of(successors[j]));
+      }
+      if (through_dependency) {
+        *reason = "minimum cut crosses a dependency that takes no time";
+        return false;
       }
     }
     if (changes->empty()) {
@@ -213,132 +271,28 @@ class Crawler {
     return true;
   }
 
-  void collect_critical_arcs() {
-    arcs_.clear();
-    const std::size_t n = dag_.num_nodes();
-    // Larger than any cut made of finite arcs, so a cut through an unbounded arc is chosen
-    // only when no finite cut exists (the reference uses the constant 10000 instead).
-    double finite_sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto node = static_cast<Dag::NodeId>(i);
-      if (!critical(node)) continue;
-      auto [lb, ub] = bounds(node, std::numeric_limits<double>::infinity());
-      arcs_.push_back({left_of(node), right_of(node), node, lb, ub, node});
-      finite_sum += lb + (std::isfinite(ub) ? ub : 0.0);
-      if (dag_.predecessors(node).empty() && latest_start_[node] == 0) {
-        arcs_.push_back({kSource, left_of(node), -1, 0.0, std::numeric_limits<double>::infinity(),
-                         source_key(node)});
-      }
-      if (dag_.successors(node).empty() && earliest_finish_[node] == iteration_length_) {
-        arcs_.push_back({right_of(node), kSink, -1, 0.0, std::numeric_limits<double>::infinity(),
-                         sink_key(node)});
-      }
-      const auto successors = dag_.successors(node);
-      for (std::size_t j = 0; j < successors.size(); ++j) {
-        if (earliest_finish_[node] == latest_start_[successors[j]]) {
-          arcs_.push_back({right_of(node), left_of(successors[j]), -1, 0.0, std::numeric_limits<double>::infinity(),
-                           dummy_key(node, j)});
-        }
-      }
-    }
-    const double infinity = 1.0 + 2.0 * finite_sum;
-    for (CriticalArc& arc : arcs_) {
-      if (!std::isfinite(arc.ub)) arc.ub = infinity;
-    }
-  }
-
-  // Minimum cut of the critical DAG with lower flow bounds. Instead of the reference's two
-  // max flows (a feasible flow via a super source and sink, then an s-t augmentation), it
-  // solves one: the cut value sum_{S->T} ub - sum_{T->S} lb equals the ordinary cut of
-  // capacities ub - lb plus sum_{v in S} (out_lb(v) - in_lb(v)), a node term expressed as
-  // arcs v -> t (positive) or s -> v (negative). Both have the same minimal minimum cut,
-  // returned here as the nodes reachable from s in the final residual graph (indexed by
-  // flow node; aoa_to_flow_ maps AOA nodes to flow nodes). Empty if no finite cut exists.
-  std::vector<char> minimum_cut_source_side() {
-    auto flow_node = [&](int aoa) {
-      if (aoa_to_flow_[aoa] < 0) {
-        aoa_to_flow_[aoa] = static_cast<int>(flow_nodes_.size());
-        flow_nodes_.push_back(aoa);
-      }
-      return aoa_to_flow_[aoa];
-    };
-    const int s = flow_node(kSource);
-    const int t = flow_node(kSink);
-    flow_arcs_.clear();
-    excess_.clear();
-    for (const CriticalArc& arc : arcs_) {
-      const int from = flow_node(arc.from);
-      const int to = flow_node(arc.to);
-      flow_arcs_.push_back({from, to, std::max(0.0, arc.ub - arc.lb)});
-      excess_.resize(flow_nodes_.size(), 0.0);
-      excess_[from] += arc.lb;
-      excess_[to] -= arc.lb;
-    }
-    const int num_nodes = static_cast<int>(flow_nodes_.size());
-    excess_.resize(num_nodes, 0.0);
-    for (int v = 0; v < num_nodes; ++v) {
-      if (v == s || v == t || excess_[v] == 0.0) continue;
-      if (excess_[v] > 0) {
-        flow_arcs_.push_back({v, t, excess_[v]});
-      } else {
-        flow_arcs_.push_back({s, v, -excess_[v]});
-      }
-    }
-    std::vector<char> reached = algorithm_ == MaxFlowAlgorithm::kDinic
-                                    ? dinic_source_side(num_nodes, s, t)
-                                    : preflow_source_side(num_nodes, s, t);
-    if (reached[t]) reached.clear();
-    return reached;
-  }
-
-  // Warm-started from the previous cut's flow: consecutive critical DAGs differ in a few
-  // arcs, so the old flow is nearly maximal and few augmenting phases remain.
-  std::vector<char> dinic_source_side(int num_nodes, int s, int t) {
-    dinic_.reset(num_nodes);
-    const std::size_t critical = arcs_.size();
-    for (std::size_t i = 0; i < flow_arcs_.size(); ++i) {
-      const FlowArc& arc = flow_arcs_[i];
-      const double start = i < critical ? previous_flow_[arcs_[i].key] : previous_excess_flow_[excess_owner(arc, s)];
-      dinic_.add_arc(arc.from, arc.to, arc.capacity, start);
-    }
-    dinic_.run(s, t, kFlowEpsilon);
-    // Remember this flow for the next step; arcs absent now start from zero next time.
-    for (int key : remembered_keys_) previous_flow_[key] = 0.0;
-    for (int aoa : remembered_excess_) previous_excess_flow_[aoa] = 0.0;
-    remembered_keys_.clear();
-    remembered_excess_.clear();
-    for (std::size_t i = 0; i < flow_arcs_.size(); ++i) {
-      const double flow = dinic_.flow(static_cast<int>(i));
-      if (i < critical) {
-        previous_flow_[arcs_[i].key] = flow;
-        remembered_keys_.push_back(arcs_[i].key);
-      } else {
-        const int owner = excess_owner(flow_arcs_[i], s);
-        previous_excess_flow_[owner] = flow;
-        remembered_excess_.push_back(owner);
-      }
-    }
-    return dinic_.source_side();
-  }
-
-  // The AOA node whose lower-bound imbalance an s -> v or v -> t arc carries.
-  int excess_owner(const FlowArc& arc, int s) const { return flow_nodes_[arc.from == s ? arc.to : arc.from]; }
-
-  std::vector<char> preflow_source_side(int num_nodes, int s, int t) {
+  // The same cut with LEMON's Preflow on the positive-capacity arcs, rebuilt every step.
+  std::vector<char> preflow_source_side() const {
     using Graph = lemon::SmartDigraph;
     Graph graph;
+    const int num_nodes = network_.num_nodes();
     graph.reserveNode(num_nodes);
-    graph.reserveArc(static_cast<int>(flow_arcs_.size()));
     for (int v = 0; v < num_nodes; ++v) graph.addNode();
-    for (const FlowArc& arc : flow_arcs_) graph.addArc(graph.nodeFromId(arc.from), graph.nodeFromId(arc.to));
+    std::vector<double> capacities;
+    for (int a = 0; a < network_.num_arcs(); ++a) {
+      if (network_.capacity(a) <= 0.0) continue;
+      graph.addArc(graph.nodeFromId(tail_of(a)), graph.nodeFromId(head_of(a)));
+      capacities.push_back(network_.capacity(a));
+    }
     Graph::ArcMap<double> capacity(graph);
-    for (Graph::ArcIt a(graph); a != lemon::INVALID; ++a) capacity[a] = flow_arcs_[graph.id(a)].capacity;
-    lemon::Preflow<Graph, Graph::ArcMap<double>> preflow(graph, capacity, graph.nodeFromId(s), graph.nodeFromId(t));
+    for (Graph::ArcIt a(graph); a != lemon::INVALID; ++a) capacity[a] = capacities[graph.id(a)];
+    lemon::Preflow<Graph, Graph::ArcMap<double>> preflow(graph, capacity, graph.nodeFromId(kSource),
+                                                         graph.nodeFromId(kSink));
     preflow.run();
     // Reachable from s through arcs with residual capacity above the noise level.
     std::vector<char> reached(num_nodes, 0);
-    std::vector<Graph::Node> stack{graph.nodeFromId(s)};
-    reached[s] = 1;
+    std::vector<Graph::Node> stack{graph.nodeFromId(kSource)};
+    reached[kSource] = 1;
     while (!stack.empty()) {
       const Graph::Node u = stack.back();
       stack.pop_back();
@@ -358,22 +312,23 @@ class Crawler {
     return reached;
   }
 
+  // Ends of network arc a, from the layout build_network() made.
+  int tail_of(int a) const { return arc_ends_[a].first; }
+  int head_of(int a) const { return arc_ends_[a].second; }
+
   const EnergyProblem& problem_;
   const Dag& dag_;
+  std::vector<CostTable> tables_;  // per problem operation
   std::vector<std::int64_t> duration_, min_q_, max_q_;
   std::vector<std::int64_t> earliest_finish_, latest_start_;
   std::int64_t iteration_length_ = 0;
-  std::vector<CriticalArc> arcs_;
-  std::vector<int> aoa_to_flow_;  // AOA node -> flow graph node of the current step, or -1
-  std::vector<int> flow_nodes_;   // AOA nodes mapped in the current step, by flow node
-  std::vector<FlowArc> flow_arcs_;
-  std::vector<double> excess_;
   MaxFlowAlgorithm algorithm_ = MaxFlowAlgorithm::kDinic;
-  DinicMaxFlow dinic_;
-  std::vector<int> edge_offset_;            // CSR offset of each DAG node's successor edges
-  std::vector<double> previous_flow_;       // by stable arc key
-  std::vector<double> previous_excess_flow_;  // by AOA node
-  std::vector<int> remembered_keys_, remembered_excess_;
+  FlowNetwork network_;
+  // Network arcs per DAG node: the operation, its lower-bound terms, and its dependencies.
+  std::vector<int> op_arc_, lower_out_arc_, lower_in_arc_, source_arc_, sink_arc_;
+  std::vector<int> dummy_arc_;              // per DAG edge, grouped by tail node
+  std::vector<std::size_t> dummy_begin_;    // n + 1 offsets into dummy_arc_
+  std::vector<std::pair<int, int>> arc_ends_;  // per network arc (for the LEMON rebuild)
 };
 
 }  // namespace

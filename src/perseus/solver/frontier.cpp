@@ -3,201 +3,192 @@
 #include <algorithm>
 #include <limits>
 
+#include "perseus/solver/relaxation.hpp"
+
 namespace perseus {
 namespace {
 
 // Slack comparisons tolerate float noise in summed measured times.
 constexpr double kTimeEpsilon = 1e-9;
 
-FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice) {
+FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice, std::int64_t step,
+                         const CrawlResult& crawl) {
   FrontierPoint point;
   point.choice.assign(choice.begin(), choice.end());
   point.measured = evaluate_measured(problem, choice);
   point.effective_energy_j =
       point.measured.energy_j - problem.p_blocking * problem.num_gpus() * point.measured.time_s;
+  point.crawl_step = step;
+  if (step >= 0) {
+    const CrawlStep& s = crawl.steps[static_cast<std::size_t>(step)];
+    point.planned_time_q = s.time_q;
+    point.fitted_energy_j = crawl.reference_energy(s, problem);
+  }
   return point;
 }
 
-}  // namespace
-
-PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), index_(problem.operations.size()) {
-  for (std::size_t o = 0; o < problem.operations.size(); ++o) {
-    const auto& options = problem.operations[o].options;
-    OperationIndex& index = index_[o];
-    index.by_time.resize(options.size());
-    for (std::size_t k = 0; k < options.size(); ++k) index.by_time[k] = static_cast<std::int32_t>(k);
-    std::stable_sort(index.by_time.begin(), index.by_time.end(), [&](std::int32_t a, std::int32_t b) {
-      return options[a].measurement.time_s < options[b].measurement.time_s;
-    });
-    for (std::size_t j = 0; j < options.size(); ++j) {
-      const Measurement& m = options[index.by_time[j]].measurement;
-      index.times.push_back(m.time_s);
-      const auto cost = [&](std::int32_t k) {
-        return options[k].measurement.energy_j - problem.p_blocking * options[k].measurement.time_s;
-      };
-      const std::int32_t candidate = index.by_time[j];
-      index.best.push_back(j == 0 || cost(candidate) < cost(index.best[j - 1]) ? candidate : index.best[j - 1]);
-    }
-  }
-}
-
-double PlanRefiner::time_of(Dag::NodeId n, std::int32_t option) const {
-  return problem_.options_of(n).options[option].measurement.time_s;
-}
-
-double PlanRefiner::effective_of(Dag::NodeId n, std::int32_t option) const {
-  const Measurement& m = problem_.options_of(n).options[option].measurement;
-  return m.energy_j - problem_.p_blocking * m.time_s;
-}
-
-double PlanRefiner::effective_energy(const OptionChoice& choice) const {
-  double total = 0.0;
-  for (std::size_t i = 0; i < choice.size(); ++i) total += effective_of(static_cast<Dag::NodeId>(i), choice[i]);
-  return total;
-}
-
-// The cheapest option of node n that takes at most `window` seconds; the current one
-// unless another is strictly cheaper. A binary search over the options sorted by time.
-std::int32_t PlanRefiner::cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
-  const OperationIndex& index = index_[problem_.node_operation[n]];
-  const auto fits = std::upper_bound(index.times.begin(), index.times.end(), window + kTimeEpsilon);
-  if (fits == index.times.begin()) return current;
-  const std::int32_t best = index.best[static_cast<std::size_t>(fits - index.times.begin()) - 1];
-  return effective_of(n, best) < effective_of(n, current) - 1e-12 ? best : current;
-}
-
-OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s) const {
-  const Dag& dag = problem_.dag;
-  const auto& order = dag.topological_order();
-  const std::size_t n = dag.num_nodes();
-  std::vector<double> earliest_finish(n), latest_start(n);
-  constexpr int kMaxSweeps = 8;
-  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-    bool improved = false;
-    // Backward sweep: later operations take the slack in front of them first.
-    for (Dag::NodeId v : order) {
-      double start = 0.0;
-      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish[p]);
-      earliest_finish[v] = start + time_of(v, choice[v]);
-    }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Dag::NodeId v = *it;
-      double finish = deadline_s;
-      for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start[s]);
-      const double start = earliest_finish[v] - time_of(v, choice[v]);
-      const std::int32_t best = cheapest_within(v, choice[v], finish - start);
-      improved |= best != choice[v];
-      choice[v] = best;
-      latest_start[v] = finish - time_of(v, best);
-    }
-    // Forward sweep: earlier operations take the slack behind them.
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Dag::NodeId v = *it;
-      double finish = deadline_s;
-      for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start[s]);
-      latest_start[v] = finish - time_of(v, choice[v]);
-    }
-    for (Dag::NodeId v : order) {
-      double start = 0.0;
-      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish[p]);
-      const double finish = latest_start[v] + time_of(v, choice[v]);
-      const std::int32_t best = cheapest_within(v, choice[v], finish - start);
-      improved |= best != choice[v];
-      choice[v] = best;
-      earliest_finish[v] = start + time_of(v, best);
-    }
-    if (!improved) break;
-  }
-  return choice;
-}
-
-OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, int max_rounds) const {
-  const Dag& dag = problem_.dag;
-  choice = reclaim_slack(std::move(choice), deadline_s);
-  double cost = effective_energy(choice);
-  std::vector<double> start;
-  for (int round = 0; round < max_rounds; ++round) {
-    bool improved = false;
-    std::vector<double> durations(dag.num_nodes());
-    for (std::size_t i = 0; i < durations.size(); ++i) durations[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
-    critical_path_length<double>(dag, durations, &start);
-    for (Dag::NodeId v : dag.topological_order()) {
-      const OperationIndex& index = index_[problem_.node_operation[v]];
-      // Positions of the next two faster options than the current one.
-      const auto current = std::find(index.by_time.begin(), index.by_time.end(), choice[v]);
-      const auto position = current - index.by_time.begin();
-      for (std::ptrdiff_t faster = position - 1; faster >= 0 && faster >= position - 2; --faster) {
-        OptionChoice trial = choice;
-        trial[v] = index.by_time[static_cast<std::size_t>(faster)];
-        trial = reclaim_slack(std::move(trial), deadline_s);
-        const double trial_cost = effective_energy(trial);
-        if (trial_cost < cost - 1e-9) {
-          choice = std::move(trial);
-          cost = trial_cost;
-          improved = true;
-          break;
-        }
-      }
-    }
-    if (!improved) break;
-  }
-  return choice;
-}
-
-OptionChoice reclaim_slack(const EnergyProblem& problem, OptionChoice choice, double deadline_s) {
-  return PlanRefiner(problem).reclaim_slack(std::move(choice), deadline_s);
-}
-
-Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl,
-                        const FrontierOptions& options) {
-  Frontier frontier;
-  frontier.all_max = evaluate_measured(problem, fastest_choice(problem));
-  std::vector<FrontierPoint> candidates;
-  const std::size_t total = crawl.steps.size() + 2;
-  candidates.reserve(total);
-
-  const PlanRefiner refiner(problem);
-  const bool search = options.refine && problem.dag.num_nodes() <= options.local_search_max_nodes;
-  auto add = [&](OptionChoice choice, std::int64_t step) {
-    if (options.refine) {
-      const double deadline = evaluate_measured(problem, choice).time_s;
-      choice = search ? refiner.local_search(std::move(choice), deadline)
-                      : refiner.reclaim_slack(std::move(choice), deadline);
-    }
-    FrontierPoint point = make_point(problem, choice);
-    point.crawl_step = step;
-    if (step >= 0) {
-      const CrawlStep& s = crawl.steps[static_cast<std::size_t>(step)];
-      point.planned_time_q = s.time_q;
-      point.fitted_energy_j = crawl.reference_energy(s, problem);
-    }
-    candidates.push_back(std::move(point));
-    if (options.progress && candidates.size() % 1000 == 0) options.progress(candidates.size(), total);
-  };
-
-  add(slowest_choice(problem), -1);
-  CrawlCursor cursor(crawl);
-  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
-    add(choice_for_durations(problem, cursor.advance_to(k)), static_cast<std::int64_t>(k));
-  }
-  add(fastest_choice(problem), -1);
-  frontier.candidates = candidates.size();
-
-  // Pareto filter on (measured time, effective energy). At a deadline D a plan of time T
-  // costs energy + p_blocking * S * (D - T) = effective energy + p_blocking * S * D (its
-  // GPUs block until D), so a plan is worth keeping only if it uses strictly less
-  // effective energy than every faster one. Ties in time keep the cheaper.
+// Fastest first; a plan is kept only if it uses strictly less effective energy than every
+// faster one. At a deadline D a plan of time T costs energy + p_blocking * S * (D - T) =
+// effective energy + p_blocking * S * D (its GPUs block until D), so no other plan is
+// worth keeping. Ties in time keep the cheaper.
+std::vector<FrontierPoint> pareto_filter(std::vector<FrontierPoint> candidates) {
   std::stable_sort(candidates.begin(), candidates.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
     if (a.measured.time_s != b.measured.time_s) return a.measured.time_s < b.measured.time_s;
     return a.effective_energy_j < b.effective_energy_j;
   });
+  std::vector<FrontierPoint> kept;
   double best = std::numeric_limits<double>::infinity();
   for (FrontierPoint& point : candidates) {
     if (point.effective_energy_j < best - 1e-9) {
       best = point.effective_energy_j;
-      frontier.points.push_back(std::move(point));
+      kept.push_back(std::move(point));
     }
   }
+  return kept;
+}
+
+}  // namespace
+
+Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, const FrontierOptions& options) {
+  Frontier frontier;
+  const OptionChoice fastest = fastest_choice(problem);
+  frontier.all_max = evaluate_highest_clock(problem);
+  const PlanRefiner refiner(problem);
+  const std::size_t total = crawl.steps.size() + 2;
+  std::size_t done = 0;
+  auto report = [&](std::size_t increment) {
+    const std::size_t before = done;
+    done += increment;
+    if (options.progress && (done / 1000 != before / 1000 || done == total)) options.progress(done, total);
+  };
+
+  std::vector<FrontierPoint> candidates;
+  auto add = [&](OptionChoice choice, std::int64_t step) {
+    if (options.refine) choice = refiner.reclaim_slack(std::move(choice), refiner.measured_time(choice));
+    candidates.push_back(make_point(problem, choice, step, crawl));
+  };
+
+  // The crawl's plans, walked through its change log: consecutive steps whose planned
+  // durations map to the same options are one plan (with a fine time unit, most are), so
+  // each plan is refined once. `last_plans` keeps the fastest few for the T_min repairs.
+  add(slowest_choice(problem), -1);
+  report(1);
+  std::vector<std::int64_t> durations = crawl.initial_durations;
+  OptionChoice current = slowest_choice(problem);
+  std::vector<std::pair<OptionChoice, std::int64_t>> last_plans;
+  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+    bool changed = false;
+    for (std::size_t i = crawl.change_begin[k]; i < crawl.change_begin[k + 1]; ++i) {
+      const DurationChange& change = crawl.changes[i];
+      durations[change.node] = change.duration_q;
+      const auto option =
+          static_cast<std::int32_t>(problem.options_of(change.node).option_for_duration(change.duration_q));
+      changed |= option != current[change.node];
+      current[change.node] = option;
+    }
+    report(1);
+    if (!changed) continue;
+    add(current, static_cast<std::int64_t>(k));
+    last_plans.emplace_back(current, static_cast<std::int64_t>(k));
+    if (last_plans.size() > options.t_min_repairs) last_plans.erase(last_plans.begin());
+  }
+  add(fastest, -1);
+  report(1);
+  frontier.candidates = candidates.size();
+
+  if (!options.refine) {
+    frontier.points = pareto_filter(std::move(candidates));
+    return frontier;
+  }
+  const bool search = problem.dag.num_nodes() <= options.local_search_max_nodes;
+  LpRelaxation relaxation(problem);
+  // The relaxation's plan at `deadline`, rounded to options and made to meet it.
+  const auto relaxed_plan = [&](double deadline, std::optional<double>* bound) -> std::optional<OptionChoice> {
+    const auto relaxed = relaxation.solve(deadline);
+    if (!relaxed) return std::nullopt;
+    *bound = relaxed->lower_bound_j;
+    return refiner.repair(relaxed->rounded, deadline);
+  };
+
+  // T_min: the crawl's fastest plans take longer than the all-max plan on the measured data
+  // (quantisation hides up to a unit per operation); repaired to the all-max time they, and
+  // the relaxation's plan there, are much cheaper than the all-max plan with its slack
+  // reclaimed.
+  const double t_min = refiner.measured_time(fastest);
+  for (auto& [plan, step] : last_plans) {
+    if (auto repaired = refiner.repair(std::move(plan), t_min)) candidates.push_back(make_point(problem, *repaired, step, crawl));
+  }
+  if (auto plan = relaxed_plan(t_min, &frontier.t_min_lower_bound_j)) {
+    if (search) *plan = refiner.local_search(std::move(*plan), t_min);
+    candidates.push_back(make_point(problem, *plan, -1, crawl));
+  }
+  frontier.candidates = candidates.size();
+  frontier.points = pareto_filter(std::move(candidates));
+  if (frontier.t_min_lower_bound_j && frontier.points.front().measured.time_s <= t_min + kTimeEpsilon) {
+    frontier.points.front().lower_bound_j = frontier.t_min_lower_bound_j;
+  }
+  if (!search) return frontier;
+
+  // Small DAGs: every point, the fastest first, starts a local search from the cheapest of
+  // its own plan, the previous point's improved plan (which meets this point's time too, so
+  // improvements carry over to slower points) and the relaxation's plan at its time. Where
+  // two neighbours differ by more than `max_energy_step` of energy, deadlines in between
+  // get plans of their own, so that a deadline between two points loses little.
+  std::vector<FrontierPoint> improved;
+  OptionChoice previous;
+  // Local-search rounds: T_min, the plan most users run, gets more; elsewhere improvements
+  // also arrive from the previous point.
+  constexpr int kRoundsAtTMin = 8;
+  constexpr int kRoundsPerPoint = 2;
+  constexpr int kRoundsPerFill = 0;
+  const auto improve_at = [&](double deadline, const OptionChoice& own, std::int64_t step,
+                              const FrontierPoint* slower, int rounds) {
+    OptionChoice start = own;
+    double start_cost = own.empty() ? std::numeric_limits<double>::infinity() : refiner.effective_energy(own);
+    const auto consider = [&](std::optional<OptionChoice> plan) {
+      if (!plan) return;
+      const double cost = refiner.effective_energy(*plan);
+      if (cost < start_cost && refiner.measured_time(*plan) <= deadline + kTimeEpsilon) {
+        start = std::move(*plan);
+        start_cost = cost;
+      }
+    };
+    if (!previous.empty()) consider(refiner.reclaim_slack(previous, deadline));
+    if (slower) consider(refiner.repair(slower->option_choice(), deadline));
+    std::optional<double> bound;
+    consider(relaxed_plan(deadline, &bound));
+    if (start.empty()) return;
+    previous = refiner.local_search(std::move(start), deadline, rounds);
+    improved.push_back(make_point(problem, previous, step, crawl));
+    if (bound) {
+      // The bound holds for every plan within `deadline`, so also, with less blocking, at
+      // the improved plan's own (possibly shorter) time.
+      const double earlier = deadline - improved.back().measured.time_s;
+      improved.back().lower_bound_j = *bound - problem.p_blocking * problem.num_gpus() * earlier;
+    }
+  };
+  for (const FrontierPoint& point : frontier.points) {
+    improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr,
+               improved.empty() ? kRoundsAtTMin : kRoundsPerPoint);
+    if (options.progress) options.progress(done, total);
+  }
+  std::vector<FrontierPoint> points = pareto_filter(std::move(improved));
+  improved.clear();
+  previous.clear();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    improved.push_back(points[i]);
+    previous = points[i].option_choice();
+    if (i + 1 == points.size()) break;
+    const FrontierPoint& next = points[i + 1];
+    const double drop = points[i].effective_energy_j - next.effective_energy_j;
+    const double step_j = options.max_energy_step * next.measured.energy_j;
+    const int fills = step_j > 0 ? std::min(options.max_fills_per_gap, static_cast<int>(drop / step_j)) : 0;
+    for (int f = 1; f <= fills; ++f) {
+      const double from = points[i].measured.time_s;
+      improve_at(from + (next.measured.time_s - from) * f / (fills + 1), {}, next.crawl_step, &next, kRoundsPerFill);
+    }
+  }
+  frontier.points = pareto_filter(std::move(improved));
   return frontier;
 }
 

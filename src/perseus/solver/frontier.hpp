@@ -1,6 +1,6 @@
 // The user-facing frontier: crawl points turned into plans on the measured options,
-// improved where the crawl's quantised, fitted view left energy on the table, and kept
-// only where Pareto-optimal in measured time and energy.
+// improved where the crawl's quantised, fitted view left energy on the table (refine.hpp),
+// and kept only where Pareto-optimal in measured time and effective energy.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "perseus/solver/crawl.hpp"
 #include "perseus/solver/problem.hpp"
+#include "perseus/solver/refine.hpp"
 
 namespace perseus {
 
@@ -18,9 +19,12 @@ struct FrontierPoint {
   std::vector<std::uint16_t> choice;  // option index per DAG node (compact OptionChoice)
   MeasuredFigures measured;           // what the plan really takes on the measured data
   double effective_energy_j = 0.0;    // energy - p_blocking * S * time: the part above idling
-  std::int64_t crawl_step = -1;       // crawl step it came from; -1 for an end point
+  std::int64_t crawl_step = -1;       // crawl step its plan was derived from; -1 for an end point
   std::int64_t planned_time_q = -1;   // the crawl's planned (quantised) time, -1 if none
   double fitted_energy_j = 0.0;       // the reference's figure for that crawl step (0 if none)
+  // A proven lower bound on the energy of any plan at this point's time (the LP relaxation,
+  // relaxation.hpp), where it was computed.
+  std::optional<double> lower_bound_j;
 
   OptionChoice option_choice() const { return {choice.begin(), choice.end()}; }
 };
@@ -28,7 +32,9 @@ struct FrontierPoint {
 struct Frontier {
   // Pareto-optimal in (measured time, effective energy), fastest (T_min) first.
   std::vector<FrontierPoint> points;
-  MeasuredFigures all_max;            // every instruction at its fastest option
+  MeasuredFigures all_max;            // every instruction at its highest clock (evaluate_highest_clock)
+  // A proven lower bound on the energy of any plan as fast as T_min (refining only).
+  std::optional<double> t_min_lower_bound_j;
   std::size_t candidates = 0;         // plans considered before the Pareto filter
 
   const FrontierPoint& t_min_point() const { return points.front(); }
@@ -36,52 +42,29 @@ struct Frontier {
   const FrontierPoint& t_star_point() const { return points.back(); }
 };
 
-// Improves plans on the measured options with the iteration time held at a deadline.
-class PlanRefiner {
- public:
-  explicit PlanRefiner(const EnergyProblem& problem);
-
-  // Moves every operation to its cheapest option (least energy - p_blocking * time) that
-  // still fits between its predecessors' finish and its successors' start. Alternates
-  // backward and forward sweeps until nothing improves.
-  OptionChoice reclaim_slack(OptionChoice choice, double deadline_s) const;
-
-  // Local search on top of reclaim_slack: tries running each critical operation one or
-  // two options faster, which frees time for others, and keeps the move if the plan's
-  // energy drops. Costs about (critical operations) x reclaim_slack per round.
-  OptionChoice local_search(OptionChoice choice, double deadline_s, int max_rounds = 8) const;
-
-  // Sum over nodes of energy - p_blocking * time: the energy at a fixed deadline, up to
-  // a constant.
-  double effective_energy(const OptionChoice& choice) const;
-
- private:
-  struct OperationIndex {
-    std::vector<double> times;          // option times, ascending
-    std::vector<std::int32_t> by_time;  // option index of each entry of `times`
-    std::vector<std::int32_t> best;     // best[j]: least effective energy among by_time[0..j]
-  };
-  std::int32_t cheapest_within(Dag::NodeId n, std::int32_t current, double window) const;
-  double time_of(Dag::NodeId n, std::int32_t option) const;
-  double effective_of(Dag::NodeId n, std::int32_t option) const;
-
-  const EnergyProblem& problem_;
-  std::vector<OperationIndex> index_;  // per problem operation
-};
-
-// Convenience: PlanRefiner(problem).reclaim_slack(choice, deadline_s).
-OptionChoice reclaim_slack(const EnergyProblem& problem, OptionChoice choice, double deadline_s);
-
 struct FrontierOptions {
-  bool refine = true;  // reclaim slack on every candidate (off: the crawl's plans as they are)
-  // Local search on every candidate (and on each candidate's faster neighbour at its time)
-  // when the DAG has at most this many nodes; 0 turns it off. Its cost grows with
-  // nodes^2 x candidates, so large pipelines only reclaim slack.
-  std::size_t local_search_max_nodes = 160;
+  // Improve the crawl's plans on the measured options (off: its plans as they are, as the
+  // reference would run them).
+  bool refine = true;
+  // DAGs of at most this many nodes get, at every frontier point, the LP relaxation's plan
+  // and a local search (PlanRefiner::local_search); 0 turns it off. It costs about a
+  // thousand reclaim_slack calls per point, so larger pipelines only reclaim slack, and get
+  // the LP relaxation's plan at T_min.
+  std::size_t local_search_max_nodes = 64;
+  // Crawl plans, the fastest first, repaired to the all-max time as candidates for T_min.
+  std::size_t t_min_repairs = 8;
+  // With the local search: where two neighbouring points differ by more than this share of
+  // energy, deadlines in between get plans of their own (at most max_fills_per_gap a gap).
+  double max_energy_step = 0.0005;
+  int max_fills_per_gap = 8;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
-// Candidates: the all-slowest plan, every crawl step's plan and the all-fastest plan.
+// Candidates: the all-slowest plan, every distinct crawl plan and the all-fastest plan.
+// Refining, each candidate reclaims slack at its own measured time; the last crawl plans
+// repaired to the all-max time and the LP relaxation's plan there are T_min candidates;
+// small DAGs then get, at every frontier point, the fastest first, a local search from
+// the best of its own plan, the previous point's improved plan and the LP relaxation's.
 Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl,
                         const FrontierOptions& options = {});
 

@@ -1,11 +1,13 @@
-// Maximum flow for the crawl's minimum cuts.
+// Maximum flow for the solver's minimum cuts.
 //
-// Why our own: LEMON's Preflow (push-relabel) spends most of its time on these graphs
-// returning the huge excess that the unbounded dependency arcs admit (perf: 88% of a
-// solve in Preflow::startFirstPhase); augmenting paths do not, because the flow value is
-// bounded by the few finite arcs of the cut. bench/solver_bench measures both
-// (BM_*_Lemon vs BM_*_Dinic); see the README for the ratio. LEMON stays selectable
-// (MaxFlowAlgorithm::kLemonPreflow) and the tests check both give the same crawl.
+// Why our own: the crawl solves one max flow per step, tens of thousands of times, on
+// networks that differ from step to step only in a few capacities. LEMON's Preflow
+// (push-relabel) must be rebuilt every step and spends most of its time returning the huge
+// excess that the unbounded dependency arcs admit; this network keeps its arcs and its flow
+// from run to run (only capacities change), so a run starts from the previous maximum flow
+// and few augmenting phases remain. bench/solver_bench measures both on the crawl
+// (BM_*_Crawl vs BM_*_CrawlLemon; the README quotes the ratio), and the tests check that
+// both give the same crawl.
 #pragma once
 
 #include <cstdint>
@@ -13,36 +15,56 @@
 
 namespace perseus {
 
-// Dinic's algorithm on a graph rebuilt for every cut, with buffers reused between cuts.
-class DinicMaxFlow {
+// Dinic's algorithm on a network with fixed arcs, changeable capacities and a flow that
+// persists between runs. Arcs are stored in CSR order, so that a breadth-first or
+// depth-first pass walks memory in order.
+class FlowNetwork {
  public:
+  // Clears the network: `num_nodes` nodes, no arcs, no flow.
   void reset(int num_nodes);
-  // Returns the arc's index (for flow()). `initial_flow` warm-starts the arc (clamped to
-  // [0, capacity]); run() first restores flow conservation, so any start is valid.
-  int add_arc(int from, int to, double capacity, double initial_flow = 0.0);
-  // Runs from s to t. Residual capacities at or below `epsilon` count as saturated.
+  // Adds an arc of capacity 0; returns its index. Arcs can be added until the first run().
+  int add_arc(int from, int to);
+  // Sets an arc's capacity (>= 0; use kUnbounded for "infinite"). A flow above the new
+  // capacity is cut to it; run() then restores flow conservation before augmenting.
+  void set_capacity(int arc, double capacity);
+  double capacity(int arc) const { return capacity_[arc]; }
+  // Empties every arc (capacities stay): the next run starts from the zero flow.
+  void clear_flow();
+  double flow(int arc) const { return residual_[backward_[arc]]; }
+  int num_nodes() const { return num_nodes_; }
+  int num_arcs() const { return static_cast<int>(capacity_.size()); }
+
+  // Augments the current flow to a maximum flow from s to t; returns its value (the net
+  // flow out of s). Residual capacities at or below `epsilon` count as saturated.
   double run(int s, int t, double epsilon);
-  int num_arcs() const { return static_cast<int>(from_.size() / 2); }
-  double flow(int arc) const { return capacity_[2 * arc] - residual_[2 * arc]; }
-  // After run(): nodes reachable from s through residual capacity above epsilon.
+  // After run(): 1 for the nodes reachable from s through residual capacity above epsilon
+  // (the source side of the minimal minimum cut).
   const std::vector<char>& source_side() const { return reached_; }
 
+  // Large enough to be uncuttable next to any finite capacity the solver uses, small
+  // enough that capacity - flow keeps the flow's precision.
+  static constexpr double kUnbounded = 1e12;
+
  private:
+  void build();  // CSR layout of the arcs added so far
   bool build_levels(int s, int t, double epsilon);
+  double push(int v, int t, double limit, double epsilon);
   // Cancels flow along paths until every node but s and t is balanced again.
   void restore_conservation(int s, int t);
-  double arc_flow(int half_arc) const { return capacity_[half_arc] - residual_[half_arc]; }
-  double push(int v, int t, double limit, double epsilon);
-  void finalize_csr();
 
   int num_nodes_ = 0;
-  std::vector<int> from_, to_;           // per half-arc (2 per arc: forward, reverse)
-  std::vector<double> capacity_, residual_;
-  std::vector<int> first_, order_;       // CSR: half-arcs of node v are order_[first_[v]..first_[v+1])
-  std::vector<int> level_, next_;        // BFS levels and DFS cursors
-  std::vector<int> queue_;
+  bool built_ = false;
+  bool unbalanced_ = false;  // some flow was cut by set_capacity since the last run
+  std::vector<int> tail_, head_;       // per arc, while adding
+  std::vector<double> capacity_;       // per arc
+  std::vector<int> forward_, backward_;  // per arc: its two half-arc positions in CSR order
+  // Per half-arc position (grouped by tail node): head node, paired position, residual.
+  std::vector<int> first_;  // num_nodes + 1 offsets
+  std::vector<int> to_, partner_;
+  std::vector<char> is_forward_;
+  std::vector<double> residual_;
+  std::vector<int> level_, next_, queue_, path_;
   std::vector<double> imbalance_;  // inflow - outflow per node
-  std::vector<int> path_;
   std::vector<char> reached_;
 };
 

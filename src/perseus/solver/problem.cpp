@@ -77,13 +77,17 @@ EnergyProblem make_problem(const Profile& profile, const ScheduleSpec& spec,
   return problem;
 }
 
-MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice) {
+namespace {
+
+// Critical path and energies of a plan given each node's measurement.
+template <typename MeasurementOf>
+MeasuredFigures evaluate(const EnergyProblem& problem, MeasurementOf measurement_of) {
   const std::size_t n = problem.dag.num_nodes();
   std::vector<double> durations(n);
   MeasuredFigures figures;
   double busy = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    const Measurement& m = problem.chosen(static_cast<Dag::NodeId>(i), choice).measurement;
+    const Measurement& m = measurement_of(static_cast<Dag::NodeId>(i));
     durations[i] = m.time_s;
     busy += m.time_s;
     figures.computation_energy_j += m.energy_j;
@@ -92,6 +96,16 @@ MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoi
   figures.blocking_energy_j = problem.p_blocking * (problem.num_gpus() * figures.time_s - busy);
   figures.energy_j = figures.computation_energy_j + figures.blocking_energy_j;
   return figures;
+}
+
+}  // namespace
+
+MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice) {
+  return evaluate(problem, [&](Dag::NodeId n) -> const Measurement& { return problem.chosen(n, choice).measurement; });
+}
+
+MeasuredFigures evaluate_highest_clock(const EnergyProblem& problem) {
+  return evaluate(problem, [&](Dag::NodeId n) -> const Measurement& { return problem.options_of(n).highest_clock; });
 }
 
 OptionChoice fastest_choice(const EnergyProblem& problem) {

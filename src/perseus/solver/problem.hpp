@@ -47,7 +47,11 @@ struct MeasuredFigures {
 
 MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice);
 
-// All-max plan: every operation at its fastest option.
+// The same figures for "all-max": every instruction at its highest measured clock
+// (OperationOptions::highest_clock), which the Pareto filter may have dropped.
+MeasuredFigures evaluate_highest_clock(const EnergyProblem& problem);
+
+// Every operation at its fastest option: the fastest plan, at T_min.
 OptionChoice fastest_choice(const EnergyProblem& problem);
 // All-slowest plan (the minimum-energy start of the crawl).
 OptionChoice slowest_choice(const EnergyProblem& problem);

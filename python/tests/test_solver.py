@@ -1,0 +1,123 @@
+"""The solver from Python: profile -> frontier -> plans, selection, plan files."""
+
+import os
+import pathlib
+
+import pytest
+
+import perseus
+from conftest import CLOCKS, synthetic_csv
+
+P_BLOCKING = 80.0
+SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "profiles"
+
+
+def one_f_one_b(stages: int, microbatches: int, s: int):
+    """Instruction names of stage s in 1F1B order (formats.md)."""
+    warmup = min(stages - s - 1, microbatches)
+    names = ["forward"] * warmup
+    forwards, backwards = warmup, 0
+    while backwards < microbatches:
+        if forwards < microbatches:
+            names.append("forward")
+            forwards += 1
+        names.append("backward")
+        backwards += 1
+    return names
+
+
+@pytest.fixture
+def frontier(profile_csv):
+    profile = perseus.Profile.parse_csv(profile_csv, "synthetic")
+    return perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, unit_time=0.001)
+
+
+def test_frontier_is_pareto_fastest_first(frontier):
+    assert len(frontier) >= 2
+    times, effective = frontier.times, frontier.effective_energies
+    assert all(a < b for a, b in zip(times, times[1:])), "times must rise from T_min to T*"
+    assert all(a > b for a, b in zip(effective, effective[1:])), "a slower point must cost less"
+    assert frontier.t_min == times[0] and frontier.t_star == times[-1]
+    # T_min is as fast as running everything at the highest clock.
+    assert frontier.t_min == pytest.approx(frontier.all_max["time_s"], rel=1e-12)
+    # Energies as formats.md defines them: computation plus blocking.
+    for i in range(len(frontier)):
+        point = frontier.point(i)
+        assert point["energy_j"] == pytest.approx(point["computation_energy_j"] + point["blocking_energy_j"])
+        assert point["effective_energy_j"] == pytest.approx(
+            point["energy_j"] - P_BLOCKING * frontier.stages * point["time_s"])
+
+
+def test_plans_follow_the_schedule_and_use_measured_clocks(frontier):
+    for i in (0, len(frontier) // 2, len(frontier) - 1):
+        plan = frontier.plan(i)
+        assert len(plan) == 2
+        for s, stage in enumerate(plan):
+            assert [name for name, _ in stage] == one_f_one_b(2, 4, s)
+            assert all(mhz in CLOCKS for _, mhz in stage)
+    # The slowest plan runs at lower clocks overall than the fastest.
+    fastest = sum(mhz for stage in frontier.plan(0) for _, mhz in stage)
+    slowest = sum(mhz for stage in frontier.plan(len(frontier) - 1) for _, mhz in stage)
+    assert slowest < fastest
+    as_json = frontier.plan_json(0)
+    assert as_json["schema"] == "perseus.plan/1"
+    assert as_json["time_s"] == pytest.approx(frontier.t_min)
+
+
+def test_selection_for_a_deadline(frontier):
+    assert frontier.select(frontier.t_min * 0.999) is None
+    assert frontier.select(frontier.t_star * 2) == len(frontier) - 1
+    assert frontier.select(frontier.t_min) == 0
+    deadline = (frontier.t_min + frontier.t_star) / 2
+    i = frontier.select(deadline)
+    assert frontier.times[i] <= deadline < frontier.times[i + 1]
+    # A straggler stretches the iteration: the wait is spent blocking.
+    stretched = frontier.energy_at(0, frontier.t_min + 1.0)
+    assert stretched == pytest.approx(frontier.energies[0] + P_BLOCKING * 2 * 1.0)
+    with pytest.raises(IndexError):
+        frontier.point(len(frontier))
+
+
+def test_written_frontier_reads_back_and_selects_the_same(frontier, tmp_path):
+    out = tmp_path / "frontier"
+    frontier.write(out)
+    entries = perseus.read_frontier(out)
+    assert [e["time_s"] for e in entries] == pytest.approx(frontier.times, rel=1e-9)
+    deadline = (frontier.t_min + frontier.t_star) / 2
+    assert perseus.select(out, deadline) == frontier.select(deadline)
+    plan_file = out / entries[0]["plan_file"]
+    assert perseus.read_freqs_pipeline(plan_file) == frontier.plan(0)
+    assert perseus.parse_freqs_pipeline(frontier.freqs_pipeline(1)) == frontier.plan(1)
+    with pytest.raises(perseus.InputError):
+        frontier.write(out)  # exists, and force is off
+
+
+def test_plan_files_are_data_never_code(tmp_path):
+    marker = tmp_path / "pwned"
+    text = f"[[('forward', __import__('os').system('touch {marker}'))]]\n"
+    with pytest.raises(perseus.InputError):
+        perseus.parse_freqs_pipeline(text, "evil.py")
+    assert not marker.exists()
+
+
+def test_bad_profiles_name_the_line():
+    with pytest.raises(perseus.InputError, match=r":2"):
+        perseus.Profile.parse_csv("stage,instruction,frequency,time,energy\n0,forward,1410,abc,1\n", "bad.csv")
+    with pytest.raises(perseus.InputError):
+        perseus.Profile.parse_csv("", "empty.csv")
+    profile = perseus.Profile.parse_csv(synthetic_csv(2), "two-stages")
+    with pytest.raises(perseus.InputError):  # 3 stages asked of a 2-stage profile
+        perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, stages=3)
+
+
+@pytest.mark.skipif(not (SHARED / "bloom-176b+a100-sxm.csv").exists(), reason="shared profiles not present")
+def test_the_shared_bloom_profile():
+    profile = perseus.Profile.read_csv(SHARED / "bloom-176b+a100-sxm.csv")
+    assert profile.num_stages == 8
+    frontier = perseus.optimize(profile, microbatches=12, p_blocking=83.64, unit_time=0.001)
+    assert len(frontier) > 100
+    # The reference crawl spans 3.436 s down to 2.797 s in its planned time (golden file); the
+    # measured frontier spans about the same range.
+    assert 2.7 < frontier.t_min < 2.9 and 3.3 < frontier.t_star < 3.6
+    assert frontier.energies[0] > frontier.energies[-1]
+    assert all(len(stage) == 24 for stage in frontier.plan(0))

@@ -1,0 +1,112 @@
+// The models and GPUs the planner knows: architecture hyperparameters as published, GPU
+// datasheet figures, and the energy model's parameters calibrated against measured profiles.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace perseus::planner {
+
+enum class ModelFamily { kGpt, kBloom, kBert, kT5, kLlama, kWideResNet };
+std::string_view to_string(ModelFamily family);
+
+// A Transformer's shape. Decoder-only models (GPT, Bloom, Llama) use `layers`; BERT uses
+// `layers` encoder layers; T5 has `layers` encoder and `decoder_layers` decoder layers.
+struct TransformerShape {
+  int layers = 0;
+  int decoder_layers = 0;       // T5 only
+  int hidden = 0;               // d_model
+  int heads = 0;
+  int kv_heads = 0;             // grouped-query attention (Llama 3); equals heads otherwise
+  int head_dim = 0;             // heads * head_dim is the attention width (T5-3B: 4096 != d_model)
+  int ffn_hidden = 0;
+  bool gated_mlp = false;       // SwiGLU (Llama): three ffn matrices instead of two
+  bool biases = true;           // GPT/Bloom/BERT linear layers have biases; T5/Llama do not
+  bool dropout = true;          // dropout masks are stashed for the backward pass
+  int vocab = 0;
+  int seq_len = 0;              // decoder-only / encoder sequence length
+  int decoder_seq_len = 0;      // T5 target length
+  bool learned_positions = false;  // GPT, BERT: a seq_len x hidden position table
+  bool tied_embeddings = true;     // the LM head reuses the input embedding
+  bool embedding_norm = false;     // Bloom: LayerNorm right after the word embedding
+  int token_types = 0;             // BERT segment embeddings
+
+  int attention_width() const { return heads * head_dim; }
+  int kv_width() const { return kv_heads * head_dim; }
+};
+
+// Wide-ResNet (Zagoruyko & Komodakis 2016) on ResNet-50/101 bottlenecks (He et al. 2016),
+// widened as torchvision does: the 3x3 bottleneck width is planes * width_factor, the block
+// output stays planes * 4.
+struct ConvNetShape {
+  int depth = 0;          // 50 or 101
+  int width_factor = 0;   // 2 for torchvision's wide_resnet50_2; 8 here
+  int image_size = 224;
+  int classes = 1000;
+};
+
+struct ModelSpec {
+  std::string name;          // catalogue key, e.g. "gpt3-13b"
+  ModelFamily family = ModelFamily::kGpt;
+  std::string description;
+  std::string source;        // where the hyperparameters are published
+  TransformerShape transformer;
+  ConvNetShape convnet;
+  int default_global_batch = 0;   // sequences (images) per iteration, as published
+  double published_parameters = 0.0;
+
+  bool is_transformer() const { return family != ModelFamily::kWideResNet; }
+};
+
+// The energy model of one GPU (energy_model.hpp explains each term). Fitted against the
+// measured profiles by `calibrate`, or transferred from a sibling GPU.
+struct EnergyModelParams {
+  double gemm_efficiency_forward = 0.7;   // achieved share of peak FLOP/s at the top clock
+  double gemm_efficiency_backward = 0.7;
+  double memory_factor_forward = 1.0;     // bandwidth-bound traffic multiplier
+  double memory_factor_backward = 1.0;
+  double collective_scale = 1.0;          // multiplies the tensor-parallel collective bandwidth
+  double static_power_w = 100.0;          // drawn whenever the GPU computes
+  double compute_power_w = 300.0;         // dynamic power at the top clock, compute-bound
+  double memory_power_w = 50.0;           // dynamic power at the top clock, bandwidth-bound
+  double voltage_floor = 0.8;             // V(f)/V(f_max) never drops below this
+  double power_limit_w = 400.0;           // the clock throttles to stay under this
+};
+
+struct GpuSpec {
+  std::string name;           // catalogue key, e.g. "a100-sxm"
+  std::string description;
+  std::string source;
+  double peak_flops = 0.0;            // dense FP16/BF16 tensor-core FLOP/s at the top clock
+  double memory_bandwidth = 0.0;      // B/s
+  double memory_bytes = 0.0;
+  int min_mhz = 0;                    // supported SM clocks: min..max in step_mhz steps
+  int max_mhz = 0;
+  int step_mhz = 15;
+  int profile_min_mhz = 0;            // default lowest clock of a synthetic profile
+  double tdp_w = 0.0;
+  double idle_power_w = 0.0;
+  double p_blocking_w = 0.0;          // power while blocked on communication
+  int gpus_per_node = 8;
+  std::string intra_node_link;
+  double intra_node_busbw = 0.0;      // NCCL all-reduce bus bandwidth inside a node, B/s
+  double p2p_bandwidth = 0.0;         // point-to-point inside a node, B/s
+  double inter_node_bandwidth = 0.0;  // per GPU across nodes (InfiniBand), B/s
+  EnergyModelParams energy;
+  std::string calibration;            // how `energy` was obtained, and its error
+  bool calibrated = false;            // fitted on this GPU's own measurements
+};
+
+const std::vector<ModelSpec>& model_catalogue();
+const std::vector<GpuSpec>& gpu_catalogue();
+
+// Case-insensitive lookups; InputError listing the known names otherwise.
+const ModelSpec& find_model(std::string_view name);
+const GpuSpec& find_gpu(std::string_view name);
+
+// Frequencies a GPU supports, highest first, from `max_mhz` down to `lowest_mhz`
+// (clamped to the supported range) in step_mhz steps.
+std::vector<int> supported_frequencies(const GpuSpec& gpu, int lowest_mhz);
+
+}  // namespace perseus::planner

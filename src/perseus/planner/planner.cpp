@@ -1,0 +1,312 @@
+#include "perseus/planner/planner.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "perseus/model/instruction.hpp"
+
+namespace perseus::planner {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+void report(const PlanRequest& request, const std::string& message) {
+  if (request.progress) request.progress(message);
+}
+
+// 1, 2 or 5 times a power of ten, at least `value`.
+double round_up_125(double value) {
+  const double decade = std::pow(10.0, std::floor(std::log10(value)));
+  for (double k : {1.0, 2.0, 5.0, 10.0}) {
+    if (k * decade >= value * (1.0 - 1e-12)) return k * decade;
+  }
+  return 10.0 * decade;
+}
+
+// Enough resolution for the shortest operation's range of durations (25 units, as the reference
+// has with 1 ms on A100 forwards), but at most about 20,000 crawl steps.
+double choose_unit_time(const Profile& profile, int stages, int microbatches) {
+  double smallest_range = std::numeric_limits<double>::infinity();
+  double slowest_stage_span = 0.0;
+  for (int s = 0; s < stages; ++s) {
+    double span = 0.0;
+    for (InstructionKind kind : {InstructionKind::kForward, InstructionKind::kBackward}) {
+      const OperationProfile* op = profile.find(s, kind);
+      if (!op) continue;
+      double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+      for (const Measurement& m : op->measurements) {
+        lo = std::min(lo, m.time_s);
+        hi = std::max(hi, m.time_s);
+      }
+      if (hi > lo) smallest_range = std::min(smallest_range, hi - lo);
+      span += hi - lo;
+    }
+    slowest_stage_span = std::max(slowest_stage_span, span);
+  }
+  if (!std::isfinite(smallest_range)) return 1e-3;
+  const double crawl_span = (microbatches + stages - 1.0) * slowest_stage_span;
+  return round_up_125(std::max(smallest_range / 25.0, crawl_span / 20000.0));
+}
+
+std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / kGiB); }
+
+// What would fit when nothing fits on the requested GPUs: the same model on 2x, 4x, ... GPUs.
+std::string what_would_fit(const ModelSpec& model, const ClusterSpec& cluster, const SweepOptions& options) {
+  for (int factor = 2; factor <= 1024; factor *= 2) {
+    ClusterSpec bigger = cluster;
+    bigger.num_gpus = cluster.num_gpus * factor;
+    SweepOptions relaxed = options;
+    relaxed.tensor = relaxed.pipeline = relaxed.data = 0;
+    try {
+      const auto estimates = sweep_configurations(model, bigger, relaxed);
+      if (estimates.front().fits) {
+        return fmt::format("it would fit on {} GPUs, e.g. {} ({} per GPU)", bigger.num_gpus,
+                           describe(estimates.front().config), gib(estimates.front().memory.total_bytes));
+      }
+    } catch (const InputError&) {
+    }
+  }
+  return "no configuration up to 1024x as many GPUs fits either";
+}
+
+}  // namespace
+
+std::string_view to_string(PartitionMethod method) {
+  switch (method) {
+    case PartitionMethod::kMinImbalance: return "min-imbalance";
+    case PartitionMethod::kMinMax: return "min-max";
+    case PartitionMethod::kUniform: return "uniform";
+  }
+  return "unknown";
+}
+
+PartitionMethod parse_partition_method(std::string_view name) {
+  std::string key(name);
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (key == "min-imbalance" || key == "perseus") return PartitionMethod::kMinImbalance;
+  if (key == "min-max" || key == "balanced") return PartitionMethod::kMinMax;
+  if (key == "uniform") return PartitionMethod::kUniform;
+  throw InputError("unknown partition method '" + std::string(name) + "'; known methods: min-imbalance, min-max, uniform");
+}
+
+std::vector<double> layer_forward_times(const EnergyModel& model, std::span<const LayerCost> layers,
+                                        int tensor_parallel) {
+  const double bw = collective_bandwidth(model.gpu(), tensor_parallel, model.params().collective_scale);
+  std::vector<double> out;
+  out.reserve(layers.size());
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const OperationWork work = operation_work(layers.subspan(l, 1), InstructionKind::kForward);
+    out.push_back(model.time_at_max(work, InstructionKind::kForward, bw));
+  }
+  return out;
+}
+
+Partition partition_layers(const EnergyModel& model, std::span<const LayerCost> layers, int tensor_parallel,
+                           int stages, PartitionMethod method) {
+  const std::vector<double> weights = layer_forward_times(model, layers, tensor_parallel);
+  switch (method) {
+    case PartitionMethod::kMinImbalance: return min_imbalance_partition(weights, stages);
+    case PartitionMethod::kMinMax: return min_max_partition(weights, stages);
+    case PartitionMethod::kUniform: return uniform_partition(weights, stages);
+  }
+  throw InputError("unknown partition method");
+}
+
+PlanReport plan_training(const PlanRequest& request) {
+  PlanReport out;
+  const ModelSpec& model = find_model(request.model);
+  const GpuSpec& gpu = find_gpu(request.gpu);
+  out.model = &model;
+  out.gpu = &gpu;
+  if (request.num_gpus < 1) throw InputError("plan: --gpus must be at least 1");
+  if (request.global_batch < 0) throw InputError("plan: --global-batch must be positive");
+  out.global_batch = request.global_batch > 0 ? request.global_batch : model.default_global_batch;
+  out.cluster = ClusterSpec{&gpu, request.num_gpus, 0, 0.0};
+  const int node = out.cluster.nodes_gpus_per_node();
+
+  for (auto [value, name] : {std::pair{request.tensor, "--tensor-parallel"}, std::pair{request.pipeline, "--pipeline-parallel"},
+                             std::pair{request.data, "--data-parallel"}}) {
+    if (value < 0) throw InputError(fmt::format("plan: {} must be positive", name));
+    if (value > 0 && request.num_gpus % value != 0) {
+      throw InputError(fmt::format("plan: {} {} does not divide the {} GPUs", name, value, request.num_gpus));
+    }
+  }
+  const long long fixed_product = static_cast<long long>(std::max(request.tensor, 1)) * std::max(request.pipeline, 1) *
+                                  std::max(request.data, 1);
+  if (request.num_gpus % fixed_product != 0) {
+    throw InputError(fmt::format("plan: the fixed degrees multiply to {}, which does not divide the {} GPUs",
+                                 fixed_product, request.num_gpus));
+  }
+  if (request.tensor > 0 && request.pipeline > 0 && request.data > 0 && fixed_product != request.num_gpus) {
+    throw InputError(fmt::format("plan: t*p*d = {} but there are {} GPUs", fixed_product, request.num_gpus));
+  }
+
+  SweepOptions sweep;
+  sweep.global_batch = out.global_batch;
+  sweep.tensor = request.tensor;
+  sweep.pipeline = request.pipeline;
+  sweep.data = request.data;
+  if (request.microbatch_size > 0) sweep.microbatch_sizes = {request.microbatch_size};
+  const PipelineSchedule schedule = parse_pipeline_schedule(request.schedule);
+  sweep.schedules = {schedule};
+  if (!request.allow_recompute || schedule == PipelineSchedule::kPipeDream ||
+      schedule == PipelineSchedule::kPipeDream2BW) {
+    sweep.recompute = {false};
+  }
+  if (schedule == PipelineSchedule::k1F1BRecompute) sweep.recompute = {true};
+
+  report(request, fmt::format("sweeping configurations of {} on {} {} GPUs", model.name, request.num_gpus, gpu.name));
+  const std::vector<ConfigEstimate> estimates = sweep_configurations(model, out.cluster, sweep);
+  out.configurations_valid = estimates.size();
+  out.configurations_fit = std::count_if(estimates.begin(), estimates.end(), [](const auto& e) { return e.fits; });
+  if (out.configurations_fit == 0) {
+    const ConfigEstimate& leanest = estimates.front();
+    const bool constrained = request.tensor || request.pipeline || request.data || request.microbatch_size ||
+                             !request.allow_recompute;
+    std::string message = fmt::format("{} does not fit on {} {} GPUs ({:.0f} GiB each){}: the leanest configuration "
+                                      "({}) needs {} per GPU",
+                                      model.name, request.num_gpus, gpu.name, gpu.memory_bytes / kGiB,
+                                      constrained ? " with the degrees given" : "", describe(leanest.config),
+                                      gib(leanest.memory.total_bytes));
+    if (constrained) {
+      SweepOptions free = sweep;
+      free.tensor = free.pipeline = free.data = 0;
+      free.microbatch_sizes = SweepOptions{}.microbatch_sizes;
+      free.recompute = {false, true};
+      std::string suggestion;
+      try {
+        const auto any = sweep_configurations(model, out.cluster, free);
+        if (any.front().fits) {
+          suggestion = fmt::format("on {} GPUs, {} fits ({} per GPU)", request.num_gpus, describe(any.front().config),
+                                   gib(any.front().memory.total_bytes));
+        }
+      } catch (const InputError&) {
+      }
+      if (!suggestion.empty()) throw InputError(message + "; " + suggestion);
+    }
+    throw InputError(message + "; " + what_would_fit(model, out.cluster, sweep));
+  }
+  out.chosen = estimates.front();
+  for (std::size_t i = 1; i < estimates.size() && out.runners_up.size() < 4; ++i) {
+    if (estimates[i].fits) out.runners_up.push_back(estimates[i]);
+  }
+  const ParallelConfig& config = out.chosen.config;
+
+  // Why this configuration.
+  out.reasons.push_back(fmt::format(
+      "configuration {}: the fastest of {} that fit in {:.0f} GiB (of {} valid): about {:.3f} s an iteration, "
+      "{:.0f}% model FLOPs utilisation, {} per GPU",
+      describe(config), out.configurations_fit, gpu.memory_bytes / kGiB, out.configurations_valid,
+      out.chosen.iteration_time_s, 100.0 * out.chosen.model_flops_utilization, gib(out.chosen.memory.total_bytes)));
+  if (config.tensor > 1) {
+    out.reasons.push_back(fmt::format("tensor parallelism {} {} a node of {} GPUs ({}){}", config.tensor,
+                                      out.chosen.tensor_within_node ? "stays inside" : "spans more than", node,
+                                      gpu.intra_node_link,
+                                      out.chosen.tensor_within_node
+                                          ? ": its all-reduces in every layer stay on the fast link (Megatron-LM guidance)"
+                                          : ": its all-reduces cross the network, against Megatron-LM's guidance"));
+  } else {
+    out.reasons.push_back("no tensor parallelism: the model fits without splitting its layers");
+  }
+  if (config.pipeline > 1) {
+    out.reasons.push_back(fmt::format("pipeline parallelism {}{}: bubble {:.1f}% with {} microbatches per pipeline",
+                                      config.pipeline, out.chosen.pipeline_across_nodes ? " across nodes" : " inside a node",
+                                      100.0 * out.chosen.bubble_fraction, config.microbatches));
+  }
+  if (config.data > 1) {
+    out.reasons.push_back(fmt::format("data parallelism {} for the remaining GPUs: a {} gradient all-reduce takes "
+                                      "about {:.3f} s an iteration",
+                                      config.data, gib(out.chosen.data_bytes), out.chosen.data_parallel_s));
+  }
+  if (config.recompute) {
+    out.reasons.push_back("activation recomputation: without it the activations do not fit");
+  }
+  if (!out.runners_up.empty()) {
+    const ConfigEstimate& next = out.runners_up.front();
+    out.reasons.push_back(fmt::format("next best: {} ({:+.1f}% iteration time)", describe(next.config),
+                                      100.0 * (next.iteration_time_s / out.chosen.iteration_time_s - 1.0)));
+  }
+
+  // Partition at the chosen microbatch size and tensor parallelism.
+  out.layers = model_layers(model, Workload{config.microbatch_size, config.tensor, 0, config.sequence_parallel, false});
+  const EnergyModel energy(gpu, gpu.energy);
+  const int virtual_stages = config.pipeline * config.chunks;
+  out.partition_method = request.partition;
+  out.partition = partition_layers(energy, out.layers, config.tensor, virtual_stages, request.partition);
+  out.uniform_partition = partition_layers(energy, out.layers, config.tensor, virtual_stages, PartitionMethod::kUniform);
+  out.reasons.push_back(fmt::format(
+      "partition {}: {} layers into {} stages, forward-time imbalance {:.3f} (equal layer counts: {:.3f})",
+      to_string(request.partition), out.layers.size(), virtual_stages, out.partition.imbalance_ratio,
+      out.uniform_partition.imbalance_ratio));
+
+  // The profile of every (virtual) stage, the schedule, and the frontier.
+  out.profile = synthesize_profile(energy, out.layers, out.partition.boundaries, config.tensor, {},
+                                   fmt::format("synthetic {} on {} ({})", model.name, gpu.name, describe(config)));
+  out.reasons.push_back(gpu.calibrated
+                            ? fmt::format("profile synthesised from {}'s energy model, calibrated on measured profiles",
+                                          gpu.name)
+                            : fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, gpu.calibration));
+  out.schedule = ScheduleSpec{core_schedule_kind(config.schedule), config.pipeline, config.microbatches, config.chunks,
+                              false};
+  if (config.recompute && config.schedule != PipelineSchedule::k1F1BRecompute) {
+    out.warnings.push_back(fmt::format("the core builds recomputation instructions only for 1F1B; the {} frontier "
+                                       "leaves them out, so its times miss one forward per microbatch",
+                                       to_string(config.schedule)));
+  }
+  if (!flushes(config.schedule)) {
+    out.reasons.push_back(fmt::format("{} has no flush: the frontier is computed on a steady-state window of {} "
+                                      "microbatches in the 1F1B order",
+                                      to_string(config.schedule), config.microbatches));
+  }
+  out.p_blocking = request.p_blocking > 0.0 ? request.p_blocking : gpu.p_blocking_w;
+  out.unit_time = request.unit_time > 0.0 ? request.unit_time
+                                          : choose_unit_time(out.profile, virtual_stages, config.microbatches);
+  if (request.unit_time <= 0.0) {
+    out.reasons.push_back(fmt::format("unit time {:g} s: at least 25 steps across the shortest operation's range "
+                                      "of durations, at most about 20,000 crawl steps",
+                                      out.unit_time));
+  }
+  if (!request.solve) return out;
+
+  std::vector<Warning> warnings;
+  report(request, fmt::format("building the {} DAG: {} stages x {} microbatches", to_string(out.schedule.kind),
+                              out.schedule.stages, out.schedule.microbatches));
+  out.problem.emplace(make_problem(out.profile, out.schedule, OptionsConfig{out.unit_time, out.p_blocking, {}}, &warnings));
+  for (const Warning& w : warnings) out.warnings.push_back(w.message);
+  CrawlOptions crawl_options;
+  if (request.progress) {
+    crawl_options.progress = [&](std::size_t steps, std::int64_t time_q, std::int64_t t_min_q) {
+      report(request, fmt::format("crawl step {} (time {} units, T_min {})", steps, time_q, t_min_q));
+    };
+  }
+  report(request, fmt::format("crawling the frontier ({} nodes)", out.problem->dag.num_nodes()));
+  out.crawl = crawl_frontier(*out.problem, crawl_options);
+  FrontierOptions frontier_options;
+  out.frontier = build_frontier(*out.problem, out.crawl, frontier_options);
+  out.solved = true;
+
+  const FrontierPoint& fastest = out.frontier.t_min_point();
+  out.savings_at_t_min_j = out.frontier.all_max.energy_j - fastest.measured.energy_j;
+  out.savings_at_t_min_fraction = out.savings_at_t_min_j / out.frontier.all_max.energy_j;
+  const double s = out.problem->num_gpus();
+  for (double slowdown : request.straggler_slowdowns) {
+    if (!(slowdown >= 1.0)) throw InputError("plan: straggler slowdowns must be at least 1");
+    StragglerSaving row;
+    row.slowdown = slowdown;
+    row.straggler_time_s = slowdown * fastest.measured.time_s;
+    const FrontierPoint* point = select_for_deadline(out.frontier, row.straggler_time_s);
+    if (!point) continue;
+    row.plan_time_s = point->measured.time_s;
+    const double wait = std::max(0.0, row.straggler_time_s - out.frontier.all_max.time_s);
+    row.baseline_energy_j = out.frontier.all_max.energy_j + out.p_blocking * s * wait;
+    row.perseus_energy_j = energy_at(*out.problem, *point, std::max(row.straggler_time_s, point->measured.time_s));
+    row.savings_fraction = 1.0 - row.perseus_energy_j / row.baseline_energy_j;
+    out.stragglers.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace perseus::planner

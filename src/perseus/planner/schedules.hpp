@@ -1,0 +1,71 @@
+// The schedules of the PipeDream / PipeDream-2BW / Megatron-LM line of work beyond what the
+// core builds, and the memory footprint of every schedule: how many microbatches' activations
+// and how many weight versions a stage keeps.
+//
+// Update semantics (W(t): weights after t updates, nu: learning rate):
+// - GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, 1F1B with recomputation: synchronous.
+//   The pipeline flushes each iteration; W(t+1) = W(t) - nu * grad f(W(t)). One weight version.
+// - PipeDream (Narayanan et al., SOSP'19): asynchronous 1F1B, no flush; every backward updates
+//   the stage's weights. Weight stashing keeps, for each in-flight microbatch, the version its
+//   forward used so its backward uses the same one: stage s keeps S - s versions. Stages see
+//   different versions (no vertical sync): stage s computes with W(t - S + s + 1).
+// - PipeDream-2BW (Narayanan et al., ICML'21): 1F1B without flush; gradients accumulate over
+//   m >= S microbatches and a new version is made every m microbatches; double buffering keeps 2
+//   versions: W(t+1) = W(t) - nu * grad f(W(t-1)) (1-stale), the same delay on every stage.
+// - Early recomputation (Merak; Korthikanti et al. for the memory): only each layer's input
+//   is stashed per in-flight microbatch, plus one microbatch's full activations while recomputing.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perseus/schedule/schedule.hpp"
+
+namespace perseus::planner {
+
+enum class PipelineSchedule {
+  kGPipe,
+  k1F1B,              // PipeDream-Flush / Megatron's default
+  kInterleaved1F1B,   // Megatron-LM virtual pipeline
+  k1F1BRecompute,     // 1F1B with early recomputation
+  kPipeDream,         // asynchronous 1F1B with weight stashing
+  kPipeDream2BW,      // double-buffered weights, gradient accumulation, no flush
+};
+std::string_view to_string(PipelineSchedule kind);
+// Case-insensitive; "pipedream-flush" is an alias of 1f1b. InputError listing the names.
+PipelineSchedule parse_pipeline_schedule(std::string_view name);
+std::string_view update_semantics(PipelineSchedule kind);
+bool flushes(PipelineSchedule kind);  // synchronous schedules drain the pipeline every iteration
+// The core schedule kind that orders the same instructions (the asynchronous schedules run the
+// 1F1B order without a flush).
+ScheduleKind core_schedule_kind(PipelineSchedule kind);
+
+// Closed forms, S stages, M microbatches per iteration (per weight update for 2BW), v chunks.
+struct StageFootprint {
+  int activation_stashes = 0;   // microbatches (chunk-microbatches when interleaved) stashed at peak
+  int full_activations = 0;     // of those, how many hold every activation (the rest only inputs)
+  int weight_versions = 1;
+};
+std::vector<StageFootprint> memory_footprint(PipelineSchedule kind, int stages, int microbatches, int chunks = 1);
+// Idle share of a flushing iteration: (S-1)/M, (S-1)/(v*M) interleaved; 0 for no flush (steady state).
+double bubble_fraction(PipelineSchedule kind, int stages, int microbatches, int chunks = 1);
+// Iteration time with equal per-stage forward/backward times and no communication:
+// (M + (S-1)/v)(t_f + t_b) flushing (GPipe, 1F1B, interleaved; + t_f recomputation),
+// M(t_f + t_b) per iteration in the steady state of PipeDream and 2BW.
+double iteration_time_closed_form(PipelineSchedule kind, int stages, int microbatches, int chunks, double t_forward,
+                                  double t_backward);
+
+// PipeDream and 2BW as a steady-state window: `window` consecutive microbatches in the 1F1B order
+// with no flush (warm-up only at the window's start, as after a restart). A Schedule the core's
+// Dag accepts; its critical path grows by the bottleneck stage's F + B per extra microbatch.
+Schedule async_window_schedule(int stages, int window);
+
+// Counted on a schedule: per stage, the most microbatches forwarded and not yet backwarded.
+std::vector<int> peak_in_flight(const Schedule& schedule);
+// Weight versions a stage must keep, simulated on a schedule under the update rule of `kind`:
+// PipeDream updates after every backward, 2BW after every `accumulation` backwards; a version
+// lives while it is the latest or a stashed microbatch still needs it.
+std::vector<int> simulated_weight_versions(PipelineSchedule kind, const Schedule& schedule, int accumulation = 1);
+
+}  // namespace perseus::planner

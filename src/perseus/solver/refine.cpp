@@ -1,0 +1,295 @@
+#include "perseus/solver/refine.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "perseus/solver/max_flow.hpp"
+
+namespace perseus {
+namespace {
+
+// Slack comparisons tolerate float noise in summed measured times.
+constexpr double kTimeEpsilon = 1e-9;
+// An improvement must beat float noise in summed energies.
+constexpr double kEnergyEpsilon = 1e-9;
+
+}  // namespace
+
+PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), index_(problem.operations.size()) {
+  // The repair's flow network over the whole activity-on-arc graph (source 0, sink 1,
+  // left(v) = 2 + 2v, right(v) = 3 + 2v), built once: each repair step only sets capacities.
+  const Dag& dag = problem.dag;
+  const std::size_t n = dag.num_nodes();
+  repair_network_.reset(static_cast<int>(2 + 2 * n));
+  repair_arcs_.source.assign(n, -1);
+  repair_arcs_.sink.assign(n, -1);
+  repair_arcs_.dependency_begin.assign(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<Dag::NodeId>(i);
+    repair_arcs_.op.push_back(repair_network_.add_arc(2 + 2 * v, 3 + 2 * v));
+    if (dag.predecessors(v).empty()) repair_arcs_.source[i] = repair_network_.add_arc(0, 2 + 2 * v);
+    if (dag.successors(v).empty()) repair_arcs_.sink[i] = repair_network_.add_arc(3 + 2 * v, 1);
+    for (Dag::NodeId w : dag.successors(v)) repair_arcs_.dependency.push_back(repair_network_.add_arc(3 + 2 * v, 2 + 2 * w));
+    repair_arcs_.dependency_begin[i + 1] = repair_arcs_.dependency.size();
+  }
+  for (std::size_t o = 0; o < problem.operations.size(); ++o) {
+    const auto& options = problem.operations[o].options;
+    OperationIndex& index = index_[o];
+    for (const Option& option : options) {
+      index.time.push_back(option.measurement.time_s);
+      index.effective.push_back(option.measurement.energy_j - problem.p_blocking * option.measurement.time_s);
+    }
+    index.by_time.resize(options.size());
+    for (std::size_t k = 0; k < options.size(); ++k) index.by_time[k] = static_cast<std::int32_t>(k);
+    std::stable_sort(index.by_time.begin(), index.by_time.end(),
+                     [&](std::int32_t a, std::int32_t b) { return index.time[a] < index.time[b]; });
+    index.rank.resize(options.size());
+    for (std::size_t j = 0; j < options.size(); ++j) {
+      const std::int32_t k = index.by_time[j];
+      index.rank[k] = static_cast<std::int32_t>(j);
+      index.sorted_time.push_back(index.time[k]);
+      index.best.push_back(j == 0 || index.effective[k] < index.effective[index.best[j - 1]] ? k : index.best[j - 1]);
+    }
+  }
+}
+
+double PlanRefiner::effective_energy(const OptionChoice& choice) const {
+  double total = 0.0;
+  for (std::size_t i = 0; i < choice.size(); ++i) total += effective_of(static_cast<Dag::NodeId>(i), choice[i]);
+  return total;
+}
+
+double PlanRefiner::measured_time(const OptionChoice& choice) const {
+  std::vector<double> duration(choice.size());
+  for (std::size_t i = 0; i < choice.size(); ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
+  return critical_path_length<double>(problem_.dag, duration);
+}
+
+// The cheapest option of node n that takes at most `window` seconds; the current one
+// unless another is strictly cheaper. A binary search over the options sorted by time.
+std::int32_t PlanRefiner::cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
+  const OperationIndex& index = index_of(n);
+  const auto fits = std::upper_bound(index.sorted_time.begin(), index.sorted_time.end(), window + kTimeEpsilon);
+  if (fits == index.sorted_time.begin()) return current;
+  const std::int32_t best = index.best[static_cast<std::size_t>(fits - index.sorted_time.begin()) - 1];
+  return index.effective[best] < index.effective[current] - 1e-12 ? best : current;
+}
+
+std::optional<std::int32_t> PlanRefiner::shifted(Dag::NodeId n, std::int32_t option, int steps) const {
+  const OperationIndex& index = index_of(n);
+  const int position = index.rank[option] - steps;  // by_time is fastest first
+  if (position < 0 || position >= static_cast<int>(index.by_time.size())) return std::nullopt;
+  return index.by_time[static_cast<std::size_t>(position)];
+}
+
+OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s) const {
+  const Dag& dag = problem_.dag;
+  const auto& order = dag.topological_order();
+  const std::size_t n = dag.num_nodes();
+  std::vector<double> earliest_finish(n), latest_start(n);
+  constexpr int kMaxSweeps = 8;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    bool improved = false;
+    // Backward sweep: later operations take the slack in front of them first.
+    double length = 0.0;
+    for (Dag::NodeId v : order) {
+      double start = 0.0;
+      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish[p]);
+      earliest_finish[v] = start + time_of(v, choice[v]);
+      length = std::max(length, earliest_finish[v]);
+    }
+    if (sweep == 0 && length > deadline_s + kTimeEpsilon) return choice;  // misses the deadline already
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Dag::NodeId v = *it;
+      double finish = deadline_s;
+      for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start[s]);
+      const double start = earliest_finish[v] - time_of(v, choice[v]);
+      const std::int32_t best = cheapest_within(v, choice[v], finish - start);
+      improved |= best != choice[v];
+      choice[v] = best;
+      latest_start[v] = finish - time_of(v, best);
+    }
+    // Forward sweep: earlier operations take the slack behind them.
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Dag::NodeId v = *it;
+      double finish = deadline_s;
+      for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start[s]);
+      latest_start[v] = finish - time_of(v, choice[v]);
+    }
+    for (Dag::NodeId v : order) {
+      double start = 0.0;
+      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish[p]);
+      const double finish = latest_start[v] + time_of(v, choice[v]);
+      const std::int32_t best = cheapest_within(v, choice[v], finish - start);
+      improved |= best != choice[v];
+      choice[v] = best;
+      earliest_finish[v] = start + time_of(v, best);
+    }
+    if (!improved) break;
+  }
+  return choice;
+}
+
+std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double deadline_s, double budget_j) const {
+  const Dag& dag = problem_.dag;
+  const std::size_t n = dag.num_nodes();
+  const auto& order = dag.topological_order();
+  std::vector<double> duration(n), start, latest(n);
+  FlowNetwork& flow = repair_network_;
+  flow.clear_flow();  // a flow left by another plan is no start worth restoring
+  const auto left = [](Dag::NodeId v) { return 2 + 2 * v; };
+  const auto right = [](Dag::NodeId v) { return 3 + 2 * v; };
+  while (true) {
+    for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
+    const double length = critical_path_length<double>(dag, duration, &start);
+    if (length <= deadline_s + kTimeEpsilon) return reclaim_slack(std::move(choice), deadline_s);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      double finish = length;
+      for (Dag::NodeId s : dag.successors(*it)) finish = std::min(finish, latest[s]);
+      latest[*it] = finish - duration[*it];
+    }
+    const auto critical = [&](Dag::NodeId v) { return latest[v] - start[v] <= kTimeEpsilon; };
+    // The measured critical DAG's capacities: cutting v speeds it up by one option, for the
+    // effective energy that adds; v at its fastest and the dependencies cannot be cut.
+    double finite_total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<Dag::NodeId>(i);
+      const bool on = critical(v);
+      double capacity = 0.0;
+      if (on) {
+        capacity = FlowNetwork::kUnbounded;
+        if (const auto faster = shifted(v, choice[v], 1)) {
+          capacity = std::max(0.0, effective_of(v, *faster) - effective_of(v, choice[v]));
+          finite_total += capacity;
+        }
+      }
+      flow.set_capacity(repair_arcs_.op[i], capacity);
+      if (repair_arcs_.source[i] >= 0) {
+        flow.set_capacity(repair_arcs_.source[i], on && start[v] <= kTimeEpsilon ? FlowNetwork::kUnbounded : 0.0);
+      }
+      if (repair_arcs_.sink[i] >= 0) {
+        const bool last = on && start[v] + duration[v] >= length - kTimeEpsilon;
+        flow.set_capacity(repair_arcs_.sink[i], last ? FlowNetwork::kUnbounded : 0.0);
+      }
+      const auto successors = dag.successors(v);
+      for (std::size_t j = 0; j < successors.size(); ++j) {
+        const Dag::NodeId w = successors[j];
+        const bool tight = on && critical(w) && start[v] + duration[v] >= start[w] - kTimeEpsilon;
+        flow.set_capacity(repair_arcs_.dependency[repair_arcs_.dependency_begin[i] + j],
+                          tight ? FlowNetwork::kUnbounded : 0.0);
+      }
+    }
+    // A flow above every finite arc's capacity together means the cut goes through an
+    // unbounded arc: some critical path is at its fastest everywhere.
+    if (flow.run(0, 1, 1e-12) > finite_total + 0.5) return std::nullopt;
+    const std::vector<char>& source_side = flow.source_side();
+    bool changed = false;
+    for (Dag::NodeId v : order) {
+      if (critical(v) && source_side[left(v)] && !source_side[right(v)]) {
+        const std::int32_t faster = *shifted(v, choice[v], 1);  // finite arc: v has a faster option
+        budget_j -= effective_of(v, faster) - effective_of(v, choice[v]);
+        choice[v] = faster;
+        changed = true;
+      }
+    }
+    if (!changed) return std::nullopt;  // cannot happen with a finite cut; guards the loop
+    if (budget_j < 0.0) return std::nullopt;
+  }
+}
+
+bool PlanRefiner::try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost) const {
+  trial = reclaim_slack(std::move(trial), deadline_s);
+  const double trial_cost = effective_energy(trial);
+  if (trial_cost >= *cost - kEnergyEpsilon || measured_time(trial) > deadline_s + kTimeEpsilon) return false;
+  *choice = std::move(trial);
+  *cost = trial_cost;
+  return true;
+}
+
+std::vector<double> PlanRefiner::slack(const OptionChoice& choice, double deadline_s) const {
+  const Dag& dag = problem_.dag;
+  const std::size_t n = dag.num_nodes();
+  std::vector<double> duration(n), start, result(n);
+  for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
+  critical_path_length<double>(dag, duration, &start);
+  const auto& order = dag.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    double finish = deadline_s;
+    for (Dag::NodeId s : dag.successors(*it)) finish = std::min(finish, result[s] + start[s]);  // latest start of s
+    result[*it] = finish - duration[*it] - start[*it];
+  }
+  return result;
+}
+
+OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, int max_rounds) const {
+  const Dag& dag = problem_.dag;
+  choice = reclaim_slack(std::move(choice), deadline_s);
+  if (measured_time(choice) > deadline_s + kTimeEpsilon) return choice;
+  double cost = effective_energy(choice);
+  constexpr int kPartnerWindow = 16;  // exchange partners: this many positions either side on a stage
+  constexpr int kMaxShift = 3;        // options faster or slower per move
+  constexpr int kSlowdowns[] = {1, 2, 3, 5, 8};  // options slower in a slow-and-repair move
+  for (int round = 0; round < max_rounds; ++round) {
+    bool improved = false;
+    for (int stage = 0; stage < dag.num_stages(); ++stage) {
+      const auto nodes = dag.stage_nodes(stage);
+      const int count = static_cast<int>(nodes.size());
+      for (int a = 0; a < count; ++a) {
+        const Dag::NodeId u = nodes[a];
+        for (int faster = 1; faster <= kMaxShift; ++faster) {
+          const auto sped_up = shifted(u, choice[u], faster);
+          if (!sped_up) break;
+          OptionChoice trial = choice;
+          trial[u] = *sped_up;
+          bool moved = try_move(trial, deadline_s, &choice, &cost);
+          // Exchanges: the time u gives up goes to one partner, within the partner's slack
+          // in the sped-up plan (so every exchange tried meets the deadline).
+          const std::vector<double> room = moved ? std::vector<double>{} : slack(trial, deadline_s);
+          for (int b = std::max(0, a - kPartnerWindow); !moved && b <= std::min(count - 1, a + kPartnerWindow); ++b) {
+            const Dag::NodeId v = nodes[b];
+            if (v == u) continue;
+            for (int slower = 1; !moved && slower <= kMaxShift; ++slower) {
+              const auto slowed = shifted(v, trial[v], -slower);
+              if (!slowed || time_of(v, *slowed) - time_of(v, trial[v]) > room[v] + kTimeEpsilon) break;
+              OptionChoice exchange = trial;
+              exchange[v] = *slowed;
+              moved = try_move(std::move(exchange), deadline_s, &choice, &cost);
+            }
+          }
+          if (moved) {
+            improved = true;
+            break;
+          }
+        }
+      }
+      // Slow one operation down (by a few options) and let the minimum cut pay
+      // for it elsewhere, anywhere on the critical paths it lengthens.
+      // A slowdown within v's slack is reclaim_slack's to make; one beyond it must save more
+      // than the repair adds (before the final reclaim) to be tried to the end.
+      const std::vector<double> room = slack(choice, deadline_s);
+      for (const Dag::NodeId v : nodes) {
+        for (const int slower : kSlowdowns) {
+          const auto slowed = shifted(v, choice[v], -slower);
+          if (!slowed) break;
+          if (time_of(v, *slowed) - time_of(v, choice[v]) <= room[v] + kTimeEpsilon) continue;
+          OptionChoice trial = choice;
+          trial[v] = *slowed;
+          const double saving = effective_of(v, choice[v]) - effective_of(v, *slowed);
+          auto repaired = repair(std::move(trial), deadline_s, 2.0 * saving);
+          if (repaired && try_move(std::move(*repaired), deadline_s, &choice, &cost)) {
+            improved = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return choice;
+}
+
+OptionChoice reclaim_slack(const EnergyProblem& problem, OptionChoice choice, double deadline_s) {
+  return PlanRefiner(problem).reclaim_slack(std::move(choice), deadline_s);
+}
+
+}  // namespace perseus

@@ -1,0 +1,88 @@
+// Improving plans on the measured options with the iteration held to a deadline: what the
+// crawl's quantised, fitted view leaves on the table (frontier.md, "Known weaknesses").
+//
+// At a deadline D a plan's energy is  sum_i (e_i - p_blocking * t_i) + p_blocking * S * D
+// (formats.md, 'Iteration energy', with the GPUs blocking until D), so every method here
+// minimises the plan's effective energy  sum_i (e_i - p_blocking * t_i)  subject to its
+// measured critical path staying within D.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "perseus/solver/max_flow.hpp"
+#include "perseus/solver/problem.hpp"
+
+namespace perseus {
+
+// Not thread-safe: repair() reuses a flow network it owns (one refiner per thread).
+class PlanRefiner {
+ public:
+  explicit PlanRefiner(const EnergyProblem& problem);
+
+  // Moves every operation to its cheapest option that still fits between its predecessors'
+  // finish and its successors' start. Alternates backward sweeps (later operations take the
+  // slack in front of them) and forward sweeps until nothing improves. A plan slower than
+  // the deadline is returned as it is.
+  OptionChoice reclaim_slack(OptionChoice choice, double deadline_s) const;
+
+  // Makes a plan that is slower than the deadline meet it: speeds up, one option at a time,
+  // the operations of a minimum cut of its measured critical DAG (the cut that adds the
+  // least effective energy, a Phillips-Dessouky step on the measured options), then reclaims
+  // slack. nullopt when some path is slower than the deadline even at its fastest options,
+  // or when the speed-ups add more than `budget_j` of effective energy.
+  std::optional<OptionChoice> repair(OptionChoice choice, double deadline_s,
+                                     double budget_j = std::numeric_limits<double>::infinity()) const;
+
+  // Local search on top of reclaim_slack. Moves, each followed by reclaim_slack and kept if
+  // the effective energy drops: run one operation one or two options faster (which frees
+  // time for others); run one slower and repair the deadline elsewhere; and exchange time
+  // between two nearby operations of one stage (one faster, the other slower), which moves
+  // slack along a stage where single moves cannot. Costs a few hundred reclaim_slack calls
+  // per round on a small pipeline: meant for DAGs of up to a few hundred nodes.
+  OptionChoice local_search(OptionChoice choice, double deadline_s, int max_rounds = 8) const;
+
+  // Sum over nodes of energy - p_blocking * time.
+  double effective_energy(const OptionChoice& choice) const;
+  // The plan's critical path over measured times.
+  double measured_time(const OptionChoice& choice) const;
+
+ private:
+  struct OperationIndex {
+    std::vector<double> time, effective;  // per option index
+    std::vector<std::int32_t> by_time;    // option indices, fastest first
+    std::vector<double> sorted_time;      // time of by_time[j]
+    std::vector<std::int32_t> best;       // best[j]: least effective energy among by_time[0..j]
+    std::vector<std::int32_t> rank;       // rank[k]: position of option k in by_time
+  };
+  const OperationIndex& index_of(Dag::NodeId n) const { return index_[problem_.node_operation[n]]; }
+  double time_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).time[option]; }
+  double effective_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).effective[option]; }
+  std::int32_t cheapest_within(Dag::NodeId n, std::int32_t current, double window) const;
+  // The option `steps` positions faster (steps > 0) or slower (< 0) than `option` in time
+  // order; nullopt past the fastest or slowest.
+  std::optional<std::int32_t> shifted(Dag::NodeId n, std::int32_t option, int steps) const;
+  // Per node, how much longer it could take without the plan missing the deadline.
+  std::vector<double> slack(const OptionChoice& choice, double deadline_s) const;
+  // One local-search move evaluated: reclaims `trial` at the deadline and keeps it if it is
+  // feasible and cheaper than `*cost`.
+  bool try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost) const;
+
+  const EnergyProblem& problem_;
+  std::vector<OperationIndex> index_;  // per problem operation
+  // repair()'s minimum-cut network, kept between calls (only capacities change).
+  struct RepairArcs {
+    std::vector<int> op, source, sink;  // per DAG node (-1: none)
+    std::vector<int> dependency;        // per DAG edge, grouped by tail node
+    std::vector<std::size_t> dependency_begin;
+  };
+  mutable FlowNetwork repair_network_;
+  RepairArcs repair_arcs_;
+};
+
+// Convenience: PlanRefiner(problem).reclaim_slack(choice, deadline_s).
+OptionChoice reclaim_slack(const EnergyProblem& problem, OptionChoice choice, double deadline_s);
+
+}  // namespace perseus

@@ -1,0 +1,47 @@
+// The linear-programming relaxation of the energy-scheduling problem at a deadline, on the
+// measured options: every operation may take any duration between its fastest and slowest
+// option at the cost of the lower convex hull of its options' effective energies
+// (e - p_blocking * t). Its optimum is a proven lower bound on the least energy of any plan
+// of the problem's options that meets the deadline, and rounding its durations down to
+// options gives a plan that is a good start for a local search (refine.hpp).
+//
+// Solved with COIN-OR CLP's dual simplex; consecutive solves at other deadlines start from
+// the previous basis (only the deadline rows change).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "perseus/solver/problem.hpp"
+
+namespace perseus {
+
+struct RelaxedSolution {
+  // Least energy at the deadline of any plan of the problem's options: the LP optimum
+  // (effective energy) plus p_blocking * S * deadline.
+  double lower_bound_j = 0.0;
+  std::vector<double> duration_s;  // per DAG node
+  // Per node, the slowest option no slower than its relaxed duration: meets the deadline.
+  OptionChoice rounded;
+};
+
+class LpRelaxation {
+ public:
+  explicit LpRelaxation(const EnergyProblem& problem);
+  ~LpRelaxation();
+  LpRelaxation(const LpRelaxation&) = delete;
+  LpRelaxation& operator=(const LpRelaxation&) = delete;
+
+  // nullopt when no plan meets the deadline (it is below the all-fastest critical path) or
+  // the LP solver fails.
+  std::optional<RelaxedSolution> solve(double deadline_s);
+
+ private:
+  struct Model;
+  bool solve_lp(double deadline_s);
+  const EnergyProblem& problem_;
+  std::unique_ptr<Model> model_;
+};
+
+}  // namespace perseus

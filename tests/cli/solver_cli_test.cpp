@@ -1,0 +1,161 @@
+// `perseus optimize` and `perseus select` as users run them: outputs, exit codes, and one
+// clear message (with nothing left behind) for every kind of bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "child_process.hpp"
+#include "perseus/plan/plan_files.hpp"
+#include "temp_dir.hpp"
+
+namespace perseus {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+CommandResult perseus(const std::vector<std::string>& args) {
+  testing::TempDir tmp;
+  const std::string out_path = (tmp.path() / "stdout").string();
+  testing::ChildProcess child(PERSEUS_BINARY, args, {out_path, "", -1});
+  const auto status = child.wait(std::chrono::seconds(120));
+  CommandResult run;
+  run.err = child.log();
+  run.out = read_text_file(out_path);
+  if (status && WIFEXITED(*status)) run.exit_code = WEXITSTATUS(*status);
+  return run;
+}
+
+const std::string kBloom = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/bloom-176b+a100-sxm.csv";
+
+std::vector<std::string> optimize_args(const std::string& profile, const fs::path& out) {
+  return {"optimize", "--profile", profile, "--stages", "8", "--microbatches", "12", "--p-blocking", "83.64",
+          "--unit-time", "0.001", "--out", out.string()};
+}
+
+// Full precision: std::to_string keeps six decimals.
+std::string number(double value) { return fmt::format("{:.17g}", value); }
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  for (const std::string command : {"optimize", "select"}) {
+    const CommandResult run = perseus({command, "--help"});
+    EXPECT_EQ(run.exit_code, 0) << command;
+    EXPECT_NE(run.out.find("--"), std::string::npos) << command;
+  }
+  const CommandResult top = perseus({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("optimize"), std::string::npos);
+}
+
+TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
+  testing::TempDir tmp;
+  const fs::path out = tmp.path() / "bloom";
+  const CommandResult run = perseus(with(optimize_args(kBloom, out), {"--json"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json summary = json::parse(run.out);
+  EXPECT_EQ(summary.at("schema"), "perseus.summary/1");
+  EXPECT_EQ(summary.at("crawl").at("steps"), 640);  // the reference's 640 steps
+  EXPECT_GT(summary.at("savings_at_t_min_fraction").get<double>(), 0.05);
+  EXPECT_NE(run.err.find("crawling"), std::string::npos);  // progress goes to stderr
+  EXPECT_TRUE(fs::exists(out / "frontier.csv"));
+  EXPECT_TRUE(fs::exists(out / "summary.json"));
+  EXPECT_TRUE(fs::exists(out / "freqs_pipeline_00000.py"));
+
+  const double t_min = summary.at("t_min_s").get<double>();
+  const double t_star = summary.at("t_star_s").get<double>();
+  const CommandResult select = perseus({"select", "--frontier", out.string(), "--straggler-time", number(t_star * 1.5), "--json"});
+  ASSERT_EQ(select.exit_code, 0) << select.err;
+  const json chosen = json::parse(select.out);
+  EXPECT_NEAR(chosen.at("t_opt_s").get<double>(), t_star, 1e-9);  // T' beyond T*: T_opt = T*
+  EXPECT_NEAR(chosen.at("plan_time_s").get<double>(), t_star, 1e-9);
+  EXPECT_TRUE(fs::exists(chosen.at("plan_file").get<std::string>()));
+  const CommandResult fastest = perseus({"select", "--frontier", out.string(), "--deadline", number(t_min + 1e-7), "--json"});
+  ASSERT_EQ(fastest.exit_code, 0) << fastest.err;
+  EXPECT_NEAR(json::parse(fastest.out).at("plan_time_s").get<double>(), t_min, 1e-9);
+  const CommandResult human = perseus({"select", "--frontier", out.string(), "--deadline", number((t_min + t_star) / 2)});
+  EXPECT_EQ(human.exit_code, 0);
+  EXPECT_NE(human.out.find("T_opt"), std::string::npos);
+
+  // An existing output is refused without --force and left as it was.
+  const std::string before = read_text_file(out / "frontier.csv");
+  const CommandResult again = perseus(optimize_args(kBloom, out));
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  EXPECT_EQ(read_text_file(out / "frontier.csv"), before);
+  EXPECT_EQ(perseus(with(optimize_args(kBloom, out), {"--force", "-q"})).exit_code, 0);
+  // A deadline faster than T_min is an error, not a plan.
+  const CommandResult too_fast = perseus({"select", "--frontier", out.string(), "--deadline", number(t_min * 0.9)});
+  EXPECT_EQ(too_fast.exit_code, 2);
+  EXPECT_NE(too_fast.err.find("no plan finishes within"), std::string::npos) << too_fast.err;
+}
+
+TEST(Cli, BadInputGetsOneClearMessageAndLeavesNothingBehind) {
+  testing::TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  const auto bad_profile = [&](const std::string& name, const std::string& text) { return tmp.write(name, text).string(); };
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::string header = "stage,instruction,frequency,time,energy\n";
+  const std::vector<Case> cases = {
+      {with(optimize_args(kBloom, out), {"--schedule", "zigzag"}), "unknown schedule 'zigzag'"},
+      {{"optimize", "--profile", kBloom, "--stages", "8", "--microbatches", "12", "--schedule", "interleaved-1f1b",
+        "--chunks", "2", "--p-blocking", "83.64", "--unit-time", "0.001", "--out", out.string()},
+       "multiple of"},
+      {{"optimize", "--profile", kBloom, "--stages", "8", "--microbatches", "12", "--p-blocking", "0", "--unit-time",
+        "0.001", "--out", out.string()},
+       "p_blocking"},
+      {{"optimize", "--profile", kBloom, "--stages", "8", "--microbatches", "12", "--p-blocking", "83.64",
+        "--unit-time", "-0.001", "--out", out.string()},
+       "unit"},
+      {{"optimize", "--profile", kBloom, "--stages", "8", "--microbatches", "12", "--p-blocking", "83.64",
+        "--unit-time", "10", "--out", out.string()},
+       "unit"},
+      {optimize_args(bad_profile("empty.csv", ""), out), "empty.csv"},
+      {optimize_args(bad_profile("nan.csv", header + "0,forward,1410,nan,1\n"), out), "nan.csv:2"},
+      {optimize_args(bad_profile("neg.csv", header + "0,forward,1410,-0.1,1\n"), out), "neg.csv:2"},
+      {optimize_args(bad_profile("dup.csv", header + "0,forward,1410,0.1,1\n0,forward,1410,0.1,1\n"), out), "dup.csv:3"},
+      {optimize_args(bad_profile("text.csv", "this is not a profile\n"), out), "text.csv"},
+      {optimize_args(bad_profile("two.csv", header + "0,forward,1410,0.1,30\n0,forward,1300,0.11,25\n"
+                                                     "0,backward,1410,0.2,60\n0,backward,1300,0.22,50\n"), out),
+       "stage"},
+      {{"optimize", "--profile", (tmp.path() / "missing.csv").string(), "--microbatches", "4", "--p-blocking", "80",
+        "--unit-time", "0.001", "--out", out.string()},
+       "missing.csv"},
+      {with(optimize_args(kBloom, tmp.path() / "no" / "parent"), {}), "no such directory"},
+      {{"select", "--frontier", (tmp.path() / "nothing").string(), "--deadline", "3"}, "not a frontier directory"},
+      {{"select", "--frontier", (tmp.path() / "nothing").string()}, "--deadline or --straggler-time"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult run = perseus(c.args);
+    EXPECT_NE(run.exit_code, 0) << c.message;
+    EXPECT_NE(run.exit_code, 4) << "an internal error: " << run.err;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << "expected '" << c.message << "' in: " << run.err;
+    EXPECT_FALSE(fs::exists(out)) << c.message;
+  }
+  // Nothing but the inputs written above is left in the directory (no staging directories).
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    EXPECT_EQ(entry.path().extension(), ".csv") << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace perseus

@@ -1,0 +1,234 @@
+// `perseus emulate`, `compare` and `report` as a user runs them: help, outputs that agree
+// with each other and with `perseus optimize`, and bad input refused with exit status 2.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace perseus {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBloom = PERSEUS_SHARED_DIR "/data/profiles/bloom-176b+a100-sxm.csv";
+const std::string kProblem = " --profile " + kBloom + " --microbatches 12 --p-blocking 83.64 --unit-time 0.001";
+
+struct CliRun {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun perseus(const std::string& args) {
+  CliRun run;
+  FILE* pipe = ::popen((std::string(PERSEUS_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class TempDir {
+ public:
+  TempDir() : path_(fs::temp_directory_path() / ("perseus-cli-test-" + std::to_string(std::random_device{}()))) {
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+nlohmann::json json_of(const CliRun& run) {
+  const std::size_t start = run.out.find('{');
+  if (start == std::string::npos) throw std::runtime_error("no JSON in: " + run.out);
+  return nlohmann::json::parse(run.out.substr(start));
+}
+
+std::string fmt_percent(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f%%", 100.0 * fraction);
+  return buffer;
+}
+
+// Nothing half-written left behind: no temporary files or directories.
+void expect_no_temporaries(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".tmp-", 0), std::string::npos) << entry.path();
+  }
+}
+
+TEST(EmulatorCli, EveryCommandHasHelp) {
+  for (const std::string command : {"emulate", "compare", "report"}) {
+    const CliRun run = perseus(command + " --help");
+    EXPECT_EQ(run.status, 0) << command;
+    EXPECT_NE(run.out.find("--profile"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("Example:"), std::string::npos) << run.out;
+  }
+  EXPECT_NE(perseus("emulate --help").out.find("--straggler"), std::string::npos);
+  EXPECT_NE(perseus("compare --help").out.find("--straggler-ratios"), std::string::npos);
+}
+
+TEST(EmulatorCli, EmulatesAClusterWithAStragglerAndWritesEveryOutput) {
+  TempDir dir;
+  const CliRun one = perseus("emulate" + kProblem + " --baseline allmax --json -q");
+  ASSERT_EQ(one.status, 0) << one.out;
+  const double t = json_of(one)["iteration_time_s"].get<double>();
+  const double e = json_of(one)["energy_j"]["total"].get<double>();
+
+  const CliRun run = perseus("emulate" + kProblem + " --baseline allmax --data-parallel 4 --tensor-parallel 8 "
+                          "--straggler 2:1.25 --out " + dir / "emu");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("Cluster: 4 pipelines x 8 stages x TP 8 = 256 GPUs"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("pipeline    2 (straggler x1.25"), std::string::npos) << run.out;
+  for (const char* file : {"emulation.json", "timeline.csv", "devices.csv", "trace.json", "timeline.svg"}) {
+    EXPECT_TRUE(fs::exists(dir.path() / "emu" / file)) << file;
+  }
+  const nlohmann::json j = nlohmann::json::parse(read(dir / "emu/emulation.json"));
+  EXPECT_EQ(j["gpus"], 256);
+  EXPECT_NEAR(j["iteration_time_s"].get<double>(), 1.25 * t, 1e-9);
+  // Three pipelines wait for the straggler; each of their 64 GPUs blocks for (T' - T).
+  const double extrinsic = 3 * 64 * 83.64 * (1.25 * t - t);
+  EXPECT_NEAR(j["energy_j"]["extrinsic_blocking"].get<double>(), extrinsic, 1e-6 * extrinsic);
+  EXPECT_NEAR(j["pipelines"][0]["energy_j"]["total"].get<double>(), 8 * e + extrinsic / 3, 1e-6 * e);
+  EXPECT_EQ(j["timeline"].size(), 4u * 8 * 24);
+  const nlohmann::json trace = nlohmann::json::parse(read(dir / "emu/trace.json"));
+  EXPECT_GT(trace["traceEvents"].size(), 4u * 8 * 24);
+  EXPECT_NE(read(dir / "emu/timeline.svg").find("class=\"critical-path\""), std::string::npos);
+  // The directory exists now: refused without --force, replaced with it.
+  const CliRun again = perseus("emulate" + kProblem + " --out " + dir / "emu -q");
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.out.find("exists"), std::string::npos) << again.out;
+  EXPECT_EQ(perseus("emulate" + kProblem + " --out " + dir / "emu --force -q").status, 0);
+  expect_no_temporaries(dir.path());
+}
+
+TEST(EmulatorCli, PlansOfPerseusOptimizeEmulateToTheirFrontierFigures) {
+  TempDir dir;
+  const CliRun optimize = perseus("optimize" + kProblem + " --out " + dir / "frontier --max-plans 5 -q");
+  ASSERT_EQ(optimize.status, 0) << optimize.out;
+  // frontier.csv: time,energy,... of every point; the plan files of five of them.
+  std::istringstream csv(read(dir / "frontier/frontier.csv"));
+  std::string line;
+  std::getline(csv, line);
+  int plans = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 4 || cells[3].empty()) continue;
+    ++plans;
+    // The profile and schedule come from the frontier's summary.json.
+    const CliRun run = perseus("emulate --plan " + dir / "frontier/" + cells[3] + kProblem + " --json -q");
+    ASSERT_EQ(run.status, 0) << run.out;
+    const nlohmann::json j = json_of(run);
+    EXPECT_NEAR(j["iteration_time_s"].get<double>(), std::stod(cells[0]), 1e-9) << cells[3];
+    EXPECT_NEAR(j["energy_j"]["total"].get<double>(), std::stod(cells[1]), 1e-6) << cells[3];
+  }
+  EXPECT_EQ(plans, 5);
+  // --frontier picks the plan for a deadline, reading the problem from summary.json.
+  const CliRun chosen = perseus("emulate --frontier " + dir / "frontier --deadline 3.0 --json -q");
+  ASSERT_EQ(chosen.status, 0) << chosen.out;
+  EXPECT_LE(json_of(chosen)["iteration_time_s"].get<double>(), 3.0);
+  // --respond: the others run the plan for T_opt while pipeline 1 straggles on the fastest.
+  const CliRun respond = perseus("emulate --frontier " + dir / "frontier --data-parallel 3 --straggler 1:1.1 --respond -q");
+  ASSERT_EQ(respond.status, 0) << respond.out;
+  EXPECT_NE(respond.out.find("T_opt"), std::string::npos) << respond.out;
+}
+
+TEST(EmulatorCli, BadInputIsRefusedWithAClearMessage) {
+  TempDir dir;
+  ASSERT_EQ(perseus("optimize" + kProblem + " --out " + dir / "frontier --max-plans 1 -q").status, 0);
+  std::string plan;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "frontier")) {
+    if (entry.path().extension() == ".py") plan = entry.path().string();
+  }
+  ASSERT_FALSE(plan.empty()) << "optimize wrote no plan file";
+  // A frequency the profile never measured.
+  std::string text = read(plan);
+  text = std::regex_replace(text, std::regex("\\('forward', [0-9]+\\)"), "('forward', 1411)",
+                            std::regex_constants::format_first_only);
+  std::ofstream(dir / "bad_frequency.py") << text;
+
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"emulate --plan " + plan + " --profile " + kBloom + " --microbatches 8 --p-blocking 83.64",
+       "a plan for a different schedule?"},
+      {"emulate --plan " + dir / "bad_frequency.py" + kProblem, "1411 MHz is not in the profile"},
+      {"emulate" + kProblem + " --data-parallel 2 --straggler 1:0.8", "slowdown factor must be >= 1"},
+      {"emulate" + kProblem + " --data-parallel 2 --straggler 1:fast", "is not a number"},
+      {"emulate" + kProblem + " --data-parallel 2 --straggler 5:1.2", "does not exist"},
+      {"emulate" + kProblem + " --baseline turbo", "--baseline"},
+      {"emulate" + kProblem + " --link 0:9:0.01", "stage 9"},
+      {"emulate --profile " + dir / "missing.csv --microbatches 12 --p-blocking 80", "missing.csv"},
+      {"emulate --profile " + kBloom + " --p-blocking 80", "give --microbatches"},
+      {"compare" + kProblem + " --straggler-ratios 1.1,0.9", "must be >= 1"},
+      {"report" + kProblem + " --out " + dir / "no/such/dir/report.html", "report.html"},
+  };
+  for (const Case& c : cases) {
+    const CliRun real = perseus(c.args + " -q");
+    EXPECT_EQ(real.status, 2) << c.args << "\n" << real.out;
+    EXPECT_NE(real.out.find("perseus: error:"), std::string::npos) << real.out;
+    EXPECT_NE(real.out.find(c.message), std::string::npos) << c.args << "\n" << real.out;
+  }
+  expect_no_temporaries(dir.path());
+}
+
+TEST(EmulatorCli, CompareAndReportAgree) {
+  TempDir dir;
+  const CliRun compare = perseus("compare" + kProblem + " --json -q --out " + dir / "cmp");
+  ASSERT_EQ(compare.status, 0) << compare.out;
+  const nlohmann::json j = json_of(compare);
+  ASSERT_EQ(j["iso_time"].size(), 5u);
+  EXPECT_EQ(j["iso_time"][0]["method"], "Perseus");
+  EXPECT_GT(j["iso_time"][0]["savings_fraction"].get<double>(), 0.0);
+  EXPECT_EQ(j["stragglers"].size(), 6u);
+  for (const char* file : {"comparison.json", "methods.csv", "stragglers.csv", "points.csv"}) {
+    EXPECT_TRUE(fs::exists(dir.path() / "cmp" / file)) << file;
+  }
+  const CliRun text = perseus("compare" + kProblem + " -q");
+  ASSERT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("At iso-time"), std::string::npos);
+  EXPECT_NE(text.out.find("T'/T"), std::string::npos);
+
+  const CliRun report = perseus("report" + kProblem + " -q --out " + dir / "report.html --assets " + dir / "assets");
+  ASSERT_EQ(report.status, 0) << report.out;
+  const std::string html = read(dir / "report.html");
+  EXPECT_NE(html.find("class=\"frontier-plot\""), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The report's summary carries the same iso-time savings as compare.
+  const std::string savings = fmt_percent(j["iso_time"][0]["savings_fraction"].get<double>());
+  EXPECT_NE(html.find(savings), std::string::npos) << savings;
+  for (const char* file : {"frontier.svg", "timeline_t_min.svg", "timeline_t_star.svg", "trace_t_min.json"}) {
+    EXPECT_TRUE(fs::exists(dir.path() / "assets" / file)) << file;
+  }
+  expect_no_temporaries(dir.path());
+}
+
+}  // namespace
+}  // namespace perseus

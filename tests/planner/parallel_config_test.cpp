@@ -1,0 +1,167 @@
+// The PTD-P configuration sweep: memory and communication against closed forms, and the
+// published guidance (Narayanan et al., SC'21): tensor parallelism within a node, pipeline
+// parallelism across nodes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "perseus/model/instruction.hpp"
+#include "perseus/planner/parallel_config.hpp"
+
+namespace perseus::planner {
+namespace {
+
+ParallelConfig config(int t, int p, int d, int b, bool recompute = false,
+                      PipelineSchedule schedule = PipelineSchedule::k1F1B, int v = 1) {
+  ParallelConfig c;
+  c.tensor = t;
+  c.pipeline = p;
+  c.data = d;
+  c.microbatch_size = b;
+  c.recompute = recompute;
+  c.schedule = schedule;
+  c.chunks = v;
+  return c;
+}
+
+TEST(Configuration, MemoryIsTheClosedForm) {
+  const ModelSpec& model = find_model("gpt3-175b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 1024};
+  SweepOptions options;
+  options.global_batch = 1536;
+  const ConfigEstimate e = estimate_configuration(model, cluster, config(8, 16, 8, 1), options);
+  ASSERT_EQ(e.config.microbatches, 1536 / 8);
+  ASSERT_EQ(e.memory.stage, 0);  // the first stage stashes the most (p microbatches)
+  const double h = 12288, s = 2048, a = 96, t = 8, V = 50257;
+  const int blocks = e.boundaries[1] - 1;  // stage 0: the embedding and `blocks` layers
+  // Weights, FP32 gradients and Adam: 18 bytes per parameter of the GPU's shard.
+  const double params = blocks * (12 * h * h / t + 7 * h / t + 6 * h) + std::ceil(V / t) * h + s * h;
+  EXPECT_NEAR((e.memory.weights_bytes + e.memory.gradients_bytes + e.memory.optimizer_bytes) / (18 * params), 1.0,
+              1e-3);
+  // 1F1B: p microbatches in flight on stage 0, each sbh(10 + 24/t + 5as/(ht)) per layer.
+  const double per_layer = s * h * (10 + 24 / t + 5 * a * s / (h * t));
+  EXPECT_EQ(e.memory.activation_stashes, 16);
+  EXPECT_NEAR(e.memory.activations_bytes / (16 * blocks * per_layer), 1.0, 0.01);
+  // Full recomputation keeps only each layer's 2sbh input per microbatch (plus one layer).
+  const ConfigEstimate r = estimate_configuration(model, cluster, config(8, 16, 8, 1, true), options);
+  EXPECT_NEAR(r.memory.activations_bytes, 16 * blocks * 2 * s * h + per_layer, 0.02 * r.memory.activations_bytes);
+  EXPECT_EQ(r.config.schedule, PipelineSchedule::k1F1BRecompute);
+  // Bubble and scatter/gather P2P volume: 2 directions x m microbatches x sbh*2/t bytes.
+  EXPECT_DOUBLE_EQ(e.bubble_fraction, 15.0 / 192.0);
+  EXPECT_DOUBLE_EQ(e.pipeline_bytes, 2.0 * 192 * 2 * s * h / t);
+  EXPECT_TRUE(e.tensor_within_node);
+  EXPECT_TRUE(e.pipeline_across_nodes);
+}
+
+TEST(Configuration, WeightVersionsOfTheAsynchronousSchedules) {
+  const ModelSpec& model = find_model("gpt3-2.7b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 8};
+  SweepOptions options;
+  options.global_batch = 64;
+  const ConfigEstimate flush = estimate_configuration(model, cluster, config(1, 4, 2, 1), options);
+  const ConfigEstimate two_bw =
+      estimate_configuration(model, cluster, config(1, 4, 2, 1, false, PipelineSchedule::kPipeDream2BW), options);
+  const ConfigEstimate pipedream =
+      estimate_configuration(model, cluster, config(1, 4, 2, 1, false, PipelineSchedule::kPipeDream), options);
+  EXPECT_EQ(two_bw.memory.weight_versions, 2);
+  EXPECT_EQ(pipedream.memory.weight_versions, 4);
+  EXPECT_NEAR(two_bw.memory.weights_bytes, 2.0 * flush.memory.weights_bytes, 1e-6 * flush.memory.weights_bytes);
+  EXPECT_NEAR(pipedream.memory.weights_bytes, 4.0 * flush.memory.weights_bytes, 1e-6 * flush.memory.weights_bytes);
+  EXPECT_DOUBLE_EQ(two_bw.memory.activations_bytes, flush.memory.activations_bytes);
+  // No flush: no bubble, and the iteration is m times the bottleneck stage.
+  EXPECT_EQ(two_bw.bubble_fraction, 0.0);
+  EXPECT_LT(two_bw.pipeline_s, flush.pipeline_s);
+  EXPECT_NEAR(flush.pipeline_s / two_bw.pipeline_s, (32 + 3.0) / 32, 1e-9);
+}
+
+TEST(Configuration, InterleavingShrinksTheBubbleAndGrowsTheStash) {
+  const ModelSpec& model = find_model("gpt3-13b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 64};
+  SweepOptions options;
+  options.global_batch = 256;
+  const ConfigEstimate plain = estimate_configuration(model, cluster, config(8, 4, 2, 1), options);
+  const ConfigEstimate inter = estimate_configuration(
+      model, cluster, config(8, 4, 2, 1, false, PipelineSchedule::kInterleaved1F1B, 2), options);
+  EXPECT_DOUBLE_EQ(inter.bubble_fraction, plain.bubble_fraction / 2);
+  EXPECT_GT(inter.memory.activations_bytes, plain.memory.activations_bytes);
+  EXPECT_GT(inter.pipeline_bytes, plain.pipeline_bytes);  // v times the P2P traffic
+  EXPECT_THROW(estimate_configuration(model, cluster, config(8, 4, 2, 1, false, PipelineSchedule::kInterleaved1F1B, 1),
+                                      options),
+               InputError);
+}
+
+TEST(Configuration, ReproducesThePublishedGuidance) {
+  // GPT-3 175B on 1024 A100s (128 nodes of 8), batch 1536.
+  const ModelSpec& model = find_model("gpt3-175b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 1024};
+  SweepOptions options;
+  options.global_batch = 1536;
+  const auto all = sweep_configurations(model, cluster, options);
+  ASSERT_TRUE(all.front().fits);
+  const ConfigEstimate& best = all.front();
+  // Tensor parallelism up to the node size, pipeline parallelism across nodes.
+  EXPECT_EQ(best.config.tensor, 8);
+  EXPECT_GT(best.config.pipeline, 1);
+  EXPECT_TRUE(best.pipeline_across_nodes);
+  // Any tensor degree beyond a node is slower than the best that keeps it inside one.
+  double best_beyond_node = std::numeric_limits<double>::infinity();
+  for (const ConfigEstimate& e : all) {
+    if (e.fits && e.config.tensor > 8) best_beyond_node = std::min(best_beyond_node, e.iteration_time_s);
+  }
+  EXPECT_GT(best_beyond_node, 1.2 * best.iteration_time_s);
+  // Without enough model parallelism it does not fit: 175B needs t*p >= 16 even with recompute.
+  for (const ConfigEstimate& e : all) {
+    if (e.config.tensor * e.config.pipeline < 16) {
+      EXPECT_FALSE(e.fits) << describe(e.config);
+    }
+  }
+  // Sorted: everything that fits first, fastest first.
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    if (all[i].fits) {
+      ASSERT_TRUE(all[i - 1].fits);
+      EXPECT_LE(all[i - 1].iteration_time_s, all[i].iteration_time_s);
+    }
+  }
+
+  // A 13B model on 64 GPUs also keeps tensor parallelism inside the node.
+  SweepOptions small;
+  small.global_batch = 1024;
+  const auto thirteen = sweep_configurations(find_model("gpt3-13b"), ClusterSpec{&find_gpu("a100-sxm"), 64}, small);
+  EXPECT_LE(thirteen.front().config.tensor, 8);
+  EXPECT_TRUE(thirteen.front().fits);
+}
+
+TEST(Configuration, DataParallelAllReduceIsTheRingVolume) {
+  // Two data-parallel replicas inside one node: 2(d-1)/d * 4-byte gradients over the node's
+  // bus bandwidth.
+  const ModelSpec& model = find_model("bert-large");
+  const GpuSpec& gpu = find_gpu("a100-sxm");
+  SweepOptions options;
+  options.global_batch = 64;
+  const ConfigEstimate e = estimate_configuration(model, ClusterSpec{&gpu, 2}, config(1, 1, 2, 8), options);
+  double params = 0.0;
+  for (const LayerCost& layer : model_layers(model, Workload{8, 1, 0, false, false})) params += layer.parameters;
+  params -= model_layers(model, Workload{})[25].tied_copy_parameters;  // the tied MLM decoder
+  EXPECT_NEAR(e.data_bytes, 2.0 * 1 / 2 * 4.0 * params, 1.0);
+  EXPECT_NEAR(e.data_parallel_s, e.data_bytes / gpu.intra_node_busbw, 1e-12);
+  EXPECT_EQ(e.bubble_fraction, 0.0);
+  EXPECT_EQ(e.config.microbatches, 4);
+}
+
+TEST(Configuration, ClearErrorsForImpossibleConfigurations) {
+  const ModelSpec& model = find_model("gpt3-13b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 64};
+  SweepOptions options;
+  options.global_batch = 1024;
+  EXPECT_THROW(estimate_configuration(model, cluster, config(8, 4, 4, 1), options), InputError);  // 128 != 64
+  EXPECT_THROW(estimate_configuration(model, cluster, config(8, 8, 1, 3), options), InputError);  // 1024 % 3
+  // Wide-ResNet-50 has 18 layers and no tensor parallelism: with a batch of 7, d must be 1 or 7,
+  // so 64 GPUs would need a 64- or 9.1-stage pipeline.
+  options.global_batch = 7;
+  EXPECT_THROW(sweep_configurations(find_model("wide-resnet50-8"), cluster, options), InputError);
+}
+
+}  // namespace
+}  // namespace perseus::planner

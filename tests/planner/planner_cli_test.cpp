@@ -1,0 +1,203 @@
+// The planner's commands as users run them: outputs, exit codes and messages.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "perseus/profile/profile.hpp"
+
+namespace perseus {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "perseus-planner-cli-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Single-quoted for /bin/sh.
+std::string quote(const std::string& arg) {
+  std::string out(1, '\'');
+  for (char c : arg) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+struct CommandRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+CommandRun perseus(const std::vector<std::string>& args) {
+  ScratchDir io;
+  std::string command = quote(PERSEUS_BINARY);
+  for (const std::string& a : args) {
+    command.push_back(' ');
+    command.append(quote(a));
+  }
+  command.append(" >").append(quote((io.path() / "out").string()));
+  command.append(" 2>").append(quote((io.path() / "err").string())).append(" </dev/null");
+  const int status = std::system(command.c_str());
+  CommandRun run;
+  if (status != -1 && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  run.out = slurp(io.path() / "out");
+  run.err = slurp(io.path() / "err");
+  return run;
+}
+
+const std::string kMeasured = std::string(PERSEUS_SHARED_DIR) + "/data/profiles/gpt3-175b+a100-sxm.csv";
+
+TEST(PlannerCli, EveryCommandHasHelp) {
+  for (const std::vector<std::string>& command :
+       std::vector<std::vector<std::string>>{{"models"}, {"gpus"}, {"profile", "synth"}, {"profile", "compare"},
+                                             {"calibrate"}, {"partition"}, {"configure"}, {"schedules"}, {"plan"}}) {
+    std::vector<std::string> args = command;
+    args.push_back("--help");
+    const CommandRun run = perseus(args);
+    EXPECT_EQ(run.exit_code, 0) << command.back() << ": " << run.err;
+    EXPECT_NE(run.out.find("--"), std::string::npos) << command.back();
+  }
+}
+
+TEST(PlannerCli, SynthesisedProfilesFeedTheSolverAndCompareWithMeasuredOnes) {
+  ScratchDir tmp;
+  const std::string csv = (tmp.path() / "gpt3.csv").string();
+  // The shared profile's configuration: t = 8, 12 blocks a stage (plus the embedding and head).
+  const CommandRun synth = perseus({"profile", "synth", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--tensor-parallel", "8",
+                             "--boundaries", "13,25,37,49,61,73,85", "--out", csv, "--json"});
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  EXPECT_EQ(json::parse(synth.out).at("stages"), 8);
+  const Profile profile = Profile::read_csv(csv);
+  profile.validate_for(8);
+
+  const CommandRun compare = perseus({"profile", "compare", "--measured", kMeasured, "--predicted", csv, "--json"});
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  const json errors = json::parse(compare.out);
+  EXPECT_EQ(errors.at("time").at("rows"), 608);
+  EXPECT_LT(errors.at("time").at("median").get<double>(), 0.03);
+  EXPECT_LT(errors.at("energy").at("median").get<double>(), 0.015);
+
+  const CommandRun optimize = perseus({"optimize", "--profile", csv, "--microbatches", "12", "--p-blocking", "83.64",
+                                "--unit-time", "0.001", "--out", (tmp.path() / "frontier").string(), "-q", "--json"});
+  ASSERT_EQ(optimize.exit_code, 0) << optimize.err;
+  EXPECT_GT(json::parse(optimize.out).at("savings_at_t_min_fraction").get<double>(), 0.05);
+
+  // An existing file is not replaced without --force.
+  const std::string before = slurp(csv);
+  const CommandRun again = perseus({"profile", "synth", "--model", "gpt3-1.3b", "--gpu", "a40", "--stages", "2", "--out", csv});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  EXPECT_EQ(slurp(csv), before);
+}
+
+TEST(PlannerCli, PlanWritesTheFrontierAndExplainsItself) {
+  ScratchDir tmp;
+  const fs::path out = tmp.path() / "plan";
+  const CommandRun run = perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch", "64",
+                           "--out", out.string(), "--max-plans", "5", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json plan = json::parse(run.out);
+  const json& c = plan.at("configuration");
+  EXPECT_EQ(c.at("tensor").get<int>() * c.at("pipeline").get<int>() * c.at("data").get<int>(), 8);
+  EXPECT_TRUE(c.at("fits").get<bool>());
+  EXPECT_FALSE(plan.at("reasons").empty());
+  EXPECT_GE(plan.at("frontier").at("savings_at_t_min_fraction").get<double>(), 0.0);
+  EXPECT_EQ(plan.at("frontier").at("stragglers").size(), 4u);
+  EXPECT_NE(run.err.find("sweeping configurations"), std::string::npos);  // progress on stderr
+  for (const char* file : {"frontier.csv", "summary.json", "profile.csv", "plan.json"}) {
+    EXPECT_TRUE(fs::exists(out / file)) << file;
+  }
+  EXPECT_EQ(json::parse(slurp(out / "plan.json")).at("model"), "gpt3-1.3b");
+  // Human output says what it saves and why.
+  const CommandRun human = perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch",
+                             "64", "-q"});
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_NE(human.out.find("Why:"), std::string::npos);
+  EXPECT_NE(human.out.find("at T_min"), std::string::npos);
+  // Refuses to replace the directory.
+  EXPECT_EQ(perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--out", out.string(), "-q"})
+                .exit_code,
+            2);
+}
+
+TEST(PlannerCli, ConfigureAndPartitionPrintJson) {
+  const CommandRun configure = perseus({"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "1024",
+                                 "--global-batch", "1536", "--top", "3", "--json"});
+  ASSERT_EQ(configure.exit_code, 0) << configure.err;
+  const json sweep = json::parse(configure.out);
+  ASSERT_EQ(sweep.at("configurations").size(), 3u);
+  EXPECT_EQ(sweep.at("configurations")[0].at("tensor"), 8);
+  const CommandRun partition = perseus({"partition", "--model", "bloom-176b", "--stages", "8", "--tensor-parallel", "8",
+                                 "--json"});
+  ASSERT_EQ(partition.exit_code, 0) << partition.err;
+  const json p = json::parse(partition.out);
+  EXPECT_EQ(p.at("boundaries").size(), 9u);
+  EXPECT_GE(p.at("imbalance_ratio").get<double>(), 1.0);
+  const CommandRun schedules = perseus({"schedules", "--stages", "4", "--microbatches", "8", "--json"});
+  ASSERT_EQ(schedules.exit_code, 0) << schedules.err;
+  EXPECT_EQ(json::parse(schedules.out).size(), 6u);
+}
+
+TEST(PlannerCli, BadInputGetsOneClearMessage) {
+  ScratchDir tmp;
+  const std::string bad_weights = (tmp.path() / "weights.csv").string();
+  std::ofstream(bad_weights) << "1.0\nlots\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"plan", "--model", "gpt5", "--gpu", "a100-sxm", "--gpus", "8"}, "known models: gpt3-1.3b"},
+      {{"plan", "--model", "gpt3-13b", "--gpu", "b200", "--gpus", "8"}, "known GPUs: a100-sxm"},
+      {{"plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "60", "-t", "8"}, "does not divide the 60 GPUs"},
+      {{"plan", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch", "1536"}, "would fit on"},
+      {{"partition", "--weights", bad_weights, "--stages", "1"}, "weights.csv:2"},
+      {{"partition", "--model", "gpt3-13b", "--stages", "100"}, "100 stages need at least"},
+      {{"profile", "synth", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--tensor-parallel", "3", "--stages", "2"},
+       "does not divide"},
+      {{"schedules", "--stages", "0"}, "--stages"},
+  };
+  for (const Case& c : cases) {
+    const CommandRun run = perseus(c.args);
+    EXPECT_NE(run.exit_code, 0) << c.message;
+    EXPECT_NE(run.exit_code, 4) << "an internal error: " << run.err;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << "expected '" << c.message << "' in: " << run.err;
+  }
+}
+
+}  // namespace
+}  // namespace perseus

@@ -1,0 +1,124 @@
+// End to end: from a model and a cluster to a frontier and the energy Perseus saves.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "perseus/model/instruction.hpp"
+#include "perseus/planner/planner.hpp"
+
+namespace perseus::planner {
+namespace {
+
+std::string error_of(const PlanRequest& request) {
+  try {
+    plan_training(request);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(PlanTraining, Gpt3OnSixtyFourA100s) {
+  // The example: perseus plan --model gpt3-13b --gpu a100-sxm --gpus 64 --global-batch 1024.
+  PlanRequest request;
+  request.model = "gpt3-13b";
+  request.gpu = "a100-sxm";
+  request.num_gpus = 64;
+  request.global_batch = 1024;
+  const PlanReport r = plan_training(request);
+  const ParallelConfig& c = r.chosen.config;
+  EXPECT_EQ(c.tensor * c.pipeline * c.data, 64);
+  EXPECT_EQ(c.data * c.microbatch_size * c.microbatches, 1024);
+  EXPECT_LE(c.tensor, 8);
+  EXPECT_TRUE(r.chosen.fits);
+  // The partition is the exact min-imbalance one over the chosen stages, no worse than equal layer counts.
+  EXPECT_EQ(r.partition.num_stages(), c.pipeline);
+  EXPECT_LE(r.partition.imbalance_ratio, r.uniform_partition.imbalance_ratio);
+  r.profile.validate_for(c.pipeline);
+  ASSERT_TRUE(r.solved);
+  ASSERT_FALSE(r.frontier.points.empty());
+  // Perseus never costs energy at T_min, and saves some when stages are imbalanced.
+  EXPECT_GE(r.savings_at_t_min_j, 0.0);
+  EXPECT_GT(r.savings_at_t_min_fraction, 0.0);
+  EXPECT_LE(r.frontier.t_min_point().measured.time_s, r.frontier.all_max.time_s * (1 + 1e-9));
+  // Stragglers: the plan runs at T_opt = min(T*, T'), and the savings grow while T' < T*.
+  ASSERT_EQ(r.stragglers.size(), 4u);
+  const double t_star = r.frontier.t_star_point().measured.time_s;
+  for (std::size_t i = 0; i < r.stragglers.size(); ++i) {
+    const StragglerSaving& s = r.stragglers[i];
+    EXPECT_LE(s.plan_time_s, std::min(t_star, s.straggler_time_s) + 1e-9);
+    EXPECT_GT(s.savings_fraction, r.savings_at_t_min_fraction);
+    if (i > 0 && s.straggler_time_s <= t_star) {
+      EXPECT_GT(s.savings_fraction, r.stragglers[i - 1].savings_fraction);
+    }
+  }
+  // Every choice comes with its reason.
+  ASSERT_GE(r.reasons.size(), 4u);
+  EXPECT_NE(r.reasons.front().find(describe(c)), std::string::npos);
+  bool mentions_partition = false;
+  for (const std::string& reason : r.reasons) mentions_partition |= reason.find("min-imbalance") != std::string::npos;
+  EXPECT_TRUE(mentions_partition);
+}
+
+TEST(PlanTraining, FixedDegreesAndAsynchronousSchedules) {
+  PlanRequest request;
+  request.model = "gpt3-1.3b";
+  request.gpu = "a40";
+  request.num_gpus = 8;
+  request.global_batch = 32;
+  request.tensor = 2;
+  request.pipeline = 4;
+  request.schedule = "pipedream-2bw";
+  request.straggler_slowdowns = {1.1};
+  const PlanReport r = plan_training(request);
+  EXPECT_EQ(r.chosen.config.tensor, 2);
+  EXPECT_EQ(r.chosen.config.pipeline, 4);
+  EXPECT_EQ(r.chosen.config.schedule, PipelineSchedule::kPipeDream2BW);
+  EXPECT_EQ(r.chosen.memory.weight_versions, 2);
+  EXPECT_EQ(r.schedule.kind, ScheduleKind::k1F1B);  // solved on the 1F1B-ordered window
+  EXPECT_TRUE(r.solved);
+  EXPECT_DOUBLE_EQ(r.p_blocking, 70.38);
+}
+
+TEST(PlanTraining, ClearErrors) {
+  PlanRequest request;
+  request.model = "gpt3-13b";
+  request.gpu = "a100-sxm";
+  request.num_gpus = 64;
+  request.global_batch = 1024;
+  request.solve = false;
+
+  PlanRequest unknown = request;
+  unknown.model = "gpt5";
+  EXPECT_NE(error_of(unknown).find("known models: gpt3-1.3b"), std::string::npos);
+  unknown = request;
+  unknown.gpu = "tpu-v4";
+  EXPECT_NE(error_of(unknown).find("known GPUs: a100-sxm"), std::string::npos);
+
+  PlanRequest indivisible = request;
+  indivisible.num_gpus = 60;
+  indivisible.tensor = 8;
+  EXPECT_NE(error_of(indivisible).find("--tensor-parallel 8 does not divide the 60 GPUs"), std::string::npos)
+      << error_of(indivisible);
+
+  // Too big for the cluster: says what the smallest footprint is and where it would fit.
+  PlanRequest big = request;
+  big.model = "gpt3-175b";
+  big.num_gpus = 8;
+  big.global_batch = 1536;
+  const std::string too_big = error_of(big);
+  EXPECT_NE(too_big.find("does not fit on 8 a100-sxm GPUs"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("it would fit on"), std::string::npos) << too_big;
+
+  // Fixed degrees that do not fit: names a configuration of the same GPUs that does.
+  PlanRequest no_split = request;
+  no_split.tensor = 1;
+  no_split.pipeline = 1;
+  no_split.allow_recompute = false;
+  const std::string fixed = error_of(no_split);
+  EXPECT_NE(fixed.find("with the degrees given"), std::string::npos) << fixed;
+  EXPECT_NE(fixed.find("on 64 GPUs, t="), std::string::npos) << fixed;
+}
+
+}  // namespace
+}  // namespace perseus::planner

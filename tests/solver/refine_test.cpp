@@ -1,0 +1,153 @@
+// PlanRefiner and LpRelaxation: every plan they return meets its deadline and costs no
+// more than where it started; the relaxation's bound never exceeds the exact optimum
+// (exhaustive search on tiny pipelines) and matches the closed form on a chain.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "brute_force.hpp"
+#include "perseus/solver/refine.hpp"
+#include "perseus/solver/relaxation.hpp"
+#include "synthetic.hpp"
+
+namespace perseus {
+namespace {
+
+OptionChoice random_choice(const EnergyProblem& problem, std::mt19937& rng) {
+  OptionChoice choice(problem.dag.num_nodes());
+  for (std::size_t i = 0; i < choice.size(); ++i) {
+    const auto options = static_cast<int>(problem.options_of(static_cast<Dag::NodeId>(i)).options.size());
+    choice[i] = std::uniform_int_distribution<int>(0, options - 1)(rng);
+  }
+  return choice;
+}
+
+double effective(const EnergyProblem& problem, const OptionChoice& choice) {
+  const MeasuredFigures f = evaluate_measured(problem, choice);
+  return f.energy_j - problem.p_blocking * problem.num_gpus() * f.time_s;
+}
+
+TEST(PlanRefiner, ReclaimSlackKeepsTheDeadlineAndNeverCostsMore) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, 5);
+  const PlanRefiner refiner(problem);
+  std::mt19937 rng(1);
+  for (int trial = 0; trial < 50; ++trial) {
+    const OptionChoice plan = random_choice(problem, rng);
+    const double time = evaluate_measured(problem, plan).time_s;
+    for (const double deadline : {time, time * 1.05}) {
+      const OptionChoice reclaimed = refiner.reclaim_slack(plan, deadline);
+      EXPECT_LE(evaluate_measured(problem, reclaimed).time_s, deadline + 1e-9);
+      EXPECT_LE(effective(problem, reclaimed), effective(problem, plan) + 1e-9);
+    }
+    // A plan that misses the deadline comes back as it is.
+    EXPECT_EQ(refiner.reclaim_slack(plan, time * 0.99), plan);
+  }
+}
+
+TEST(PlanRefiner, RepairMeetsAnyDeadlineTheFastestPlanMeets) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, 6);
+  const PlanRefiner refiner(problem);
+  const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+  const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+  std::mt19937 rng(2);
+  for (int trial = 0; trial < 30; ++trial) {
+    const double deadline = t_min + (t_slow - t_min) * trial / 30.0;
+    const auto repaired = refiner.repair(slowest_choice(problem), deadline);
+    ASSERT_TRUE(repaired.has_value()) << deadline;
+    EXPECT_LE(evaluate_measured(problem, *repaired).time_s, deadline + 1e-9);
+    EXPECT_LE(refiner.measured_time(*repaired), deadline + 1e-9);
+  }
+  // Below the all-fastest plan's time nothing can be done.
+  EXPECT_FALSE(refiner.repair(slowest_choice(problem), t_min * 0.999).has_value());
+  // A budget the speed-ups exceed is refused; a plan already in time needs none.
+  EXPECT_FALSE(refiner.repair(slowest_choice(problem), t_min, 0.0).has_value());
+  EXPECT_TRUE(refiner.repair(slowest_choice(problem), t_slow, 0.0).has_value());
+}
+
+TEST(PlanRefiner, LocalSearchMeetsTheDeadlineAndBeatsReclaimingAlone) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 10, 7);
+  const PlanRefiner refiner(problem);
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 10; ++trial) {
+    const OptionChoice plan = random_choice(problem, rng);
+    const double deadline = evaluate_measured(problem, plan).time_s;
+    const OptionChoice searched = refiner.local_search(plan, deadline);
+    EXPECT_LE(evaluate_measured(problem, searched).time_s, deadline + 1e-9);
+    EXPECT_LE(effective(problem, searched), effective(problem, refiner.reclaim_slack(plan, deadline)) + 1e-9);
+    EXPECT_NEAR(refiner.effective_energy(searched), effective(problem, searched), 1e-6);
+  }
+}
+
+TEST(LpRelaxation, BoundNeverExceedsTheExactOptimum) {
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 2, 2, 1, false}, 6, seed);
+    const testing::BruteForce brute(problem);
+    LpRelaxation relaxation(problem);
+    const PlanRefiner refiner(problem);
+    const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+    const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+    for (int k = 0; k <= 20; ++k) {
+      const double deadline = t_min + (t_slow - t_min) * k / 20.0;
+      const auto relaxed = relaxation.solve(deadline);
+      ASSERT_TRUE(relaxed.has_value()) << "seed " << seed << " deadline " << deadline;
+      const double optimum = brute.optimum_energy_at(deadline);
+      EXPECT_LE(relaxed->lower_bound_j, optimum + 1e-6) << "seed " << seed << " deadline " << deadline;
+      // Its relaxed durations meet the deadline, and the rounded plan, repaired, too.
+      EXPECT_LE(critical_path_length<double>(problem.dag, relaxed->duration_s), deadline + 1e-6);
+      const auto plan = refiner.repair(relaxed->rounded, deadline);
+      ASSERT_TRUE(plan.has_value());
+      const double energy = effective(problem, *plan) + problem.p_blocking * problem.num_gpus() * deadline;
+      EXPECT_GE(energy, optimum - 1e-6);
+    }
+    // At the all-slowest time nothing is sped up: the bound is that plan's energy.
+    const MeasuredFigures slowest = evaluate_measured(problem, slowest_choice(problem));
+    EXPECT_NEAR(relaxation.solve(t_slow)->lower_bound_j, slowest.energy_j, 1e-6 * slowest.energy_j);
+    // Below the all-fastest time the LP has no solution.
+    EXPECT_FALSE(relaxation.solve(t_min * 0.99).has_value());
+  }
+}
+
+// The lower convex hull of an operation's (time, effective energy) options at time x,
+// as the least interpolation between two options around x (exact in one dimension).
+double hull_at(const EnergyProblem& problem, Dag::NodeId node, double x) {
+  const auto& options = problem.options_of(node).options;
+  double best = std::numeric_limits<double>::infinity();
+  for (const Option& a : options) {
+    for (const Option& b : options) {
+      const double ta = a.measurement.time_s, tb = b.measurement.time_s;
+      const double ea = a.measurement.energy_j - problem.p_blocking * ta;
+      const double eb = b.measurement.energy_j - problem.p_blocking * tb;
+      if (ta <= x + 1e-12 && x <= tb + 1e-12) {
+        const double w = tb > ta ? (x - ta) / (tb - ta) : 0.0;
+        best = std::min(best, ea + w * (eb - ea));
+      }
+    }
+  }
+  return best;
+}
+
+TEST(LpRelaxation, ChainMatchesTheClosedForm) {
+  // One stage, one microbatch: forward then backward. The relaxation is
+  // min hull_F(d) + hull_B(D - d), convex and piecewise linear, so its minimum lies where d
+  // or D - d is an option's time.
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 1, 1, 1, false}, 10, 9);
+  ASSERT_EQ(problem.dag.num_nodes(), 2u);
+  LpRelaxation relaxation(problem);
+  const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+  const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+  for (int k = 0; k <= 10; ++k) {
+    const double deadline = t_min + (t_slow - t_min) * k / 10.0;
+    std::vector<double> splits;
+    for (const Option& o : problem.options_of(0).options) splits.push_back(o.measurement.time_s);
+    for (const Option& o : problem.options_of(1).options) splits.push_back(deadline - o.measurement.time_s);
+    double best = std::numeric_limits<double>::infinity();
+    for (const double d : splits) best = std::min(best, hull_at(problem, 0, d) + hull_at(problem, 1, deadline - d));
+    const double expected = best + problem.p_blocking * problem.num_gpus() * deadline;
+    EXPECT_NEAR(relaxation.solve(deadline)->lower_bound_j, expected, 1e-6 * expected) << deadline;
+  }
+}
+
+}  // namespace
+}  // namespace perseus
