@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
         reference.push_back(evaluate_measured(problem, choice_for_durations(problem, cursor.advance_to(k))));
       }
-      reference.push_back(evaluate_measured(problem, slowest_choice(problem)));
+      reference.push_back(evaluate_measured(problem, choice_for_durations(problem, crawl.initial_durations)));
       const auto reference_at = [&](double deadline) {
         double best = 1e300;
         for (const MeasuredFigures& r : reference) {

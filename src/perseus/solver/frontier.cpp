@@ -47,6 +47,28 @@ std::vector<FrontierPoint> pareto_filter(std::vector<FrontierPoint> candidates) 
   return kept;
 }
 
+// Between the crawl's slowest plan and the slowest plan of all, only clocks the crawl never
+// plans with are slower (the reference's filter drops them; add_effective_optima keeps
+// them): plans there come from the measured options, by reclaiming slack from the crawl's
+// start towards evenly spread deadlines, and by repairing the slowest plan down to them.
+void fill_beyond_crawl(const PlanRefiner& refiner, const OptionChoice& crawl_start, const OptionChoice& slowest,
+                       int fills, std::vector<FrontierPoint>* candidates, const EnergyProblem& problem,
+                       const CrawlResult& crawl) {
+  const double from = refiner.measured_time(crawl_start);
+  const double to = refiner.measured_time(slowest);
+  if (fills <= 1 || to <= from + kTimeEpsilon) return;
+  OptionChoice faster = crawl_start;  // chained: each plan also meets the next, later deadline
+  OptionChoice slower = slowest;      // chained: each plan is the start of the next repair
+  for (int k = 1; k < fills; ++k) {
+    faster = refiner.reclaim_slack(std::move(faster), from + (to - from) * k / fills);
+    candidates->push_back(make_point(problem, faster, -1, crawl));
+    if (auto repaired = refiner.repair(slower, to - (to - from) * k / fills)) {
+      slower = std::move(*repaired);
+      candidates->push_back(make_point(problem, slower, -1, crawl));
+    }
+  }
+}
+
 }  // namespace
 
 Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, const FrontierOptions& options) {
@@ -71,16 +93,19 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   // The crawl's plans, walked through its change log: consecutive steps whose planned
   // durations map to the same options are one plan (with a fine time unit, most are), so
   // each plan is refined once. `last_plans` keeps the fastest few for the T_min repairs.
-  add(slowest_choice(problem), -1);
+  // The slowest plan of all (slow clocks the reference's filter dropped included: the least
+  // effective energy), and the crawl's start, the reference's all-slowest plan.
+  const OptionChoice slowest = slowest_choice(problem);
+  add(slowest, -1);
+  OptionChoice current = choice_for_durations(problem, crawl.initial_durations);
+  add(current, -1);
+  if (options.refine) fill_beyond_crawl(refiner, current, slowest, options.fills_beyond_crawl, &candidates, problem, crawl);
   report(1);
-  std::vector<std::int64_t> durations = crawl.initial_durations;
-  OptionChoice current = slowest_choice(problem);
   std::vector<std::pair<OptionChoice, std::int64_t>> last_plans;
   for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
     bool changed = false;
     for (std::size_t i = crawl.change_begin[k]; i < crawl.change_begin[k + 1]; ++i) {
       const DurationChange& change = crawl.changes[i];
-      durations[change.node] = change.duration_q;
       const auto option =
           static_cast<std::int32_t>(problem.options_of(change.node).option_for_duration(change.duration_q));
       changed |= option != current[change.node];
@@ -190,6 +215,12 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   }
   frontier.points = pareto_filter(std::move(improved));
   return frontier;
+}
+
+const FrontierPoint& Frontier::least_energy_point() const {
+  return *std::min_element(points.begin(), points.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
+    return a.measured.energy_j < b.measured.energy_j;
+  });
 }
 
 std::optional<std::size_t> select_for_deadline(const std::vector<double>& times_fastest_first,

@@ -38,8 +38,13 @@ struct Frontier {
   std::size_t candidates = 0;         // plans considered before the Pareto filter
 
   const FrontierPoint& t_min_point() const { return points.front(); }
-  // The slowest point: the least effective energy, the minimum-energy schedule of T*.
+  // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
+  // pipeline runs while it waits for a straggler at least that slow.
   const FrontierPoint& t_star_point() const { return points.back(); }
+  // The point of least energy per iteration (blocking inside it included), what a job with
+  // no deadline and no straggler would run. Not T*: slowing down past it still saves
+  // effective energy, which pays only when the GPUs would block anyway.
+  const FrontierPoint& least_energy_point() const;
 };
 
 struct FrontierOptions {
@@ -57,6 +62,10 @@ struct FrontierOptions {
   // energy, deadlines in between get plans of their own (at most max_fills_per_gap a gap).
   double max_energy_step = 0.0005;
   int max_fills_per_gap = 8;
+  // Deadlines between the crawl's slowest plan and the slowest plan of all that get plans
+  // of their own (the crawl plans with the reference's options only; slower clocks that
+  // still cost less than blocking lie beyond it).
+  int fills_beyond_crawl = 64;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 

@@ -53,7 +53,8 @@ MeasuredFigures evaluate_highest_clock(const EnergyProblem& problem);
 
 // Every operation at its fastest option: the fastest plan, at T_min.
 OptionChoice fastest_choice(const EnergyProblem& problem);
-// All-slowest plan (the minimum-energy start of the crawl).
+// All-slowest plan: every operation at its slowest option, the least effective energy. (The
+// crawl starts from the reference's slowest options, choice_for_durations(initial_durations).)
 OptionChoice slowest_choice(const EnergyProblem& problem);
 
 }  // namespace perseus
