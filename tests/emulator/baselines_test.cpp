@@ -103,6 +103,44 @@ TEST(Baselines, ZeusGlobalScansOneClockForAllGpus) {
   EXPECT_EQ(plans.front().clock_mhz, all_max(problem, table).clock_mhz);
 }
 
+TEST(Baselines, ZeusGlobalAtOneClockRefusesClocksNeverMeasured) {
+  // Forward measured at 1410/1200/1000 MHz, backward at 1410/1100/1000.
+  const EnergyProblem problem = testing::make_test_problem(
+      {ScheduleKind::k1F1B, 1, 1, 1, false}, 50.0, [](int, InstructionKind kind) -> std::vector<testing::Point> {
+        if (kind == InstructionKind::kForward) return {{1410, 0.10, 30.0}, {1200, 0.12, 25.0}, {1000, 0.15, 22.0}};
+        return {{1410, 0.20, 60.0}, {1100, 0.25, 52.0}, {1000, 0.30, 44.0}};
+      });
+  const auto table = std::make_shared<const FrequencyTable>(FrequencyTable::from_problem(problem));
+  const auto message = [&](int f, bool interpolate) {
+    try {
+      zeus_global_plan(problem, table, f, interpolate);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // Outside the measured range: an error naming the clock and the range, interpolating or not.
+  for (const bool interpolate : {false, true}) {
+    for (const int f : {3000, 1411, 999, 100}) {
+      const std::string m = message(f, interpolate);
+      EXPECT_NE(m.find(std::to_string(f) + " MHz: outside the measured clocks, 1000..1410 MHz"), std::string::npos) << m;
+    }
+  }
+  // Inside the range but measured by no operation: only with interpolation.
+  const std::string m = message(1300, false);
+  EXPECT_NE(m.find("1300 MHz: not a measured clock"), std::string::npos) << m;
+  EXPECT_NE(m.find("1200 and 1410 MHz"), std::string::npos) << m;
+  const ExecutionPlan between = zeus_global_plan(problem, table, 1300, true);
+  EXPECT_EQ(between.frequency_mhz, (std::vector<std::int32_t>{1300, 1300}));
+  EXPECT_NEAR(between.time_s[0], 0.12 - 0.02 * 100 / 210.0, 1e-12);
+  EXPECT_NEAR(between.energy_j[1], 52.0 + 8.0 * 200 / 310.0, 1e-12);
+  // Measured by one operation: the others take their next clock up, as in the scan.
+  const ExecutionPlan at_1200 = zeus_global_plan(problem, table, 1200);
+  EXPECT_EQ(at_1200.frequency_mhz, (std::vector<std::int32_t>{1200, 1410}));
+  EXPECT_EQ(zeus_global_plan(problem, table, 1100, true).frequency_mhz, (std::vector<std::int32_t>{1200, 1100}));
+  EXPECT_EQ(zeus_global_plan(problem, table, 1410).time_s, (std::vector<double>{0.10, 0.20}));
+}
+
 TEST(Baselines, ZeusPerStageBalancesForwardTimesAgainstTheBottleneck) {
   const EnergyProblem problem = random_problem({ScheduleKind::k1F1B, 4, 4, 1, false}, 17);
   const FrequencyTable table = FrequencyTable::from_problem(problem);

@@ -27,9 +27,11 @@ struct CliRun {
   std::string out;  // stdout and stderr together
 };
 
-CliRun perseus(const std::string& args) {
+// Runs `binary args` in `dir` (default: the test's working directory).
+CliRun perseus(const std::string& args, const std::string& dir = "", const std::string& binary = PERSEUS_BINARY) {
   CliRun run;
-  FILE* pipe = ::popen((std::string(PERSEUS_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  const std::string cd = dir.empty() ? "" : "cd '" + dir + "' && ";
+  FILE* pipe = ::popen((cd + binary + " " + args + " 2>&1").c_str(), "r");
   if (!pipe) return run;
   std::array<char, 4096> buffer;
   std::size_t n;
@@ -197,6 +199,97 @@ TEST(EmulatorCli, BadInputIsRefusedWithAClearMessage) {
     EXPECT_NE(real.out.find(c.message), std::string::npos) << c.args << "\n" << real.out;
   }
   expect_no_temporaries(dir.path());
+}
+
+TEST(EmulatorCli, ZeusGlobalRefusesClocksNeverMeasured) {
+  struct Case {
+    std::string clock, message;
+  };
+  // bloom-176b+a100-sxm is measured at 855..1410 MHz in steps of 15.
+  const Case cases[] = {{"3000", "3000 MHz: outside the measured clocks, 855..1410 MHz"},
+                        {"100", "100 MHz: outside the measured clocks, 855..1410 MHz"},
+                        {"1400", "1400 MHz: not a measured clock (measured 855..1410 MHz; the nearest are 1395 and 1410"}};
+  for (const Case& c : cases) {
+    const CliRun run = perseus("emulate" + kProblem + " --baseline zeus-global:" + c.clock + " -q");
+    EXPECT_EQ(run.status, 2) << c.clock << "\n" << run.out;
+    EXPECT_NE(run.out.find("perseus: error: --baseline zeus-global:" + c.clock), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find(c.message), std::string::npos) << run.out;
+  }
+  EXPECT_EQ(perseus("emulate" + kProblem + " --baseline zeus-global:3000 --interpolate -q").status, 2);
+  // A measured clock runs; an unmeasured one inside the range only when interpolating, and
+  // then between its neighbours.
+  const auto time_at = [&](const std::string& clock, const std::string& flags) {
+    const CliRun run = perseus("emulate" + kProblem + " --baseline zeus-global:" + clock + flags + " --json -q");
+    EXPECT_EQ(run.status, 0) << run.out;
+    return run.status == 0 ? json_of(run)["iteration_time_s"].get<double>() : 0.0;
+  };
+  const double t1395 = time_at("1395", ""), t1400 = time_at("1400", " --interpolate"), t1410 = time_at("1410", "");
+  EXPECT_LT(std::min(t1395, t1410), t1400);
+  EXPECT_LT(t1400, std::max(t1395, t1410));
+}
+
+// With no --large-scale-profile, the large-scale table covers the four bundled profiles at
+// their reference p_blocking and unit time, found under data/profiles of the current
+// directory. One microbatch count keeps it short (all four takes about 25 s).
+TEST(EmulatorCli, LargeScaleDefaultsToTheBundledProfiles) {
+  TempDir dir;
+  const CliRun run = perseus("compare" + kProblem + " --large-scale --large-scale-microbatches 12 --straggler-ratios 1.1 "
+                             "-q --json --out " + dir / "cmp",
+                             PERSEUS_SHARED_DIR);
+  ASSERT_EQ(run.status, 0) << run.out;
+  const nlohmann::json rows = json_of(run)["large_scale"];
+  ASSERT_EQ(rows.size(), 4u) << rows.dump(2);
+  const char* workloads[] = {"bloom-176b+a100-sxm", "gpt3-175b+a100-sxm", "bloom-176b+a40", "gpt3-175b+a40"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(workloads[i]);
+    EXPECT_EQ(rows[i]["workload"], workloads[i]);
+    EXPECT_EQ(rows[i]["microbatches"], 12);
+    EXPECT_EQ(rows[i]["pipelines"], 128);
+    EXPECT_EQ(rows[i]["gpus"], 8192);
+    // Perseus at iso-time: no slower than AllMax, and it saves energy.
+    EXPECT_LE(rows[i]["perseus_time_s"].get<double>(), rows[i]["all_max_time_s"].get<double>() * (1 + 1e-12));
+    EXPECT_GT(rows[i]["savings_fraction"].get<double>(), 0.05);
+    EXPECT_LT(rows[i]["savings_fraction"].get<double>(), 0.25);
+  }
+  // Each at its own settings: AllMax of 128 pipelines x 64 GPUs on bloom A100 is the single
+  // pipeline's (2.8235 s, 7343.6 J per pipeline of 8 GPUs at 83.64 W blocking) times 8 x 128.
+  EXPECT_NEAR(rows[0]["all_max_time_s"].get<double>(), 2.8235, 1e-4);
+  EXPECT_NEAR(rows[0]["all_max_energy_j"].get<double>(), 7343.6 * 8 * 128, 0.1 * 8 * 128);
+  // The A40s at 0.1 ms: a finer crawl than the A100s' 1 ms.
+  EXPECT_GT(rows[2]["crawl_steps"].get<double>(), rows[0]["crawl_steps"].get<double>());
+  const std::string csv = read(dir / "cmp/large_scale.csv");
+  for (const char* w : workloads) EXPECT_NE(csv.find(w), std::string::npos) << csv;
+
+  // The same table as text.
+  const CliRun text = perseus("compare" + kProblem + " --large-scale --large-scale-microbatches 12 "
+                              "--straggler-ratios 1.1 -q",
+                              PERSEUS_SHARED_DIR);
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("Large scale"), std::string::npos) << text.out;
+  const std::regex row("\\n  (bloom-176b|gpt3-175b)\\+a(100-sxm|40) +8192 +128 +12 ");
+  EXPECT_EQ(std::distance(std::sregex_iterator(text.out.begin(), text.out.end(), row), std::sregex_iterator()), 4)
+      << text.out;
+}
+
+TEST(EmulatorCli, LargeScaleWithoutTheBundledProfilesSaysWhatToDo) {
+  // A copy of the executable outside the checkout, run from an empty directory: neither
+  // ./data/profiles nor the executable's directories have the profiles.
+  TempDir dir;
+  const std::string binary = dir / "perseus";
+  fs::copy_file(PERSEUS_BINARY, binary);
+  fs::permissions(binary, fs::perms::owner_exec, fs::perm_options::add);
+  const CliRun run = perseus("compare" + kProblem + " --large-scale --straggler-ratios 1.1 -q", dir.path().string(),
+                             binary);
+  EXPECT_EQ(run.status, 2) << run.out;
+  EXPECT_NE(run.out.find("perseus: error: --large-scale: the bundled profiles"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find((dir.path() / "data/profiles").string()), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--large-scale-profile PATH:P_BLOCKING:UNIT_TIME"), std::string::npos) << run.out;
+  // Given explicitly, no bundled directory is needed.
+  const CliRun given = perseus("compare" + kProblem + " --large-scale --large-scale-microbatches 12 "
+                               "--large-scale-profile " + kBloom + ":83.64:0.001 --straggler-ratios 1.1 -q --json",
+                               dir.path().string(), binary);
+  ASSERT_EQ(given.status, 0) << given.out;
+  EXPECT_EQ(json_of(given)["large_scale"].size(), 1u);
 }
 
 TEST(EmulatorCli, CompareAndReportAgree) {

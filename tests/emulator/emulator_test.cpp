@@ -458,6 +458,30 @@ TEST(Emulator, ALateSwitchRunsTheStartAtTheOldClock) {
   EXPECT_NEAR(r.switching_energy_j, 73.0 - 70.0, 1e-12);
 }
 
+TEST(Emulator, ALateSwitchCostingLittleIsNoWarning) {
+  const EnergyProblem problem = switching_problem();
+  EmulationConfig config;
+  config.switch_latency_s = 1e-4;
+  const EmulationResult r = emulate(problem, alternating_plan(problem), config);
+  // B0 and B1 run 0.1 ms at 2000 MHz (+1 mJ and -0.1 ms each), F1 0.1 ms at 1000 MHz (-0.5 mJ,
+  // +0.05 ms): 1.5 mJ of 70 J. Late, but far below the 0.1% threshold.
+  EXPECT_EQ(r.late_switches, 3);
+  EXPECT_NEAR(r.switching_energy_j, 1.5e-3, 1e-12);
+  EXPECT_NEAR(r.switching_delay_s, -1.5e-4, 1e-12);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  // The threshold is the config's: 0 warns on any cost, 2e-5 (1.4 mJ) just below this one.
+  for (const double fraction : {0.0, 2e-5}) {
+    config.switching_warning_fraction = fraction;
+    const EmulationResult strict = emulate(problem, alternating_plan(problem), config);
+    ASSERT_EQ(strict.warnings.size(), 1u) << fraction;
+    EXPECT_NE(strict.warnings[0].find("more often than it can pay for"), std::string::npos);
+  }
+  config.switching_warning_fraction = 3e-5;  // 2.1 mJ
+  EXPECT_TRUE(emulate(problem, alternating_plan(problem), config).warnings.empty());
+  config.switching_warning_fraction = -1.0;
+  EXPECT_THROW(emulate(problem, alternating_plan(problem), config), InputError);
+}
+
 TEST(Emulator, ASwitchSlowerThanTheInstructionIsMissed) {
   const EnergyProblem problem = switching_problem();
   EmulationConfig config;

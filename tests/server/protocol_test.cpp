@@ -66,6 +66,10 @@ TEST(Protocol, JobInfoNamesTheFieldOfEveryTypeError) {
     EXPECT_NE(detail_of([&] { parse_job_info(job); }).find("field required"), std::string::npos);
   }
   json job = valid_job();
+  job.erase("job_id");  // optional: the existing client's model defaults it to ""
+  EXPECT_EQ(parse_job_info(job).job_id, "");
+  job["job_id"] = nullptr;
+  EXPECT_EQ(status_of([&] { parse_job_info(job); }), 422);
   job["job_id"] = "chosen-by-client";
   EXPECT_EQ(status_of([&] { parse_job_info(job); }), 422);
   job["job_id"] = 7;

@@ -100,6 +100,22 @@ TEST(LpRelaxation, BoundNeverExceedsTheExactOptimum) {
       ASSERT_TRUE(plan.has_value());
       const double energy = effective(problem, *plan) + problem.p_blocking * problem.num_gpus() * deadline;
       EXPECT_GE(energy, optimum - 1e-6);
+      // Rounded down each duration becomes the slowest option no slower; rounded up, the
+      // fastest no faster (the slowest option when none is).
+      for (std::size_t i = 0; i < problem.dag.num_nodes(); ++i) {
+        const auto& options = problem.options_of(static_cast<Dag::NodeId>(i)).options;
+        const double d = relaxed->duration_s[i];
+        const double down = options[relaxed->rounded[i]].measurement.time_s;
+        const double up = options[relaxed->rounded_up[i]].measurement.time_s;
+        // Relaxed durations lie between the fastest and slowest options, so both exist.
+        EXPECT_LE(down, d + 1e-9);
+        EXPECT_GE(up, d - 1e-9);
+        for (const Option& o : options) {
+          const double t = o.measurement.time_s;
+          if (t <= d + 1e-9) EXPECT_LE(t, down + 1e-12);
+          if (t >= d - 1e-9) EXPECT_GE(t, up - 1e-12);
+        }
+      }
     }
     // At the all-slowest time nothing is sped up: the bound is that plan's energy.
     const MeasuredFigures slowest = evaluate_measured(problem, slowest_choice(problem));

@@ -59,6 +59,7 @@ struct LinkArgs {
   double allreduce_latency = 0.0;
   double allreduce_bandwidth = 0.0;
   double allreduce_bytes = 0.0;
+  double switch_warning_fraction = kSwitchingWarningFraction;
 };
 
 struct ProblemOptions {
@@ -104,6 +105,10 @@ void add_link_flags(CLI::App* cmd, LinkArgs& a) {
       ->capture_default_str();
   cmd->add_option("--gradient-bytes", a.gradient_bytes, "Bytes a backward sends to the previous stage")
       ->capture_default_str();
+  cmd->add_option("--switch-warning-fraction", a.switch_warning_fraction,
+                  "Warn about late clock switches only when they cost more than this fraction of the iteration's "
+                  "time or energy (0: any cost)")
+      ->capture_default_str();
   cmd->add_option("--link", a.links, "A link of its own: FROM:TO:LATENCY[:BANDWIDTH] (stages, s, bytes/s); repeatable");
   cmd->add_option("--allreduce-latency", a.allreduce_latency, "Per-step latency of the gradient ring all-reduce, s")
       ->capture_default_str();
@@ -141,6 +146,7 @@ int parse_index(std::string_view text, const std::string& what) {
 EmulationConfig make_config(const LinkArgs& a) {
   EmulationConfig config;
   config.switch_latency_s = a.switch_latency;
+  config.switching_warning_fraction = a.switch_warning_fraction;
   config.tensor_parallel = a.tensor_parallel;
   config.p2p = {a.p2p_latency, a.p2p_bandwidth};
   config.activation_bytes = a.activation_bytes;
@@ -301,16 +307,16 @@ void defaults_from_frontier(EmulateArgs& a, const FrontierIndex& index, const Pr
 }
 
 ExecutionPlan baseline_plan(const EnergyProblem& problem, const std::string& name,
-                            const std::shared_ptr<const FrequencyTable>& clocks) {
+                            const std::shared_ptr<const FrequencyTable>& clocks, bool interpolate) {
   if (name == "allmax") return plan_from_clocks(problem, all_max(problem, *clocks).clock_mhz, clocks);
   if (name == "envpipe") return plan_from_clocks(problem, envpipe(problem, *clocks).clock_mhz, clocks);
   if (name.rfind("zeus-global:", 0) == 0) {
     const int f = parse_index(std::string_view(name).substr(12), "--baseline " + name);
-    std::vector<std::int32_t> clock(problem.dag.num_nodes());
-    for (std::size_t i = 0; i < clock.size(); ++i) {
-      clock[i] = clock_for(*clocks, static_cast<std::size_t>(problem.node_operation[i]), f);
+    try {
+      return zeus_global_plan(problem, clocks, f, interpolate);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--baseline {}: {}", name, e.what()));
     }
-    return plan_from_clocks(problem, clock, clocks);
   }
   throw InputError("--baseline: expected allmax, envpipe or zeus-global:MHZ, not '" + name + "'");
 }
@@ -397,7 +403,7 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
       plan = plan_from_frequencies(problem, read_plan_file(a.plan), clocks, a.interpolate);
     } else {
       plan_name = a.baseline.empty() ? "allmax" : a.baseline;
-      plan = baseline_plan(problem, plan_name, clocks);
+      plan = baseline_plan(problem, plan_name, clocks, a.interpolate);
     }
     if (progress && config.data_parallel > 8) {
       progress(fmt::format("emulating {} pipelines ({} GPUs)", config.data_parallel,
@@ -486,26 +492,89 @@ Solved solve_and_compare(const CompareArgs& a, const Progress& progress) {
   return out;
 }
 
-// Large-scale rows for every profile given: the same p_blocking and unit time as the main
-// comparison unless the profile is given as PATH:P_BLOCKING:UNIT_TIME.
-std::vector<LargeScaleRow> large_scale_rows(const CompareArgs& a, const Progress& progress) {
-  std::vector<std::string> specs = a.large_scale_profiles;
-  if (specs.empty()) specs.push_back(a.problem.profile);
+// The shared profiles of the large-scale table, shipped in data/profiles/, with their
+// reference p_blocking and unit time (0.1 ms on A40s, whose clocks are finer-grained).
+struct BundledProfile {
+  const char* name;
+  double p_blocking;
+  double unit_time;
+};
+constexpr BundledProfile kBundledProfiles[] = {{"bloom-176b+a100-sxm", 83.64, 0.001},
+                                               {"gpt3-175b+a100-sxm", 83.64, 0.001},
+                                               {"bloom-176b+a40", 70.38, 0.0001},
+                                               {"gpt3-175b+a40", 70.38, 0.0001}};
+
+// data/profiles holding every bundled profile: under the current directory (a checkout's
+// root, where the commands are documented to run), else under the executable's directory or
+// one of its parents (a build tree inside the checkout). The source tree's path is not
+// compiled in: a copied or installed binary must not depend on it.
+fs::path bundled_profiles_dir() {
+  const auto has_all = [](const fs::path& dir) {
+    std::error_code error;
+    for (const BundledProfile& b : kBundledProfiles) {
+      if (!fs::is_regular_file(dir / (std::string(b.name) + ".csv"), error)) return false;
+    }
+    return true;
+  };
+  std::error_code error;
+  const fs::path here = fs::current_path(error) / "data" / "profiles";  // relative if the cwd is gone
+  if (has_all(here)) return here;
+  const fs::path executable_dir = fs::read_symlink("/proc/self/exe", error).parent_path();
+  if (!error) {
+    for (fs::path dir = executable_dir; !dir.empty(); dir = dir.parent_path()) {
+      if (has_all(dir / "data" / "profiles")) return dir / "data" / "profiles";
+      if (dir == dir.parent_path()) break;
+    }
+  }
+  std::string names;
+  for (const BundledProfile& b : kBundledProfiles) names += fmt::format("{}{}.csv", names.empty() ? "" : ", ", b.name);
+  throw InputError(fmt::format(
+      "--large-scale: the bundled profiles ({}) are in neither {} nor data/profiles under {} or its parents; run "
+      "from the perseus checkout, or give each profile as --large-scale-profile PATH:P_BLOCKING:UNIT_TIME "
+      "(e.g. data/profiles/bloom-176b+a100-sxm.csv:83.64:0.001)",
+      names, here.string(), error ? "the executable's directory" : executable_dir.string()));
+}
+
+struct LargeScaleProfile {
+  std::string path;
+  OptionsConfig config;
+};
+
+// The profiles of the large-scale table: each --large-scale-profile, with the main
+// comparison's p_blocking and unit time unless given as PATH:P_BLOCKING:UNIT_TIME; without
+// any, the four bundled ones at their reference settings.
+std::vector<LargeScaleProfile> large_scale_profiles(const CompareArgs& a) {
+  std::vector<LargeScaleProfile> profiles;
+  if (a.large_scale_profiles.empty()) {
+    const fs::path dir = bundled_profiles_dir();
+    for (const BundledProfile& b : kBundledProfiles) {
+      profiles.push_back({(dir / (std::string(b.name) + ".csv")).string(), OptionsConfig{b.unit_time, b.p_blocking, {}}});
+    }
+    return profiles;
+  }
+  for (const std::string& spec : a.large_scale_profiles) {
+    const auto parts = split(spec, ':');
+    if (parts.size() != 1 && parts.size() != 3) {
+      throw InputError("--large-scale-profile " + spec + ": expected PATH or PATH:P_BLOCKING:UNIT_TIME");
+    }
+    const std::string what = "--large-scale-profile " + spec;
+    profiles.push_back({std::string(parts[0]),
+                        OptionsConfig{parts.size() == 3 ? parse_number(parts[2], what) : a.problem.unit_time,
+                                      parts.size() == 3 ? parse_number(parts[1], what) : a.problem.p_blocking,
+                                      {}}});
+  }
+  return profiles;
+}
+
+std::vector<LargeScaleRow> large_scale_rows(const CompareArgs& a, const std::vector<LargeScaleProfile>& profiles,
+                                            const Progress& progress) {
   LargeScaleOptions options;
   options.tensor_parallel = a.large_scale_tensor_parallel;
   options.global_microbatches = a.global_microbatches;
   options.emulation = make_config(a.links);
   options.progress = progress;
   std::vector<LargeScaleRow> rows;
-  for (const std::string& spec : specs) {
-    const auto parts = split(spec, ':');
-    if (parts.size() != 1 && parts.size() != 3) {
-      throw InputError("--large-scale-profile " + spec + ": expected PATH or PATH:P_BLOCKING:UNIT_TIME");
-    }
-    const std::string path(parts[0]);
-    const OptionsConfig config{parts.size() == 3 ? parse_number(parts[2], "--large-scale-profile " + spec) : a.problem.unit_time,
-                               parts.size() == 3 ? parse_number(parts[1], "--large-scale-profile " + spec) : a.problem.p_blocking,
-                               {}};
+  for (const auto& [path, config] : profiles) {
     const Profile profile = Profile::read_csv(path);
     options.stages = profile.num_stages();
     for (int m : a.large_scale_microbatches) {
@@ -521,10 +590,12 @@ void add_compare_flags(CLI::App* cmd, CompareArgs& a) {
       ->capture_default_str();
   cmd->add_option("--straggler-ratios", a.ratios, "T'/T values of the straggler table")->delimiter(',')->capture_default_str();
   cmd->add_flag("--large-scale", a.large_scale,
-                "Add the large-scale table (solves one frontier per profile and microbatch count; minutes on A40 "
-                "profiles at 0.1 ms)");
+                "Add the large-scale table (solves one frontier per profile and microbatch count; about 25 s for "
+                "the four bundled profiles, mostly the A40s at 96 microbatches)");
   cmd->add_option("--large-scale-profile", a.large_scale_profiles,
-                  "Profiles of the large-scale table, PATH or PATH:P_BLOCKING:UNIT_TIME (default: --profile); repeatable");
+                  "Profiles of the large-scale table, PATH or PATH:P_BLOCKING:UNIT_TIME (default: the four bundled "
+                  "data/profiles/{bloom-176b,gpt3-175b}+{a100-sxm,a40}.csv at 83.64 W/1 ms and 70.38 W/0.1 ms); "
+                  "repeatable");
   cmd->add_option("--large-scale-microbatches", a.large_scale_microbatches, "Microbatch counts of the large-scale table")
       ->delimiter(',')
       ->capture_default_str();
@@ -538,9 +609,11 @@ void add_compare_flags(CLI::App* cmd, CompareArgs& a) {
 
 void run_compare(const CompareArgs& a) {
   const Progress progress = progress_printer(a.quiet);
+  // Found first: a missing bundled profile is an error before minutes of solving.
+  const auto large = a.large_scale ? large_scale_profiles(a) : std::vector<LargeScaleProfile>{};
   const Solved solved = solve_and_compare(a, progress);
   const Comparison& c = solved.comparison;
-  const std::vector<LargeScaleRow> rows = a.large_scale ? large_scale_rows(a, progress) : std::vector<LargeScaleRow>{};
+  const std::vector<LargeScaleRow> rows = large_scale_rows(a, large, progress);
   nlohmann::json json = report::comparison_to_json(c);
   json["profile"] = a.problem.profile;
   json["schedule"] = schedule_text(solved.loaded.problem, a.problem);
@@ -578,10 +651,11 @@ struct ReportArgs {
 void run_report(const ReportArgs& r) {
   const CompareArgs& a = r.compare;
   const Progress progress = progress_printer(a.quiet);
+  const auto large = a.large_scale ? large_scale_profiles(a) : std::vector<LargeScaleProfile>{};
   const Solved solved = solve_and_compare(a, progress);
   const EnergyProblem& problem = solved.loaded.problem;
   const Comparison& c = solved.comparison;
-  const std::vector<LargeScaleRow> rows = a.large_scale ? large_scale_rows(a, progress) : std::vector<LargeScaleRow>{};
+  const std::vector<LargeScaleRow> rows = large_scale_rows(a, large, progress);
 
   // The T_min and T* plans, emulated on one pipeline with the configured links.
   EmulationConfig single = make_config(a.links);

@@ -93,6 +93,41 @@ std::vector<BaselinePlan> zeus_global(const EnergyProblem& problem, const Freque
   return plans;
 }
 
+ExecutionPlan zeus_global_plan(const EnergyProblem& problem, std::shared_ptr<const FrequencyTable> clocks,
+                               int frequency_mhz, bool interpolate) {
+  if (!clocks) throw InputError("zeus_global_plan needs a frequency table");
+  check_table(problem, *clocks);
+  const std::vector<int> measured = descending_clocks(problem, *clocks, [](const OperationOptions&) { return true; });
+  const bool exact = std::find(measured.begin(), measured.end(), frequency_mhz) != measured.end();
+  if (!measured.empty() && !exact) {
+    const int highest = measured.front(), lowest = measured.back();
+    if (frequency_mhz < lowest || frequency_mhz > highest) {
+      throw InputError(fmt::format("ZeusGlobal at {} MHz: outside the measured clocks, {}..{} MHz", frequency_mhz, lowest,
+                                   highest));
+    }
+    if (!interpolate) {
+      // descending: the first below is the lower neighbour
+      const auto below = std::find_if(measured.begin(), measured.end(), [&](int f) { return f < frequency_mhz; });
+      throw InputError(fmt::format("ZeusGlobal at {} MHz: not a measured clock (measured {}..{} MHz; the nearest are "
+                                   "{} and {} MHz); allow interpolation to use it",
+                                   frequency_mhz, lowest, highest, *below, *(below - 1)));
+    }
+  }
+  // Written as per-stage frequency lists, so interpolated clocks get plan_from_frequencies's
+  // checks and figures; an operation whose own range misses the clock takes the usual rule.
+  const Dag& dag = problem.dag;
+  PlannedFrequencies frequencies(dag.num_stages());
+  for (int stage = 0; stage < dag.num_stages(); ++stage) {
+    for (Dag::NodeId node : dag.stage_nodes(stage)) {
+      const std::size_t operation = operation_of(problem, node);
+      const bool between = interpolate && !exact && clocks->at(operation, frequency_mhz, true).has_value();
+      frequencies[stage].emplace_back(std::string(to_string(dag.instruction(node).kind)),
+                                      between ? frequency_mhz : clock_for(*clocks, operation, frequency_mhz));
+    }
+  }
+  return plan_from_frequencies(problem, frequencies, std::move(clocks), interpolate);
+}
+
 std::vector<BaselinePlan> zeus_per_stage(const EnergyProblem& problem, const FrequencyTable& clocks) {
   check_table(problem, clocks);
   const int stages = problem.dag.num_stages();

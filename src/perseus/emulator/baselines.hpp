@@ -40,6 +40,15 @@ BaselinePlan all_max(const EnergyProblem& problem, const FrequencyTable& clocks)
 // One clock for every GPU, scanned over every clock any operation has; fastest first.
 std::vector<BaselinePlan> zeus_global(const EnergyProblem& problem, const FrequencyTable& clocks);
 
+// ZeusGlobal at one clock, as `perseus emulate --baseline zeus-global:MHZ` runs it. The clock
+// must be one some operation was measured at (operations not measured there follow the rule
+// above); with `interpolate`, any clock inside the measured range, each operation linear
+// between its two measured neighbours where it has them. Throws InputError naming the clock
+// and the measured range otherwise: running 3000 MHz as the top clock would report figures
+// no GPU can deliver.
+ExecutionPlan zeus_global_plan(const EnergyProblem& problem, std::shared_ptr<const FrequencyTable> clocks,
+                               int frequency_mhz, bool interpolate = false);
+
 // One clock per stage (device), chosen so that stages' forward times balance: the
 // bottleneck stage (longest forward at its highest clock) scans its clocks, and every other
 // stage takes its lowest clock whose forward time is no longer than the bottleneck's. With

@@ -22,7 +22,9 @@
 // took effect runs at the old clock until then (its progress and energy are prorated), and the
 // switch counts as late; if it finishes before, the switch was missed. Each device starts the
 // iteration at its first instruction's clock (set while the previous iteration synchronised).
-// Constant-time operations keep the clock they find.
+// Constant-time operations keep the clock they find. When a switch was late, the plan is run
+// again with instant switching to report what late switches cost, and a warning says so when
+// that is more than EmulationConfig::switching_warning_fraction of the time or energy.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,9 @@ struct Straggler {
   double delay_s = 0.0;   // >= 0
 };
 
+// Default of EmulationConfig::switching_warning_fraction: 0.1%.
+inline constexpr double kSwitchingWarningFraction = 1e-3;
+
 struct EmulationConfig {
   int data_parallel = 1;    // D pipelines
   int tensor_parallel = 1;  // GPUs per stage; they run in lockstep, so energy scales by it
@@ -72,6 +77,11 @@ struct EmulationConfig {
   double allreduce_bytes = 0.0;
   std::vector<Straggler> stragglers;
   bool record_transfers = true;  // keep every transfer on a link that is not free
+  // The "switches more often than it can pay for" warning fires only when late switches cost
+  // more than this fraction of the iteration time (the slowest pipeline's delay against
+  // instant switching) or of the iteration energy (extra computation energy): a 47 us delay
+  // in a 4 s iteration is no reason to distrust a plan. 0 warns on any cost.
+  double switching_warning_fraction = kSwitchingWarningFraction;
 };
 
 // Energy of a set of GPUs, split by what they were doing.
@@ -161,6 +171,7 @@ struct EmulationResult {
   std::vector<Transfer> transfers;
   std::vector<AllReduce> allreduces;          // one per stage when D > 1
   std::vector<std::string> warnings;          // e.g. a plan that switches more than it can pay for
+                                              // (see EmulationConfig::switching_warning_fraction)
   // How much later the slowest pipeline finishes than with instant switching (0 when no
   // switch was late; negative when late switches left a faster clock running).
   double switching_delay_s = 0.0;

@@ -175,10 +175,13 @@ PipelineLayout parse_layout(const nlohmann::json& object, std::string_view where
 JobInfo parse_job_info(const nlohmann::json& body) {
   Fields fields(body, "JobInfo");
   JobInfo info;
-  const json& id = fields.required("job_id");
-  if (!id.is_string()) invalid(fields.where("job_id"), "a string", id);
-  info.job_id = id.get<std::string>();
-  if (!info.job_id.empty()) throw ApiError(422, "JobInfo.job_id: must be empty; the server assigns the id");
+  // Optional and empty, as in the existing client's model (`job_id: str = ""`).
+  if (body.contains("job_id")) {
+    const json& id = body.at("job_id");
+    if (!id.is_string()) invalid(fields.where("job_id"), "a string", id);
+    info.job_id = id.get<std::string>();
+    if (!info.job_id.empty()) throw ApiError(422, "JobInfo.job_id: must be empty; the server assigns the id");
+  }
   info.pp_degree = fields.integer("pp_degree", 1, kMaxDegree);
   info.dp_degree = fields.integer("dp_degree", 1, kMaxDegree);
   info.tp_degree = fields.integer("tp_degree", 1, kMaxDegree);

@@ -132,7 +132,10 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     const auto relaxed = relaxation.solve(deadline);
     if (!relaxed) return std::nullopt;
     *bound = relaxed->lower_bound_j;
-    return refiner.repair(relaxed->rounded, deadline);
+    auto down = refiner.repair(relaxed->rounded, deadline);
+    auto up = refiner.repair(relaxed->rounded_up, deadline);
+    if (!up || (down && refiner.effective_energy(*down) <= refiner.effective_energy(*up))) return down;
+    return up;
   };
 
   // T_min: the crawl's fastest plans take longer than the all-max plan on the measured data
@@ -166,8 +169,9 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   constexpr int kRoundsAtTMin = 8;
   constexpr int kRoundsPerPoint = 2;
   constexpr int kRoundsPerFill = 0;
+  constexpr int kRoundsBackward = 1;
   const auto improve_at = [&](double deadline, const OptionChoice& own, std::int64_t step,
-                              const FrontierPoint* slower, int rounds) {
+                              const FrontierPoint* slower, int rounds, bool with_relaxation) {
     OptionChoice start = own;
     double start_cost = own.empty() ? std::numeric_limits<double>::infinity() : refiner.effective_energy(own);
     const auto consider = [&](std::optional<OptionChoice> plan) {
@@ -181,7 +185,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     if (!previous.empty()) consider(refiner.reclaim_slack(previous, deadline));
     if (slower) consider(refiner.repair(slower->option_choice(), deadline));
     std::optional<double> bound;
-    consider(relaxed_plan(deadline, &bound));
+    if (with_relaxation) consider(relaxed_plan(deadline, &bound));
     if (start.empty()) return;
     previous = refiner.local_search(std::move(start), deadline, rounds);
     improved.push_back(make_point(problem, previous, step, crawl));
@@ -192,12 +196,36 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       improved.back().lower_bound_j = *bound - problem.p_blocking * problem.num_gpus() * earlier;
     }
   };
-  for (const FrontierPoint& point : frontier.points) {
+  // At most local_search_max_points points (evenly spread, T_min and T* among them) get the
+  // relaxation and the search; the others start from their searched neighbour, reclaimed.
+  const std::size_t count = frontier.points.size();
+  const std::size_t stride = (count + options.local_search_max_points - 1) /
+                             std::max<std::size_t>(1, options.local_search_max_points);
+  for (std::size_t i = 0; i < count; ++i) {
+    const FrontierPoint& point = frontier.points[i];
+    const bool searched = i % stride == 0 || i + 1 == count;
     improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr,
-               improved.empty() ? kRoundsAtTMin : kRoundsPerPoint);
+               improved.empty() ? kRoundsAtTMin : (searched ? kRoundsPerPoint : 0), searched);
     if (options.progress) options.progress(done, total);
   }
   std::vector<FrontierPoint> points = pareto_filter(std::move(improved));
+  // Backward, slowest first: each point also tries its slower neighbour's plan repaired
+  // down to its time (a minimum-cut speed-up on the measured options), then searched. The
+  // forward pass carries what faster plans found to slower points; this carries the
+  // structure of slower plans, which single moves rarely reach, to faster ones.
+  for (std::size_t i = points.size() - 1; i-- > 0;) {
+    const double deadline = points[i].measured.time_s;
+    auto repaired = refiner.repair(points[i + 1].option_choice(), deadline);
+    if (!repaired) continue;
+    const OptionChoice plan = refiner.local_search(std::move(*repaired), deadline, kRoundsBackward);
+    if (refiner.effective_energy(plan) < points[i].effective_energy_j - 1e-9 &&
+        refiner.measured_time(plan) <= deadline + kTimeEpsilon) {
+      const std::optional<double> bound = points[i].lower_bound_j;  // still holds at this time
+      points[i] = make_point(problem, plan, points[i].crawl_step, crawl);
+      points[i].lower_bound_j = bound;
+    }
+  }
+  points = pareto_filter(std::move(points));
   improved.clear();
   previous.clear();
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -210,7 +238,8 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     const int fills = step_j > 0 ? std::min(options.max_fills_per_gap, static_cast<int>(drop / step_j)) : 0;
     for (int f = 1; f <= fills; ++f) {
       const double from = points[i].measured.time_s;
-      improve_at(from + (next.measured.time_s - from) * f / (fills + 1), {}, next.crawl_step, &next, kRoundsPerFill);
+      improve_at(from + (next.measured.time_s - from) * f / (fills + 1), {}, next.crawl_step, &next, kRoundsPerFill,
+                 true);
     }
   }
   frontier.points = pareto_filter(std::move(improved));

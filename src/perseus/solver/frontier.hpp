@@ -56,6 +56,10 @@ struct FrontierOptions {
   // thousand reclaim_slack calls per point, so larger pipelines only reclaim slack, and get
   // the LP relaxation's plan at T_min.
   std::size_t local_search_max_nodes = 64;
+  // Of those, at most this many frontier points (evenly spread) get the relaxation's plan and
+  // the search; the others start from their searched neighbour's plan. Bounds the solve
+  // time of long frontiers (a point costs milliseconds to tens of milliseconds).
+  std::size_t local_search_max_points = 1024;
   // Crawl plans, the fastest first, repaired to the all-max time as candidates for T_min.
   std::size_t t_min_repairs = 8;
   // With the local search: where two neighbouring points differ by more than this share of

@@ -167,6 +167,7 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
       m.constant_j + m.simplex.objectiveValue() + problem_.p_blocking * problem_.num_gpus() * deadline_s;
   solution.duration_s.resize(n);
   solution.rounded.resize(n);
+  solution.rounded_up.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     double duration_ms = m.hulls[problem_.node_operation[i]].slowest_ms;
     for (int c = m.first_segment[i]; c < m.first_segment[i + 1]; ++c) duration_ms -= x[c];
@@ -187,6 +188,20 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
       }
     }
     solution.rounded[i] = pick;
+    std::int32_t up = -1;  // the fastest option at least as slow (the slowest when none is)
+    for (std::size_t k = 0; k < options.size(); ++k) {
+      const double t_ms = options[k].measurement.time_s * kMsPerSecond;
+      if (t_ms >= duration_ms - 1e-6 && (up < 0 || t_ms < options[up].measurement.time_s * kMsPerSecond)) {
+        up = static_cast<std::int32_t>(k);
+      }
+    }
+    if (up < 0) {
+      up = 0;
+      for (std::size_t k = 1; k < options.size(); ++k) {
+        if (options[k].measurement.time_s > options[up].measurement.time_s) up = static_cast<std::int32_t>(k);
+      }
+    }
+    solution.rounded_up[i] = up;
   }
   return solution;
 }

@@ -24,6 +24,9 @@ struct RelaxedSolution {
   std::vector<double> duration_s;  // per DAG node
   // Per node, the slowest option no slower than its relaxed duration: meets the deadline.
   OptionChoice rounded;
+  // Per node, the fastest option no faster than its relaxed duration: cheaper, and usually
+  // too slow, a start for a repair (a different one: rounding all down often overshoots).
+  OptionChoice rounded_up;
 };
 
 class LpRelaxation {
