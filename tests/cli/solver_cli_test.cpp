@@ -66,7 +66,7 @@ TEST(Cli, EveryCommandHasHelp) {
 
 TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
   testing::TempDir tmp;
-  const fs::path out = tmp.path() / "bloom";
+  const fs::path out = tmp.path() / "runs" / "today" / "bloom";  // parents are created, as mkdir -p
   const CommandResult run = perseus(with(optimize_args(kBloom, out), {"--json"}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json summary = json::parse(run.out);
@@ -145,7 +145,7 @@ TEST(Cli, BadInputGetsOneClearMessageAndLeavesNothingBehind) {
       {{"optimize", "--profile", (tmp.path() / "missing.csv").string(), "--microbatches", "4", "--p-blocking", "80",
         "--unit-time", "0.001", "--out", out.string()},
        "missing.csv"},
-      {with(optimize_args(kBloom, tmp.path() / "no" / "parent"), {}), "no such directory"},
+      {with(optimize_args(kBloom, tmp.path() / "empty.csv" / "out"), {}), "cannot create the output's directory"},
       {{"select", "--frontier", (tmp.path() / "nothing").string(), "--deadline", "3"}, "not a frontier directory"},
       {{"select", "--frontier", (tmp.path() / "nothing").string()}, "--deadline or --straggler-time"},
   };

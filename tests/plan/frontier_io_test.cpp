@@ -132,8 +132,11 @@ TEST(FrontierDirectory, RefusesToClobberAndNeverLeavesHalfAnOutput) {
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(tmp.path())) ++entries;
   EXPECT_EQ(entries, 1u);
-  EXPECT_THROW(write(tmp.path() / "no" / "such" / "parent"), InputError);
-  EXPECT_FALSE(fs::exists(tmp.path() / "no"));
+  // Missing parents are created (as mkdir -p); a file in the way is a clear error.
+  write(tmp.path() / "new" / "nested" / "out");
+  EXPECT_TRUE(fs::exists(tmp.path() / "new" / "nested" / "out" / "frontier.csv"));
+  EXPECT_THROW(write(dir / "frontier.csv" / "out"), InputError);
+  EXPECT_FALSE(fs::exists(dir / "frontier.csv" / "out"));
 }
 
 TEST(FrontierDirectory, MalformedDirectoriesAreClearErrors) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/parallel_config.hpp"
@@ -74,6 +75,114 @@ TEST(Configuration, WeightVersionsOfTheAsynchronousSchedules) {
   EXPECT_EQ(two_bw.bubble_fraction, 0.0);
   EXPECT_LT(two_bw.pipeline_s, flush.pipeline_s);
   EXPECT_NEAR(flush.pipeline_s / two_bw.pipeline_s, (32 + 3.0) / 32, 1e-9);
+}
+
+TEST(Configuration, TwoBwNeedsAtLeastAsManyMicrobatchesAsStages) {
+  // 2BW is defined for m >= p; below p - 1 the two buffers would not even hold the versions in
+  // flight (what the update rule's simulation and memory_footprint say).
+  const ModelSpec& model = find_model("gpt3-2.7b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 8};
+  for (int batch : {2, 4, 6, 8, 16}) {
+    SweepOptions options;
+    options.global_batch = batch;
+    const int m = batch / 2;  // d = 2, b = 1
+    const ParallelConfig c = config(1, 4, 2, 1, false, PipelineSchedule::kPipeDream2BW);
+    if (m < 4) {
+      EXPECT_EQ(memory_footprint(PipelineSchedule::kPipeDream2BW, 4, m).front().weight_versions > 2, m < 3);
+      EXPECT_THROW(estimate_configuration(model, cluster, c, options), InputError) << "m=" << m;
+    } else {
+      EXPECT_EQ(estimate_configuration(model, cluster, c, options).memory.weight_versions, 2);
+    }
+    options.schedules = {PipelineSchedule::kPipeDream2BW};
+    try {
+      for (const ConfigEstimate& e : sweep_configurations(model, cluster, options)) {
+        EXPECT_GE(e.config.microbatches, e.config.pipeline) << describe(e.config);
+        EXPECT_EQ(e.memory.weight_versions, 2);
+      }
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("PipeDream-2BW with fewer microbatches per update than stages"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(Configuration, AsynchronousSchedulesSweepRecomputation) {
+  const ModelSpec& model = find_model("gpt3-2.7b");
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 8};
+  SweepOptions options;
+  options.global_batch = 64;
+  for (PipelineSchedule schedule : {PipelineSchedule::kPipeDream, PipelineSchedule::kPipeDream2BW}) {
+    options.schedules = {schedule};
+    const auto all = sweep_configurations(model, cluster, options);
+    const auto with = std::count_if(all.begin(), all.end(), [](const ConfigEstimate& e) { return e.config.recompute; });
+    EXPECT_EQ(2 * with, static_cast<long>(all.size())) << to_string(schedule);  // every valid one, both ways
+    // Recomputation keeps the schedule, stashes only layer inputs and costs a forward per microbatch.
+    const ConfigEstimate plain = estimate_configuration(model, cluster, config(1, 4, 2, 1, false, schedule), options);
+    const ConfigEstimate recompute = estimate_configuration(model, cluster, config(1, 4, 2, 1, true, schedule), options);
+    EXPECT_EQ(recompute.config.schedule, schedule);
+    EXPECT_LT(recompute.memory.activations_bytes, plain.memory.activations_bytes);
+    EXPECT_GT(recompute.pipeline_s, plain.pipeline_s);
+    EXPECT_EQ(recompute.memory.weight_versions, plain.memory.weight_versions);
+    EXPECT_EQ(describe(recompute.config), describe(plain.config) + " recompute");
+  }
+  // The recomputing 1F1B says so once.
+  EXPECT_EQ(describe(config(1, 4, 2, 1, true, PipelineSchedule::k1F1BRecompute)), "t=1 p=4 d=2 b=1 m=1 1f1b-recompute");
+}
+
+TEST(Configuration, NoValidConfigurationSaysWhyAndWhatWouldWork) {
+  const ModelSpec& model = find_model("gpt3-13b");  // 40 heads, 40 blocks + embedding + head = 42 layers
+  const int layers = static_cast<int>(model_layers(model, Workload{}).size());
+  ASSERT_EQ(layers, 42);
+  SweepOptions options;
+  options.global_batch = 1024;
+  auto error_of = [&](int gpus, const SweepOptions& o) -> std::string {
+    try {
+      sweep_configurations(model, ClusterSpec{&find_gpu("a100-sxm"), gpus}, o);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(valid)";
+  };
+  // 64 stages on 64 GPUs: the cause is the layer count, every candidate (4 microbatch sizes x
+  // with and without recomputation) fails on it, not the heads (t = 1 is the only degree left).
+  SweepOptions deep = options;
+  deep.pipeline = 64;
+  const std::string too_deep = error_of(64, deep);
+  const std::size_t candidates = options.microbatch_sizes.size() * options.recompute.size();
+  EXPECT_NE(too_deep.find(std::to_string(candidates) + " configurations with more pipeline stages than gpt3-13b's " +
+                          std::to_string(layers) + " layers"),
+            std::string::npos)
+      << too_deep;
+  EXPECT_EQ(too_deep.find("heads"), std::string::npos) << too_deep;
+  EXPECT_NE(too_deep.find("p*v <= " + std::to_string(layers)), std::string::npos) << too_deep;
+  EXPECT_NE(too_deep.find("without p=64, these 64 GPUs (t="), std::string::npos) << too_deep;
+
+  // 63 GPUs: t must divide 40 heads (only 1 of 63's divisors does), d = 63/p must divide the
+  // batch, p at most 42: nothing is valid. The nearest GPU counts that are, by brute force.
+  const std::string odd = error_of(63, options);
+  for (const char* cause : {"attention heads", "does not divide the global batch 1024", "42 layers"}) {
+    EXPECT_NE(odd.find(cause), std::string::npos) << cause << " in " << odd;
+  }
+  EXPECT_NE(odd.find("t in {1}"), std::string::npos) << odd;
+  int below = 62, above = 64;
+  while (error_of(below, options) != "(valid)") --below;
+  while (error_of(above, options) != "(valid)") ++above;
+  EXPECT_NE(odd.find(std::to_string(below) + " GPUs (t="), std::string::npos) << odd;
+  if (above - 63 == 63 - below) {
+    EXPECT_NE(odd.find(std::to_string(above) + " GPUs (t="), std::string::npos) << odd;
+  }
+  // The suggested global batch is valid on these GPUs, and none nearer is.
+  const auto at = odd.find("--global-batch ");
+  ASSERT_NE(at, std::string::npos) << odd;
+  const int suggested = std::stoi(odd.substr(at + 15));
+  SweepOptions changed = options;
+  changed.global_batch = suggested;
+  EXPECT_EQ(error_of(63, changed), "(valid)");
+  for (int batch = 1024 - std::abs(suggested - 1024) + 1; batch < 1024 + std::abs(suggested - 1024); ++batch) {
+    changed.global_batch = batch;
+    EXPECT_NE(error_of(63, changed), "(valid)") << batch;
+  }
 }
 
 TEST(Configuration, InterleavingShrinksTheBubbleAndGrowsTheStash) {

@@ -154,6 +154,35 @@ TEST(PlannerCli, PlanWritesTheFrontierAndExplainsItself) {
             2);
 }
 
+TEST(PlannerCli, PipeDream2BwBeatsOneFOneBAndRefinementCanBeSkipped) {
+  // The same configuration under both schedules: 2BW's steady-state window has no fill or drain.
+  const std::vector<std::string> base = {"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8",
+                                         "--global-batch", "32", "-t", "2", "-p", "4", "-b", "1", "--no-recompute",
+                                         "--stragglers", "1.1", "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return perseus(args);
+  };
+  const CommandRun flush = with({"--schedule", "1f1b"});
+  const CommandRun two_bw = with({"--schedule", "pipedream-2bw"});
+  ASSERT_EQ(flush.exit_code, 0) << flush.err;
+  ASSERT_EQ(two_bw.exit_code, 0) << two_bw.err;
+  const json a = json::parse(flush.out), b = json::parse(two_bw.out);
+  for (const char* key : {"tensor", "pipeline", "data", "microbatch_size", "microbatches"}) {
+    EXPECT_EQ(a.at("configuration").at(key), b.at("configuration").at(key)) << key;
+  }
+  EXPECT_EQ(b.at("configuration").at("schedule"), "pipedream-2bw");
+  EXPECT_LT(b.at("frontier").at("t_min_s").get<double>(), a.at("frontier").at("t_min_s").get<double>());
+  // Progress around the frontier on stderr, and --no-refine keeps the crawl's plans.
+  EXPECT_NE(flush.err.find("building the frontier from"), std::string::npos) << flush.err;
+  EXPECT_NE(flush.err.find("points in"), std::string::npos) << flush.err;
+  const CommandRun raw = with({"--no-refine"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_NE(raw.err.find("no refinement"), std::string::npos) << raw.err;
+  EXPECT_FALSE(json::parse(raw.out).at("frontier").at("points").get<std::size_t>() == 0);
+}
+
 TEST(PlannerCli, ConfigureAndPartitionPrintJson) {
   const CommandRun configure = perseus({"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "1024",
                                  "--global-batch", "1536", "--top", "3", "--json"});
@@ -185,6 +214,15 @@ TEST(PlannerCli, BadInputGetsOneClearMessage) {
       {{"plan", "--model", "gpt3-13b", "--gpu", "b200", "--gpus", "8"}, "known GPUs: a100-sxm"},
       {{"plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "60", "-t", "8"}, "does not divide the 60 GPUs"},
       {{"plan", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch", "1536"}, "would fit on"},
+      // The real cause, not the last rejection: 64 stages for 42 layers, not the heads.
+      {{"plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "64", "--global-batch", "1024", "-p", "64"},
+       "more pipeline stages than gpt3-13b's 42 layers"},
+      {{"plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "63", "--global-batch", "1024"}, "Would work:"},
+      {{"configure", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "63", "--global-batch", "1024"},
+       "does not divide the global batch 1024"},
+      // Nothing fits: configure fails too, saying where it would.
+      {{"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch", "1536"},
+       "would fit on"},
       {{"partition", "--weights", bad_weights, "--stages", "1"}, "weights.csv:2"},
       {{"partition", "--model", "gpt3-13b", "--stages", "100"}, "100 stages need at least"},
       {{"profile", "synth", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--tensor-parallel", "3", "--stages", "2"},

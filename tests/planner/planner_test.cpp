@@ -1,7 +1,9 @@
 // End to end: from a model and a cluster to a frontier and the energy Perseus saves.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/planner.hpp"
@@ -82,6 +84,82 @@ TEST(PlanTraining, FixedDegreesAndAsynchronousSchedules) {
   EXPECT_DOUBLE_EQ(r.p_blocking, 70.38);
 }
 
+TEST(PlanTraining, AsynchronousWindowProblemIsTheSteadyState) {
+  // Equal stages, two clocks each: at the highest clocks the window takes the closed form
+  // W(t_f + t_b) + min((S-1)/2, W)|t_b - t_f|, and every node runs its stage's options.
+  const int S = 4, W = 12;
+  const double tf = 0.010, tb = 0.021;
+  std::vector<OperationProfile> operations;
+  for (int s = 0; s < S; ++s) {
+    operations.push_back({s, InstructionKind::kForward, {{"", 1410, tf, 2.0}, {"", 1005, 1.3 * tf, 1.7}}});
+    operations.push_back({s, InstructionKind::kBackward, {{"", 1410, tb, 4.0}, {"", 1005, 1.3 * tb, 3.4}}});
+  }
+  const Profile profile = Profile::from_operations("equal stages", std::move(operations));
+  for (bool recompute : {false, true}) {
+    std::vector<Warning> warnings;
+    const EnergyProblem problem =
+        make_async_window_problem(profile, S, W, recompute, OptionsConfig{0.001, 60.0, {}}, &warnings);
+    EXPECT_EQ(problem.dag.num_nodes(), static_cast<std::size_t>((recompute ? 3 : 2) * S * W));
+    const double all_max = evaluate_highest_clock(problem).time_s;
+    if (recompute) {
+      // Each stage runs W(2t_f + t_b); a recomputation waits for nothing but its stage, so it
+      // may overlap the wait for the gradient: at most the closed form with t_b + t_f backwards.
+      EXPECT_GE(all_max, W * (2 * tf + tb) - 1e-12);
+      EXPECT_LE(all_max, async_window_time_closed_form(S, W, tf, tf + tb) + 1e-12);
+    } else {
+      EXPECT_NEAR(all_max, async_window_time_closed_form(S, W, tf, tb), 1e-12);
+    }
+    for (std::size_t n = 0; n < problem.dag.num_nodes(); ++n) {
+      const Instruction& ins = problem.dag.instruction(static_cast<Dag::NodeId>(n));
+      EXPECT_EQ(problem.options_of(static_cast<Dag::NodeId>(n)).stage, ins.stage);
+      EXPECT_EQ(problem.options_of(static_cast<Dag::NodeId>(n)).kind, ins.kind);
+    }
+  }
+}
+
+TEST(PlanTraining, TwoBwIsFasterThanOneFOneBOnTheSameConfiguration) {
+  // perseus plan --schedule pipedream-2bw against 1f1b: the same configuration, partition and
+  // profile; no fill or drain, so a lower T_min, no lower than m times the bottleneck stage.
+  PlanRequest request;
+  request.model = "gpt3-1.3b";
+  request.gpu = "a100-sxm";
+  request.num_gpus = 8;
+  request.global_batch = 32;
+  request.tensor = 2;
+  request.pipeline = 4;
+  request.microbatch_size = 1;
+  request.allow_recompute = false;
+  request.straggler_slowdowns = {};
+  const PlanReport flush = plan_training(request);
+  request.schedule = "pipedream-2bw";
+  const PlanReport two_bw = plan_training(request);
+  ASSERT_TRUE(flush.solved && two_bw.solved);
+  ParallelConfig same = flush.chosen.config;
+  same.schedule = PipelineSchedule::kPipeDream2BW;
+  EXPECT_EQ(describe(two_bw.chosen.config), describe(same));
+  EXPECT_EQ(two_bw.partition.boundaries, flush.partition.boundaries);
+  const int m = two_bw.chosen.config.microbatches, p = two_bw.chosen.config.pipeline;
+  double bottleneck = 0.0, slowest[2] = {0.0, 0.0};  // of the fastest options: F + B, F, B
+  for (int s = 0; s < p; ++s) {
+    double fastest[2] = {1e300, 1e300};
+    for (int k = 0; k < 2; ++k) {
+      for (const Measurement& row : two_bw.profile.find(s, k == 0 ? InstructionKind::kForward : InstructionKind::kBackward)
+                                        ->measurements) {
+        fastest[k] = std::min(fastest[k], row.time_s);
+      }
+    }
+    bottleneck = std::max(bottleneck, fastest[0] + fastest[1]);
+    for (int k = 0; k < 2; ++k) slowest[k] = std::max(slowest[k], fastest[k]);
+  }
+  const double t_min_2bw = two_bw.frontier.t_min_point().measured.time_s;
+  const double t_min_1f1b = flush.frontier.t_min_point().measured.time_s;
+  EXPECT_LT(t_min_2bw, t_min_1f1b);
+  EXPECT_GE(t_min_2bw, m * bottleneck - 1e-9);
+  // Critical paths grow with durations: at most the equal-stage closed form with the slowest
+  // forward and the slowest backward of any stage.
+  EXPECT_LE(t_min_2bw, async_window_time_closed_form(p, m, slowest[0], slowest[1]) + 1e-9);
+}
+
 TEST(PlanTraining, ClearErrors) {
   PlanRequest request;
   request.model = "gpt3-13b";
@@ -111,6 +189,13 @@ TEST(PlanTraining, ClearErrors) {
   const std::string too_big = error_of(big);
   EXPECT_NE(too_big.find("does not fit on 8 a100-sxm GPUs"), std::string::npos) << too_big;
   EXPECT_NE(too_big.find("it would fit on"), std::string::npos) << too_big;
+
+  // No valid configuration: the real cause (64 stages for 42 layers), not the last one tried.
+  PlanRequest deep = request;
+  deep.pipeline = 64;
+  const std::string too_deep = error_of(deep);
+  EXPECT_NE(too_deep.find("more pipeline stages than gpt3-13b's 42 layers"), std::string::npos) << too_deep;
+  EXPECT_EQ(too_deep.find("heads"), std::string::npos) << too_deep;
 
   // Fixed degrees that do not fit: names a configuration of the same GPUs that does.
   PlanRequest no_split = request;

@@ -201,8 +201,7 @@ std::string schedule_text(const EnergyProblem& problem, const ProblemArgs& a) {
 // leaves no half-written output.
 void write_directory(const fs::path& dir, bool force, const std::vector<std::pair<std::string, std::string>>& files) {
   if (fs::exists(dir) && !force) throw InputError(dir.string() + ": exists (use --force to replace it)");
-  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent)) throw InputError(parent.string() + ": no such directory");
+  const fs::path parent = prepare_output_parent(dir);
   const fs::path temporary = parent / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
   std::error_code error;
   fs::remove_all(temporary, error);

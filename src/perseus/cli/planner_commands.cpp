@@ -393,14 +393,18 @@ void run_configure(const ConfigureArgs& a) {
     out["configurations"].push_back(config_json(e));
     ++shown;
   }
-  if (a.json) return print_json(out);
-  fmt::print("{} on {} {} GPUs, global batch {}: {} valid configurations, {} fit in {:.0f} GiB\n", model.name, a.gpus,
-             gpu.name, out["global_batch"].get<int>(), all.size(), fit, gpu.memory_bytes / kGiB);
-  if (fit == 0) {
-    fmt::print("nothing fits; the leanest needs {:.1f} GiB per GPU: {}\n", all.front().memory.total_bytes / kGiB,
-               describe(all.front().config));
+  // Nothing fits: an error (exit status 2) that says what would, after the table with --all or --json.
+  const bool constrained = a.tensor || a.pipeline || a.data || a.no_recompute;
+  const std::string no_fit = fit == 0 ? explain_no_fit(model, cluster, options, all, constrained) : "";
+  if (!no_fit.empty()) out["error"] = no_fit;
+  if (a.json) {
+    print_json(out);
+    if (!no_fit.empty()) throw InputError(no_fit);
     return;
   }
+  fmt::print("{} on {} {} GPUs, global batch {}: {} valid configurations, {} fit in {:.0f} GiB\n", model.name, a.gpus,
+             gpu.name, out["global_batch"].get<int>(), all.size(), fit, gpu.memory_bytes / kGiB);
+  if (fit == 0 && !a.all) throw InputError(no_fit);
   fmt::print("{:<44} {:>9} {:>7} {:>6} {:>9} {:>8}  {}\n", "configuration", "iter s", "bubble", "MFU", "mem GiB",
              "DP s", "placement");
   std::size_t i = 0;
@@ -411,6 +415,7 @@ void run_configure(const ConfigureArgs& a) {
                e.memory.total_bytes / kGiB, e.data_parallel_s, e.tensor_within_node ? "in node" : "across nodes",
                e.config.pipeline == 1 ? "none" : (e.pipeline_across_nodes ? "across nodes" : "in node"));
   }
+  if (!no_fit.empty()) throw InputError(no_fit);
 }
 
 // -------------------------------------------------------------------------------- schedules
@@ -686,6 +691,8 @@ void add_planner_commands(CLI::App& app) {
   pl->add_option("--p-blocking", plan.request.p_blocking, "Blocking power in W (default: the GPU's)");
   pl->add_option("--stragglers", plan.straggler_list, "Straggler slowdowns T'/T_min to report")->capture_default_str();
   pl->add_flag("--no-solve", plan.no_solve, "Stop after the configuration and the profile");
+  pl->add_flag("--no-refine", [](std::int64_t) { plan.request.refine = false; },
+               "Keep the crawl's plans as they are (faster; no refinement on the measured options)");
   pl->add_option("--out", plan.out, "Write the frontier, plans, profile.csv and plan.json to this directory");
   pl->add_option("--max-plans", plan.max_plans, "Write at most N plan files (0: all)");
   pl->add_flag("--force", plan.force, "Replace an existing output directory");

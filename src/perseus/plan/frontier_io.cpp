@@ -141,8 +141,7 @@ void write_frontier_directory(const fs::path& dir, const EnergyProblem& problem,
   if (exists && !options.force) {
     throw InputError(dir.string() + ": output directory exists (use --force to replace it)");
   }
-  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent)) throw InputError(parent.string() + ": no such directory");
+  const fs::path parent = prepare_output_parent(dir);
   const std::string tag = std::to_string(::getpid());
   const fs::path staging = parent / (".perseus-tmp-" + tag + "-" + dir.filename().string());
   const fs::path retired = parent / (".perseus-old-" + tag + "-" + dir.filename().string());

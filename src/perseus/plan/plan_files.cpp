@@ -206,6 +206,17 @@ StageFrequencies read_freqs_pipeline(const std::filesystem::path& path) {
   return parse_freqs_pipeline(read_text_file(path), path.string());
 }
 
+std::filesystem::path prepare_output_parent(const std::filesystem::path& path) {
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code error;
+  std::filesystem::create_directories(parent, error);
+  if (error || !std::filesystem::is_directory(parent)) {
+    throw InputError(parent.string() + ": cannot create the output's directory" +
+                     (error ? " (" + error.message() + ")" : std::string(" (a file is in the way)")));
+  }
+  return parent;
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
   const std::filesystem::path temporary =
       path.parent_path() / (".tmp-" + std::to_string(::getpid()) + "-" + path.filename().string());

@@ -52,5 +52,8 @@ StageFrequencies read_freqs_pipeline(const std::filesystem::path& path);
 // reader never sees half a file. Throws InputError on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 std::string read_text_file(const std::filesystem::path& path);
+// The directory an output `path` is written into, created with its parents if missing (as
+// `mkdir -p`). Throws InputError when it cannot be (a file in the way, no permission).
+std::filesystem::path prepare_output_parent(const std::filesystem::path& path);
 
 }  // namespace perseus

@@ -209,8 +209,11 @@ constexpr EnergyModelParams kA40Fit{
     .power_limit_w = 287.066,
 };
 
-EnergyModelParams transferred(EnergyModelParams from, double power_limit_w) {
-  from.power_limit_w = power_limit_w;
+// A fitted model moved to another part, its power limit scaled to that part but no higher than
+// its TDP: the A100-SXM fit's 474 W (above its 400 W TDP) is an effective parameter that the
+// measured profiles support; a part without measured profiles has only its datasheet's limit.
+EnergyModelParams transferred(EnergyModelParams from, double power_limit_w, double tdp_w) {
+  from.power_limit_w = std::min(power_limit_w, tdp_w);
   return from;
 }
 
@@ -257,8 +260,8 @@ std::vector<GpuSpec> build_gpus() {
     g.p2p_bandwidth = 25e9;
     g.inter_node_bandwidth = 12.5e9;
     // Same silicon as the SXM part; the lower board power limit makes it throttle earlier.
-    g.energy = transferred(kA100SxmFit, kA100SxmFit.power_limit_w * 300.0 / 400.0);
-    g.calibration = "transferred from a100-sxm, power limit scaled to the 300 W TDP (no measured profile)";
+    g.energy = transferred(kA100SxmFit, kA100SxmFit.power_limit_w * 300.0 / 400.0, g.tdp_w);
+    g.calibration = "transferred from a100-sxm, power limit scaled to the 300 W TDP, at most the TDP (no measured profile)";
     gpus.push_back(g);
   }
   {
@@ -301,12 +304,13 @@ std::vector<GpuSpec> build_gpus() {
     g.intra_node_busbw = 360e9;
     g.p2p_bandwidth = 370e9;
     g.inter_node_bandwidth = 50e9;
-    EnergyModelParams e = transferred(kA100SxmFit, kA100SxmFit.power_limit_w * 700.0 / 400.0);
+    EnergyModelParams e = transferred(kA100SxmFit, kA100SxmFit.power_limit_w * 700.0 / 400.0, g.tdp_w);
     e.static_power_w *= 700.0 / 400.0;
     e.compute_power_w *= 700.0 / 400.0;
     e.memory_power_w *= 700.0 / 400.0;
     g.energy = e;
-    g.calibration = "transferred from a100-sxm, powers scaled by the TDP ratio 700/400 (no measured profile)";
+    g.calibration = "transferred from a100-sxm, powers scaled by the TDP ratio 700/400, power limit at most the TDP "
+                    "(no measured profile)";
     gpus.push_back(g);
   }
   return gpus;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
+#include <set>
 #include <span>
 
 #include <fmt/format.h>
@@ -35,13 +38,240 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
+// Why a configuration cannot run at all (before memory), by kind: the error for a GPU count with
+// no valid configuration counts them, and what each constraint would need.
+enum class Invalid { kTensor, kLayers, kBatch, kInterleave, kTwoBW, kOther };
+
+struct Invalidity {
+  Invalid kind = Invalid::kOther;
+  int value = 0;  // the degree or size at fault: t, p*v, d*b, p
+  std::string why;
+};
+
+int layer_count(const ModelSpec& model) { return static_cast<int>(model_layers(model, Workload{}).size()); }
+
+int batch_of(const ModelSpec& model, const SweepOptions& options) {
+  return options.global_batch > 0 ? options.global_batch : model.default_global_batch;
+}
+
+// The checks estimate_configuration makes before estimating (degrees already multiply to the GPUs).
+std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int batch, const ParallelConfig& c) {
+  const int t = c.tensor, p = c.pipeline, d = c.data, b = c.microbatch_size;
+  std::string why;
+  if (!tensor_parallel_divides(model, t, &why)) return Invalidity{Invalid::kTensor, t, why};
+  const bool interleaved = c.schedule == PipelineSchedule::kInterleaved1F1B;
+  const int v = interleaved ? c.chunks : 1;
+  if (p * v > layers) {
+    return Invalidity{Invalid::kLayers, p * v,
+                      fmt::format("configuration: {} has {} layers, too few for {} pipeline stages", model.name, layers,
+                                  p * v)};
+  }
+  if (batch % (d * b) != 0) {
+    return Invalidity{Invalid::kBatch, d * b,
+                      fmt::format("configuration: the global batch {} does not split into d*b = {}*{} microbatches",
+                                  batch, d, b)};
+  }
+  const int m = batch / (d * b);
+  if (interleaved && (v < 2 || p < 2 || m % p != 0)) {
+    return Invalidity{Invalid::kInterleave, p,
+                      fmt::format("configuration: interleaved 1F1B needs v >= 2, p >= 2 and m ({}) a multiple of p ({})",
+                                  m, p)};
+  }
+  // 2BW is defined for m >= p (Narayanan et al., ICML'21): below m = p - 1 the two buffers no
+  // longer hold the in-flight versions (memory_footprint, simulated_weight_versions).
+  if (c.schedule == PipelineSchedule::kPipeDream2BW && m < p) {
+    const int versions = memory_footprint(PipelineSchedule::kPipeDream2BW, p, m).front().weight_versions;
+    return Invalidity{Invalid::kTwoBW, p,
+                      fmt::format("configuration: PipeDream-2BW needs at least p = {} microbatches per weight update, "
+                                  "got m = {}{}",
+                                  p, m, versions > 2 ? fmt::format(" (stage 0 would need {} weight versions, not 2)", versions)
+                                                     : "")};
+  }
+  return std::nullopt;
+}
+
+// Every configuration the sweep considers on `gpus` GPUs (fixed degrees honoured), in order.
+template <typename Visit>
+void for_each_candidate(int gpus, const SweepOptions& options, Visit visit) {
+  for (int t : divisors(gpus)) {
+    if (options.tensor > 0 && t != options.tensor) continue;
+    for (int p : divisors(gpus / t)) {
+      if (options.pipeline > 0 && p != options.pipeline) continue;
+      const int d = gpus / (t * p);
+      if (options.data > 0 && d != options.data) continue;
+      for (int b : options.microbatch_sizes) {
+        for (PipelineSchedule schedule : options.schedules) {
+          std::vector<int> chunk_options{1};
+          if (schedule == PipelineSchedule::kInterleaved1F1B) chunk_options = options.interleave_chunks;
+          for (int v : chunk_options) {
+            for (bool recompute : options.recompute) {
+              if (schedule == PipelineSchedule::k1F1BRecompute && !recompute) continue;
+              ParallelConfig c;
+              c.tensor = t;
+              c.pipeline = p;
+              c.data = d;
+              c.microbatch_size = b;
+              c.chunks = v;
+              c.recompute = recompute;
+              c.sequence_parallel = options.sequence_parallel && t > 1;
+              c.schedule = schedule;
+              visit(c);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The first configuration of `gpus` GPUs that passes the validity checks, if any.
+std::optional<ParallelConfig> first_valid(const ModelSpec& model, int layers, int batch, int gpus,
+                                          const SweepOptions& options) {
+  std::optional<ParallelConfig> found;
+  for_each_candidate(gpus, options, [&](const ParallelConfig& c) {
+    if (!found && !invalidity(model, layers, batch, c)) found = c;
+  });
+  return found;
+}
+
+// A configuration to name for `gpus` GPUs known to have a valid one: the sweep's best, which
+// fits if any does.
+std::string example_on(const ModelSpec& model, const ClusterSpec& cluster, int gpus, const SweepOptions& options) {
+  ClusterSpec other = cluster;
+  other.num_gpus = gpus;
+  const ConfigEstimate best = sweep_configurations(model, other, options).front();
+  return fmt::format("{}{}", describe(best.config),
+                     best.fits ? "" : fmt::format(", though it needs {:.1f} GiB per GPU", best.memory.total_bytes / (1ull << 30)));
+}
+
+std::string join_values(const std::set<int>& values) {
+  std::string out;
+  std::size_t shown = 0;
+  for (int v : values) {
+    if (shown++ == 8) return out + ", ...";
+    out += (out.empty() ? "" : ", ") + std::to_string(v);
+  }
+  return out;
+}
+
+std::string fixed_degrees(const SweepOptions& options) {
+  std::string out;
+  for (auto [value, name] : {std::pair{options.tensor, "t"}, std::pair{options.pipeline, "p"},
+                             std::pair{options.data, "d"}}) {
+    if (value > 0) out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
+  }
+  return out;
+}
+
+// Why no configuration of `model` on the cluster is valid, the most frequent reason first, and
+// what would work: the degrees each constraint allows, a global batch near the requested one,
+// the nearest GPU counts that have a valid configuration.
+std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cluster, const SweepOptions& options,
+                                   const std::map<Invalid, std::pair<std::size_t, std::set<int>>>& counts,
+                                   const std::map<Invalid, std::string>& examples) {
+  const int layers = layer_count(model), batch = batch_of(model, options), gpus = cluster.num_gpus;
+  const std::string fixed = fixed_degrees(options);
+  std::string message = fmt::format("no valid configuration of {} on {} GPUs{}", model.name, gpus,
+                                    fixed.empty() ? "" : " with " + fixed);
+  if (counts.empty()) {
+    message += fmt::format(": the fixed degrees do not multiply to {} GPUs", gpus);
+  }
+  std::vector<std::pair<std::size_t, Invalid>> order;
+  for (const auto& [kind, entry] : counts) order.emplace_back(entry.first, kind);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> reasons, works;
+  for (const auto& [count, kind] : order) {
+    const std::string values = join_values(counts.at(kind).second);
+    const std::string n = fmt::format("{} configuration{}", count, count == 1 ? "" : "s");
+    switch (kind) {
+      case Invalid::kTensor: {
+        reasons.push_back(fmt::format("{} with a tensor degree that does not split the layers (t = {}: {})", n, values,
+                                      examples.at(kind)));
+        std::set<int> fine;
+        for (int t : divisors(gpus)) {
+          if (tensor_parallel_divides(model, t, nullptr)) fine.insert(t);
+        }
+        works.push_back(fmt::format("t in {{{}}}", join_values(fine)));
+        break;
+      }
+      case Invalid::kLayers:
+        reasons.push_back(fmt::format("{} with more pipeline stages than {}'s {} layers (p*v = {})", n, model.name,
+                                      layers, values));
+        works.push_back(fmt::format("p*v <= {}", layers));
+        break;
+      case Invalid::kBatch:
+        reasons.push_back(
+            fmt::format("{} where d*b does not divide the global batch {} (d*b = {})", n, batch, values));
+        works.push_back(fmt::format("d*b dividing {}", batch));
+        break;
+      case Invalid::kInterleave:
+        reasons.push_back(fmt::format("{} of interleaved 1F1B where m is no multiple of p (p = {})", n, values));
+        works.push_back("m a multiple of p for interleaving");
+        break;
+      case Invalid::kTwoBW:
+        reasons.push_back(fmt::format("{} of PipeDream-2BW with fewer microbatches per update than stages (p = {})",
+                                      n, values));
+        works.push_back("m >= p for 2BW");
+        break;
+      case Invalid::kOther:
+        reasons.push_back(fmt::format("{} ({})", n, examples.at(kind)));
+        break;
+    }
+  }
+  if (!reasons.empty()) message += ": " + fmt::format("{}", fmt::join(reasons, "; "));
+  if (!works.empty()) message += fmt::format(". Valid configurations need {}", fmt::join(works, ", "));
+
+  // A global batch near the requested one, on these GPUs.
+  std::vector<std::string> suggestions;
+  for (int k = 1; k <= batch; ++k) {
+    std::optional<ParallelConfig> c;
+    int other = 0;
+    for (int candidate : {batch - k, batch + k}) {
+      if (candidate < 1 || c) continue;
+      SweepOptions changed = options;
+      changed.global_batch = candidate;
+      c = first_valid(model, layers, candidate, gpus, changed);
+      other = candidate;
+    }
+    if (c) {
+      SweepOptions changed = options;
+      changed.global_batch = other;
+      suggestions.push_back(fmt::format("--global-batch {} ({})", other, example_on(model, cluster, gpus, changed)));
+      break;
+    }
+  }
+  // The nearest GPU counts with a valid configuration, with the fixed degrees, else without.
+  for (const bool keep_fixed : {true, false}) {
+    if (!keep_fixed && fixed.empty()) break;
+    SweepOptions relaxed = options;
+    if (!keep_fixed) relaxed.tensor = relaxed.pipeline = relaxed.data = 0;
+    std::vector<std::string> near;
+    // Without the fixed degrees these very GPUs may do (k = 0); else the nearest counts either side.
+    for (int k = keep_fixed ? 1 : 0; k <= gpus && near.empty(); ++k) {
+      for (int candidate : std::set<int>{gpus - k, gpus + k}) {
+        if (candidate < 1) continue;
+        if (first_valid(model, layers, batch, candidate, relaxed)) {
+          near.push_back(fmt::format("{}{} GPUs ({})", candidate == gpus ? "these " : "", candidate,
+                                     example_on(model, cluster, candidate, relaxed)));
+        }
+      }
+    }
+    if (!near.empty()) {
+      suggestions.push_back(fmt::format("{}{}", keep_fixed ? "" : "without " + fixed + ", ", fmt::join(near, " or ")));
+      break;
+    }
+  }
+  if (!suggestions.empty()) message += fmt::format(". Would work: {}", fmt::join(suggestions, "; "));
+  return message;
+}
+
 }  // namespace
 
 std::string describe(const ParallelConfig& c) {
   std::string out = fmt::format("t={} p={} d={} b={} m={} {}", c.tensor, c.pipeline, c.data, c.microbatch_size,
                                 c.microbatches, to_string(c.schedule));
   if (c.schedule == PipelineSchedule::kInterleaved1F1B) out += fmt::format(" v={}", c.chunks);
-  if (c.recompute) out += " recompute";
+  if (c.recompute && c.schedule != PipelineSchedule::k1F1BRecompute) out += " recompute";  // the name says it
   if (c.sequence_parallel) out += " sp";
   return out;
 }
@@ -57,21 +287,15 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
     throw InputError(fmt::format("configuration: t*p*d = {}*{}*{} = {} does not match the {} GPUs", t, p, d,
                                  static_cast<long long>(t) * p * d, cluster.num_gpus));
   }
-  const int batch = options.global_batch > 0 ? options.global_batch : model.default_global_batch;
-  if (batch % (d * b) != 0) {
-    throw InputError(fmt::format("configuration: the global batch {} does not split into d*b = {}*{} microbatches",
-                                 batch, d, b));
-  }
+  const int batch = batch_of(model, options);
+  if (const auto invalid = invalidity(model, layer_count(model), batch, config)) throw InputError(invalid->why);
   const int m = batch / (d * b);
   config.microbatches = m;
   const bool interleaved = config.schedule == PipelineSchedule::kInterleaved1F1B;
   const int v = interleaved ? config.chunks : 1;
   config.chunks = v;
-  if (interleaved && (v < 2 || p < 2 || m % p != 0)) {
-    throw InputError(fmt::format("configuration: interleaved 1F1B needs v >= 2, p >= 2 and m ({}) a multiple of p ({})",
-                                 m, p));
-  }
-  // Recomputation is a flag of the synchronous schedules; 1f1b-recompute is 1F1B with it.
+  // Recomputation is a flag of every schedule (the asynchronous ones too); 1f1b-recompute is
+  // 1F1B with it.
   if (config.schedule == PipelineSchedule::k1F1BRecompute) config.recompute = true;
   if (config.recompute && config.schedule == PipelineSchedule::k1F1B) config.schedule = PipelineSchedule::k1F1BRecompute;
 
@@ -79,10 +303,6 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   const std::vector<LayerCost> layers = model_layers(model, workload);
   const int n = static_cast<int>(layers.size());
   const int virtual_stages = p * v;
-  if (virtual_stages > n) {
-    throw InputError(fmt::format("configuration: {} has {} layers, too few for {} pipeline stages", model.name, n,
-                                 virtual_stages));
-  }
   const int node = cluster.nodes_gpus_per_node();
   const EnergyModel energy(gpu, gpu.energy);
   const double tp_bw = (t <= node ? gpu.intra_node_busbw : cluster.network_bandwidth()) * gpu.energy.collective_scale;
@@ -199,51 +419,25 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
 std::vector<ConfigEstimate> sweep_configurations(const ModelSpec& model, const ClusterSpec& cluster,
                                                  const SweepOptions& options) {
   if (cluster.num_gpus < 1) throw InputError("configuration: the GPU count must be at least 1");
+  const int layers = layer_count(model), batch = batch_of(model, options);
   std::vector<ConfigEstimate> out;
-  std::string last_reason;
-  for (int t : divisors(cluster.num_gpus)) {
-    if (options.tensor > 0 && t != options.tensor) continue;
-    std::string why;
-    if (!tensor_parallel_divides(model, t, &why)) {
-      last_reason = why;
-      continue;
+  std::map<Invalid, std::pair<std::size_t, std::set<int>>> counts;  // kind -> configurations, values at fault
+  std::map<Invalid, std::string> examples;
+  auto reject = [&](Invalid kind, int value, const std::string& why) {
+    auto& [count, values] = counts[kind];
+    ++count;
+    values.insert(value);
+    examples.emplace(kind, why);
+  };
+  for_each_candidate(cluster.num_gpus, options, [&](const ParallelConfig& c) {
+    if (const auto invalid = invalidity(model, layers, batch, c)) return reject(invalid->kind, invalid->value, invalid->why);
+    try {
+      out.push_back(estimate_configuration(model, cluster, c, options));
+    } catch (const InputError& error) {
+      reject(Invalid::kOther, 0, error.what());
     }
-    for (int p : divisors(cluster.num_gpus / t)) {
-      if (options.pipeline > 0 && p != options.pipeline) continue;
-      const int d = cluster.num_gpus / (t * p);
-      if (options.data > 0 && d != options.data) continue;
-      for (int b : options.microbatch_sizes) {
-        for (PipelineSchedule schedule : options.schedules) {
-          std::vector<int> chunk_options{1};
-          if (schedule == PipelineSchedule::kInterleaved1F1B) chunk_options = options.interleave_chunks;
-          for (int v : chunk_options) {
-            for (bool recompute : options.recompute) {
-              if (recompute && !flushes(schedule)) continue;
-              ParallelConfig c;
-              c.tensor = t;
-              c.pipeline = p;
-              c.data = d;
-              c.microbatch_size = b;
-              c.chunks = v;
-              c.recompute = recompute;
-              c.sequence_parallel = options.sequence_parallel && t > 1;
-              c.schedule = schedule;
-              if (schedule == PipelineSchedule::k1F1BRecompute && !recompute) continue;
-              try {
-                out.push_back(estimate_configuration(model, cluster, c, options));
-              } catch (const InputError& error) {
-                last_reason = error.what();
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  if (out.empty()) {
-    throw InputError(fmt::format("no valid configuration of {} on {} GPUs{}", model.name, cluster.num_gpus,
-                                 last_reason.empty() ? "" : " (e.g. " + last_reason + ")"));
-  }
+  });
+  if (out.empty()) throw InputError(no_valid_configuration(model, cluster, options, counts, examples));
   std::stable_sort(out.begin(), out.end(), [](const ConfigEstimate& a, const ConfigEstimate& b) {
     if (a.fits != b.fits) return a.fits;
     if (!a.fits) return a.memory.total_bytes < b.memory.total_bytes;

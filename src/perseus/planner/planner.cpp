@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -73,6 +75,52 @@ std::string what_would_fit(const ModelSpec& model, const ClusterSpec& cluster, c
 }
 
 }  // namespace
+
+std::string explain_no_fit(const ModelSpec& model, const ClusterSpec& cluster, const SweepOptions& sweep,
+                           const std::vector<ConfigEstimate>& estimates, bool constrained) {
+  const GpuSpec& gpu = *cluster.gpu;
+  const ConfigEstimate& leanest = estimates.front();
+  const std::string message = fmt::format(
+      "{} does not fit on {} {} GPUs ({:.0f} GiB each){}: the leanest configuration ({}) needs {} per GPU", model.name,
+      cluster.num_gpus, gpu.name, gpu.memory_bytes / kGiB, constrained ? " with the degrees given" : "",
+      describe(leanest.config), gib(leanest.memory.total_bytes));
+  if (constrained) {
+    SweepOptions free = sweep;
+    free.tensor = free.pipeline = free.data = 0;
+    free.microbatch_sizes = SweepOptions{}.microbatch_sizes;
+    free.recompute = {false, true};
+    try {
+      const auto any = sweep_configurations(model, cluster, free);
+      if (any.front().fits) {
+        return message + fmt::format("; on {} GPUs, {} fits ({} per GPU)", cluster.num_gpus,
+                                     describe(any.front().config), gib(any.front().memory.total_bytes));
+      }
+    } catch (const InputError&) {
+    }
+  }
+  return message + "; " + what_would_fit(model, cluster, sweep);
+}
+
+EnergyProblem make_async_window_problem(const Profile& profile, int stages, int window, bool recompute,
+                                        const OptionsConfig& config, std::vector<Warning>* warnings) {
+  // The operations of one microbatch of the flushed order are those of every window node:
+  // make_problem binds them (and checks the profile); the window only needs its own DAG.
+  const ScheduleKind kind = recompute ? ScheduleKind::k1F1BEarlyRecompute : ScheduleKind::k1F1B;
+  EnergyProblem one = make_problem(profile, ScheduleSpec{kind, stages, 1, 1, false}, config, warnings);
+  std::map<std::pair<int, InstructionKind>, std::int32_t> operation;
+  for (std::size_t n = 0; n < one.dag.num_nodes(); ++n) {
+    const auto id = static_cast<Dag::NodeId>(n);
+    operation[{one.dag.virtual_stage(id), one.dag.instruction(id).kind}] = one.node_operation[n];
+  }
+  Dag dag = Dag::steady_state_window(async_window_schedule(stages, window, recompute));
+  std::vector<std::int32_t> node_operation(dag.num_nodes());
+  for (std::size_t n = 0; n < dag.num_nodes(); ++n) {
+    const auto id = static_cast<Dag::NodeId>(n);
+    node_operation[n] = operation.at({dag.virtual_stage(id), dag.instruction(id).kind});
+  }
+  return EnergyProblem{std::move(dag), std::move(one.operations), std::move(node_operation), one.unit_time,
+                       one.p_blocking};
+}
 
 std::string_view to_string(PartitionMethod method) {
   switch (method) {
@@ -152,10 +200,7 @@ PlanReport plan_training(const PlanRequest& request) {
   if (request.microbatch_size > 0) sweep.microbatch_sizes = {request.microbatch_size};
   const PipelineSchedule schedule = parse_pipeline_schedule(request.schedule);
   sweep.schedules = {schedule};
-  if (!request.allow_recompute || schedule == PipelineSchedule::kPipeDream ||
-      schedule == PipelineSchedule::kPipeDream2BW) {
-    sweep.recompute = {false};
-  }
+  if (!request.allow_recompute) sweep.recompute = {false};
   if (schedule == PipelineSchedule::k1F1BRecompute) sweep.recompute = {true};
 
   report(request, fmt::format("sweeping configurations of {} on {} {} GPUs", model.name, request.num_gpus, gpu.name));
@@ -163,31 +208,9 @@ PlanReport plan_training(const PlanRequest& request) {
   out.configurations_valid = estimates.size();
   out.configurations_fit = std::count_if(estimates.begin(), estimates.end(), [](const auto& e) { return e.fits; });
   if (out.configurations_fit == 0) {
-    const ConfigEstimate& leanest = estimates.front();
     const bool constrained = request.tensor || request.pipeline || request.data || request.microbatch_size ||
                              !request.allow_recompute;
-    std::string message = fmt::format("{} does not fit on {} {} GPUs ({:.0f} GiB each){}: the leanest configuration "
-                                      "({}) needs {} per GPU",
-                                      model.name, request.num_gpus, gpu.name, gpu.memory_bytes / kGiB,
-                                      constrained ? " with the degrees given" : "", describe(leanest.config),
-                                      gib(leanest.memory.total_bytes));
-    if (constrained) {
-      SweepOptions free = sweep;
-      free.tensor = free.pipeline = free.data = 0;
-      free.microbatch_sizes = SweepOptions{}.microbatch_sizes;
-      free.recompute = {false, true};
-      std::string suggestion;
-      try {
-        const auto any = sweep_configurations(model, out.cluster, free);
-        if (any.front().fits) {
-          suggestion = fmt::format("on {} GPUs, {} fits ({} per GPU)", request.num_gpus, describe(any.front().config),
-                                   gib(any.front().memory.total_bytes));
-        }
-      } catch (const InputError&) {
-      }
-      if (!suggestion.empty()) throw InputError(message + "; " + suggestion);
-    }
-    throw InputError(message + "; " + what_would_fit(model, out.cluster, sweep));
+    throw InputError(explain_no_fit(model, out.cluster, sweep, estimates, constrained));
   }
   out.chosen = estimates.front();
   for (std::size_t i = 1; i < estimates.size() && out.runners_up.size() < 4; ++i) {
@@ -251,15 +274,20 @@ PlanReport plan_training(const PlanRequest& request) {
                             : fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, gpu.calibration));
   out.schedule = ScheduleSpec{core_schedule_kind(config.schedule), config.pipeline, config.microbatches, config.chunks,
                               false};
-  if (config.recompute && config.schedule != PipelineSchedule::k1F1BRecompute) {
+  if (config.recompute && config.schedule != PipelineSchedule::k1F1BRecompute && flushes(config.schedule)) {
     out.warnings.push_back(fmt::format("the core builds recomputation instructions only for 1F1B; the {} frontier "
                                        "leaves them out, so its times miss one forward per microbatch",
                                        to_string(config.schedule)));
   }
   if (!flushes(config.schedule)) {
-    out.reasons.push_back(fmt::format("{} has no flush: the frontier is computed on a steady-state window of {} "
-                                      "microbatches in the 1F1B order",
-                                      to_string(config.schedule), config.microbatches));
+    // What cutting the steady state into windows costs, with the slowest stage's times.
+    const double tf = out.chosen.stage_forward_s, tb = out.chosen.stage_backward_s;
+    const double steady = config.microbatches * (tf + tb);
+    out.reasons.push_back(fmt::format(
+        "{} has no flush: the frontier is computed on a steady-state window of {} microbatches of 1F1B without "
+        "fill or drain, run back to back (the cut between windows adds at most {:.2f}% with equal stages)",
+        to_string(config.schedule), config.microbatches,
+        100.0 * (async_window_time_closed_form(config.pipeline, config.microbatches, tf, tb) - steady) / steady));
   }
   out.p_blocking = request.p_blocking > 0.0 ? request.p_blocking : gpu.p_blocking_w;
   out.unit_time = request.unit_time > 0.0 ? request.unit_time
@@ -272,9 +300,21 @@ PlanReport plan_training(const PlanRequest& request) {
   if (!request.solve) return out;
 
   std::vector<Warning> warnings;
-  report(request, fmt::format("building the {} DAG: {} stages x {} microbatches", to_string(out.schedule.kind),
-                              out.schedule.stages, out.schedule.microbatches));
-  out.problem.emplace(make_problem(out.profile, out.schedule, OptionsConfig{out.unit_time, out.p_blocking, {}}, &warnings));
+  const OptionsConfig options_config{out.unit_time, out.p_blocking, {}};
+  if (flushes(config.schedule)) {
+    report(request, fmt::format("building the {} DAG: {} stages x {} microbatches", to_string(out.schedule.kind),
+                                out.schedule.stages, out.schedule.microbatches));
+    out.problem.emplace(make_problem(out.profile, out.schedule, options_config, &warnings));
+  } else {
+    report(request, fmt::format("building the steady-state window DAG: {} stages x {} microbatches",
+                                config.pipeline, config.microbatches));
+    out.problem.emplace(make_async_window_problem(out.profile, config.pipeline, config.microbatches, config.recompute,
+                                                  options_config, &warnings));
+    out.warnings.push_back(fmt::format(
+        "the plans are for one steady-state window, repeated: summary.json names its 1f1b order, but the window's "
+        "microbatch labels run 0..{} (stage s begins s+1 instructions into the 1F1B steady state)",
+        config.microbatches + config.pipeline - 1));
+  }
   for (const Warning& w : warnings) out.warnings.push_back(w.message);
   CrawlOptions crawl_options;
   if (request.progress) {
@@ -285,7 +325,23 @@ PlanReport plan_training(const PlanRequest& request) {
   report(request, fmt::format("crawling the frontier ({} nodes)", out.problem->dag.num_nodes()));
   out.crawl = crawl_frontier(*out.problem, crawl_options);
   FrontierOptions frontier_options;
+  frontier_options.refine = request.refine;
+  if (request.progress) {
+    // Every tenth of the way: refining a long frontier takes minutes on large pipelines.
+    frontier_options.progress = [&request, last = std::size_t{0}](std::size_t done, std::size_t total) mutable {
+      const std::size_t tenth = total > 0 ? 10 * done / total : 10;
+      if (tenth <= last) return;
+      last = tenth;
+      report(request, fmt::format("frontier: {} of {} candidate plans done", done, total));
+    };
+  }
+  report(request, fmt::format("building the frontier from {} crawl steps{}", out.crawl.steps.size(),
+                              request.refine ? ", refining the plans on the measured options (--no-refine skips that)"
+                                             : ", plans as the crawl made them (no refinement)"));
+  const auto frontier_start = std::chrono::steady_clock::now();
   out.frontier = build_frontier(*out.problem, out.crawl, frontier_options);
+  report(request, fmt::format("frontier: {} points in {:.1f} s", out.frontier.points.size(),
+                              std::chrono::duration<double>(std::chrono::steady_clock::now() - frontier_start).count()));
   out.solved = true;
 
   const FrontierPoint& fastest = out.frontier.t_min_point();

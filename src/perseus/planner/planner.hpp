@@ -30,6 +30,18 @@ Partition partition_layers(const EnergyModel& model, std::span<const LayerCost> 
 std::vector<double> layer_forward_times(const EnergyModel& model, std::span<const LayerCost> layers,
                                         int tensor_parallel);
 
+// Why nothing of `estimates` (a sweep's result, the leanest first) fits, and what would: with
+// `constrained` (degrees, microbatch size or recomputation fixed by the user) a configuration of
+// the same GPUs without those constraints, else the same model on 2x, 4x, ... as many GPUs.
+std::string explain_no_fit(const ModelSpec& model, const ClusterSpec& cluster, const SweepOptions& sweep,
+                           const std::vector<ConfigEstimate>& estimates, bool constrained);
+
+// The frontier problem of PipeDream and 2BW: the steady-state window of `window` microbatches
+// (async_window_schedule, with early recomputation if asked) bound to the profile's options.
+// InputError as make_problem's.
+EnergyProblem make_async_window_problem(const Profile& profile, int stages, int window, bool recompute,
+                                        const OptionsConfig& config, std::vector<Warning>* warnings);
+
 struct PlanRequest {
   std::string model;
   std::string gpu;
@@ -43,6 +55,7 @@ struct PlanRequest {
   double p_blocking = 0.0;         // W; 0: the GPU's
   std::vector<double> straggler_slowdowns = {1.05, 1.1, 1.2, 1.5};
   bool solve = true;               // compute the frontier (false: configuration and profile only)
+  bool refine = true;              // FrontierOptions::refine (false: the crawl's plans, faster)
   std::function<void(const std::string&)> progress;
 };
 

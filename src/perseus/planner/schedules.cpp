@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -109,8 +110,11 @@ std::vector<StageFootprint> memory_footprint(PipelineSchedule kind, int S, int M
         f.weight_versions = S - s;
         break;
       case PipelineSchedule::kPipeDream2BW:
+        // Stage s's S - s in-flight microbatches span 1 + ceil((S-s-1)/M) versions when a new
+        // one comes every M backwards: two buffers hold them only when M >= S (the double
+        // buffering itself keeps two, the last stage included).
         f.activation_stashes = f.full_activations = S - s;
-        f.weight_versions = 2;
+        f.weight_versions = std::max(2, 1 + (S - s - 1 + M - 1) / M);
         break;
     }
   }
@@ -132,18 +136,45 @@ double iteration_time_closed_form(PipelineSchedule kind, int S, int M, int v, do
   return (M + (S - 1.0) / chunks) * per_microbatch;
 }
 
-Schedule async_window_schedule(int stages, int window) {
-  // Within a window, the no-flush 1F1B order is the flush order over `window` microbatches.
-  return make_schedule(ScheduleSpec{ScheduleKind::k1F1B, stages, window, 1, false});
+Schedule async_window_schedule(int S, int W, bool recompute) {
+  check(S, W, 1);
+  // Stage s's steady-state sequence, indexed by h: F(h/2 + S-1-s) for even h, B((h-1)/2) for odd
+  // h. Starting stage s at h = s + 1 lines the stages up in time when t_f = t_b (stage s+1 is one
+  // instruction ahead of stage s in 1F1B's steady state), and keeps every dependency between
+  // windows pointing forwards: each microbatch's chain F(0..S-1), B(S-1..0) advances one
+  // position in the window per step, so a window holds a contiguous stretch of it.
+  Schedule out{ScheduleSpec{recompute ? ScheduleKind::k1F1BEarlyRecompute : ScheduleKind::k1F1B, S, W + S, 1, false},
+               {}};
+  out.per_stage.resize(S);
+  for (int s = 0; s < S; ++s) {
+    out.per_stage[s].reserve((recompute ? 3 : 2) * static_cast<std::size_t>(W));
+    for (int h = s + 1; h < s + 1 + 2 * W; ++h) {
+      if (h % 2 == 0) {
+        out.per_stage[s].push_back(Instruction{InstructionKind::kForward, s, h / 2 + S - 1 - s, 0});
+        continue;
+      }
+      // Early recomputation as the core's 1f1b-recompute: right before its backward.
+      if (recompute) out.per_stage[s].push_back(Instruction{InstructionKind::kRecompute, s, h / 2, 0});
+      out.per_stage[s].push_back(Instruction{InstructionKind::kBackward, s, h / 2, 0});
+    }
+  }
+  return out;
+}
+
+double async_window_time_closed_form(int S, int W, double tf, double tb) {
+  check(S, W, 1);
+  return W * (tf + tb) + std::min((S - 1) / 2, W) * std::abs(tb - tf);
 }
 
 std::vector<int> peak_in_flight(const Schedule& schedule) {
   std::vector<int> out;
   for (const auto& stage : schedule.per_stage) {
-    int in_flight = 0, peak = 0;
+    int peak = 0;
+    std::set<std::pair<int, int>> in_flight;  // (microbatch, chunk) forwarded, not yet backwarded
     for (const Instruction& ins : stage) {
-      if (ins.kind == InstructionKind::kForward) peak = std::max(peak, ++in_flight);
-      if (ins.kind == InstructionKind::kBackward) --in_flight;
+      if (ins.kind == InstructionKind::kForward) in_flight.insert({ins.microbatch, ins.chunk});
+      if (ins.kind == InstructionKind::kBackward) in_flight.erase({ins.microbatch, ins.chunk});
+      peak = std::max(peak, static_cast<int>(in_flight.size()));
     }
     out.push_back(peak);
   }

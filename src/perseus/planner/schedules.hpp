@@ -11,7 +11,9 @@
 //   different versions (no vertical sync): stage s computes with W(t - S + s + 1).
 // - PipeDream-2BW (Narayanan et al., ICML'21): 1F1B without flush; gradients accumulate over
 //   m >= S microbatches and a new version is made every m microbatches; double buffering keeps 2
-//   versions: W(t+1) = W(t) - nu * grad f(W(t-1)) (1-stale), the same delay on every stage.
+//   versions: W(t+1) = W(t) - nu * grad f(W(t-1)) (1-stale), the same delay on every stage. With
+//   m < S stage s would need 1 + ceil((S-s-1)/m) versions (memory_footprint charges them; the
+//   configuration sweep rejects such configurations).
 // - Early recomputation (Merak; Korthikanti et al. for the memory): only each layer's input
 //   is stashed per in-flight microbatch, plus one microbatch's full activations while recomputing.
 #pragma once
@@ -56,12 +58,24 @@ double bubble_fraction(PipelineSchedule kind, int stages, int microbatches, int 
 double iteration_time_closed_form(PipelineSchedule kind, int stages, int microbatches, int chunks, double t_forward,
                                   double t_backward);
 
-// PipeDream and 2BW as a steady-state window: `window` consecutive microbatches in the 1F1B order
-// with no flush (warm-up only at the window's start, as after a restart). A Schedule the core's
-// Dag accepts; its critical path grows by the bottleneck stage's F + B per extra microbatch.
-Schedule async_window_schedule(int stages, int window);
+// PipeDream and 2BW as a steady-state window: W = `window` microbatches' worth of 1F1B without
+// flush, cut out of the steady state. Stage s repeats F(k + S-1-s), B(k), k = 0, 1, ...; its
+// window is the 2W instructions from the (s+1)-th of that sequence on, so stage 0 begins with a
+// backward, having forwarded S microbatches in the previous window, and each later stage begins
+// one instruction further on. With equal instruction times those 2W instructions per stage are
+// exactly the ones that start in one interval of W periods of the steady state: the window runs
+// no fill and no drain. Instructions of other windows are taken as done (before) or not needed
+// (after): build its DAG with Dag::steady_state_window. Microbatch labels are window-relative,
+// 0 .. W+S-1 (spec.microbatches = W + S counts the labels, not the window); every stage runs W
+// forwards and W backwards (each right after its recomputation with `recompute`).
+Schedule async_window_schedule(int stages, int window, bool recompute = false);
+// Critical path of that window with equal stages, windows run back to back (each begins when the
+// previous has ended): W(t_f + t_b) + min(floor((S-1)/2), W) * |t_b - t_f|, the steady state's
+// W(t_f + t_b) plus what the cut between windows costs when forwards and backwards differ.
+double async_window_time_closed_form(int stages, int window, double t_forward, double t_backward);
 
-// Counted on a schedule: per stage, the most microbatches forwarded and not yet backwarded.
+// Counted on a schedule: per stage, the most microbatches forwarded and not yet backwarded
+// (a backward whose forward is not in the schedule, e.g. in a window, does not count).
 std::vector<int> peak_in_flight(const Schedule& schedule);
 // Weight versions a stage must keep, simulated on a schedule under the update rule of `kind`:
 // PipeDream updates after every backward, 2BW after every `accumulation` backwards; a version

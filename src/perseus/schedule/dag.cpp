@@ -75,7 +75,7 @@ void build_csr(std::size_t num_nodes, const std::vector<std::pair<Dag::NodeId, D
 
 }  // namespace
 
-Dag::Dag(const Schedule& schedule) {
+Dag::Dag(const Schedule& schedule, bool partial_chains) {
   const ScheduleSpec& spec = schedule.spec;
   const int S = static_cast<int>(schedule.per_stage.size());
   const int M = spec.microbatches;
@@ -122,7 +122,32 @@ Dag::Dag(const Schedule& schedule) {
       edges.emplace_back(static_cast<NodeId>(n - 1), static_cast<NodeId>(n));
     }
   }
-  for (int vs = 0; vs < V; ++vs) {
+  if (partial_chains) {
+    // A window: link the consecutive instructions of each microbatch's chain that are present.
+    for (int m = 0; m < M; ++m) {
+      std::vector<NodeId> chain;  // F(0..V-1), B(V-1..0), kAbsent where outside the window
+      chain.reserve(2 * static_cast<std::size_t>(V));
+      for (int vs = 0; vs < V; ++vs) chain.push_back(index.at(InstructionKind::kForward, vs, m));
+      for (int vs = V - 1; vs >= 0; --vs) chain.push_back(index.at(InstructionKind::kBackward, vs, m));
+      const auto first = std::find_if(chain.begin(), chain.end(), [](NodeId n) { return n != kAbsent; });
+      if (first == chain.end()) continue;  // a label the window does not use
+      const auto last = std::find_if(chain.rbegin(), chain.rend(), [](NodeId n) { return n != kAbsent; }).base();
+      if (std::find(first, last, kAbsent) != last) {
+        throw InputError("dag: microbatch " + std::to_string(m) +
+                         " has instructions in the window that are not a contiguous part of its chain");
+      }
+      for (auto it = first; it + 1 < last; ++it) edges.emplace_back(*it, *(it + 1));
+      for (int vs = 0; vs < V; ++vs) {
+        const NodeId recompute = index.at(InstructionKind::kRecompute, vs, m);
+        const NodeId backward = index.at(InstructionKind::kBackward, vs, m);
+        if (recompute != kAbsent && backward != kAbsent) edges.emplace_back(recompute, backward);
+        const NodeId load = index.at(InstructionKind::kLoad, vs, m);
+        const NodeId forward = index.at(InstructionKind::kForward, vs, m);
+        if (load != kAbsent && forward != kAbsent) edges.emplace_back(load, forward);
+      }
+    }
+  }
+  for (int vs = 0; vs < V && !partial_chains; ++vs) {
     for (int m = 0; m < M; ++m) {
       const NodeId forward = index.at(InstructionKind::kForward, vs, m);
       const NodeId backward = index.at(InstructionKind::kBackward, vs, m);

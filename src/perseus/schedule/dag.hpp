@@ -14,7 +14,12 @@ class Dag {
  public:
   using NodeId = std::int32_t;
 
-  explicit Dag(const Schedule& schedule);
+  explicit Dag(const Schedule& schedule) : Dag(schedule, false) {}
+  // A window cut from the steady state of a schedule without flush (planner/schedules.hpp):
+  // a microbatch's instructions may lie partly in the previous or the next window. Those
+  // present must be a contiguous stretch of its chain F(0..V-1), B(V-1..0) and are linked as
+  // usual; dependencies on instructions outside the window are taken as met. InputError otherwise.
+  static Dag steady_state_window(const Schedule& schedule) { return Dag(schedule, true); }
 
   std::size_t num_nodes() const { return nodes_.size(); }
   std::size_t num_edges() const { return num_edges_; }
@@ -36,6 +41,8 @@ class Dag {
   int chunks() const { return chunks_; }
 
  private:
+  Dag(const Schedule& schedule, bool partial_chains);
+
   std::vector<Instruction> nodes_;
   std::vector<NodeId> stage_order_;        // nodes grouped by stage, in execution order
   std::vector<std::size_t> stage_begin_;   // S + 1 offsets into stage_order_
