@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "perseus/profile/bundled_profiles.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/solver/problem.hpp"
 
@@ -16,10 +17,9 @@ struct Workload {
 };
 
 inline std::vector<Workload> shared_workloads() {
-  return {{"bloom-176b+a100-sxm", 0.001, 83.64},
-          {"gpt3-175b+a100-sxm", 0.001, 83.64},
-          {"bloom-176b+a40", 0.0001, 70.38},
-          {"gpt3-175b+a40", 0.0001, 70.38}};
+  std::vector<Workload> workloads;
+  for (const BundledProfile& b : kBundledProfiles) workloads.push_back({b.name, b.unit_time, b.p_blocking});
+  return workloads;
 }
 
 inline std::string profile_path(const Workload& w) {

@@ -16,21 +16,14 @@
 #include <fmt/format.h>
 
 #include "perseus/emulator/comparison.hpp"
+#include "perseus/profile/bundled_profiles.hpp"
 #include "perseus/solver/crawl.hpp"
 
 namespace perseus {
 namespace {
 
-struct Workload {
-  std::string name;
-  double unit_time;
-  double p_blocking;
-};
-
-const Workload kWorkloads[] = {{"bloom-176b+a100-sxm", 0.001, 83.64},
-                               {"gpt3-175b+a100-sxm", 0.001, 83.64},
-                               {"bloom-176b+a40", 0.0001, 70.38},
-                               {"gpt3-175b+a40", 0.0001, 70.38}};
+using Workload = BundledProfile;
+constexpr const auto& kWorkloads = kBundledProfiles;
 
 Profile shared_profile(const std::string& name) {
   return Profile::read_csv(std::string(PERSEUS_SHARED_DIR) + "/data/profiles/" + name + ".csv");
@@ -69,7 +62,7 @@ TEST(SharedProfiles, AllMaxOfABalancedScheduleTakesTheClosedFormTime) {
     for (const OperationProfile& op : full.operations()) {
       if (op.stage < 7) balanced.push_back(op);
     }
-    const Profile profile = Profile::from_operations(w.name + " stages 0-6", balanced);
+    const Profile profile = Profile::from_operations(std::string(w.name) + " stages 0-6", balanced);
     const auto fastest_at_top_clock = [&](InstructionKind kind) {
       const Measurement* top = nullptr;
       for (const Measurement& m : full.find(0, kind)->measurements) {

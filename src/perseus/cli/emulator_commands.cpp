@@ -22,6 +22,7 @@
 #include "perseus/emulator/emulator.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
+#include "perseus/profile/bundled_profiles.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/report/html_report.hpp"
 #include "perseus/report/plots.hpp"
@@ -490,18 +491,6 @@ Solved solve_and_compare(const CompareArgs& a, const Progress& progress) {
   out.comparison = compare_methods(problem, out.frontier, options);
   return out;
 }
-
-// The shared profiles of the large-scale table, shipped in data/profiles/, with their
-// reference p_blocking and unit time (0.1 ms on A40s, whose clocks are finer-grained).
-struct BundledProfile {
-  const char* name;
-  double p_blocking;
-  double unit_time;
-};
-constexpr BundledProfile kBundledProfiles[] = {{"bloom-176b+a100-sxm", 83.64, 0.001},
-                                               {"gpt3-175b+a100-sxm", 83.64, 0.001},
-                                               {"bloom-176b+a40", 70.38, 0.0001},
-                                               {"gpt3-175b+a40", 70.38, 0.0001}};
 
 // data/profiles holding every bundled profile: under the current directory (a checkout's
 // root, where the commands are documented to run), else under the executable's directory or
