@@ -50,10 +50,13 @@ int main(int argc, char** argv) {
   std::string only_profile;
   std::vector<int> microbatches = {12, 24, 48, 96};
   bool csv = false;
+  std::string dump_crawl;
   app.add_option("--repeat", repeat, "Runs per case; the median is reported");
   app.add_option("--profile", only_profile, "Only this profile (e.g. gpt3-175b+a40)");
   app.add_option("--microbatches", microbatches, "Microbatch counts to run");
   app.add_flag("--csv", csv, "CSV output");
+  app.add_option("--dump-crawl", dump_crawl,
+                 "Write every case's crawl (steps and duration changes) to this file, to compare two builds");
   CLI11_PARSE(app, argc, argv);
 
   if (csv) {
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
                "edges", "steps", "points", "crawl s", "frontier s", "total s", "cpu s", "us/step");
   }
   double sum_total = 0.0, sum_cpu = 0.0;
+  std::FILE* dump = dump_crawl.empty() ? nullptr : std::fopen(dump_crawl.c_str(), "w");
   for (const bench::Workload& w : bench::shared_workloads()) {
     if (!only_profile.empty() && w.name != only_profile) continue;
     const Profile profile = Profile::read_csv(bench::profile_path(w));
@@ -82,6 +86,17 @@ int main(int argc, char** argv) {
         cpu_s.push_back(cpu_seconds() - cpu_start);
         steps = crawl.steps.size();
         points = frontier.points.size();
+        if (dump && r == 0) {
+          fmt::print(dump, "case {} {} stop {}\n", w.name, m, crawl.stop_reason);
+          for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+            fmt::print(dump, "{} {:.17g} {:.17g}", crawl.steps[k].time_q, crawl.steps[k].fitted_cost,
+                       crawl.steps[k].cost_change);
+            for (std::size_t i = crawl.change_begin[k]; i < crawl.change_begin[k + 1]; ++i) {
+              fmt::print(dump, " {}:{}", crawl.changes[i].node, crawl.changes[i].duration_q);
+            }
+            fmt::print(dump, "\n");
+          }
+        }
       }
       const double c = median(crawl_s), f = median(frontier_s), t = median(total_s), cpu = median(cpu_s);
       sum_total += t;
@@ -97,6 +112,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  if (dump) std::fclose(dump);
   fmt::print(stderr, "sum of medians: {:.2f} s wall, {:.2f} s CPU; peak RSS {:.0f} MB\n", sum_total, sum_cpu,
              peak_rss_mb());
 }

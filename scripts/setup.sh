@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libcpp-httplib-dev libsqlite3-dev chromium   # server (chromium: headless test of its web page)
   pybind11-dev python3-dev python3-pytest python3-numpy
+  python3-venv python3-setuptools python3-wheel   # `pip install .` offline: venv, build backend
   coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks
   zlib1g-dev                # decodes headless Chromium's screenshots in the report and web page tests
 )

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds everything and runs every test: GoogleTest suites under CTest, then the Python tests.
+# Builds everything and runs every test: GoogleTest suites under CTest, then the Python tests,
+# then `pip install .` into a fresh virtual environment (scripts/test_pip_install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -7,3 +8,5 @@ ctest --test-dir build --output-on-failure --parallel "${PERSEUS_JOBS:-2}" --tim
 if [ -d python/tests ]; then
   PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 -m pytest -q python/tests
 fi
+# The install path users take: `pip install .` into a fresh venv, then import and solve.
+bash scripts/test_pip_install.sh

@@ -20,9 +20,10 @@
 namespace perseus {
 namespace {
 
-const std::string kShared = PERSEUS_SHARED_DIR;
-const std::string kBloom = kShared + "/data/profiles/bloom-176b+a100-sxm.csv";
-const std::string kGoldenFit = kShared + "/data/golden/bloom-176b+a100-sxm+fit.csv";
+// The profiles and the reference's published fit bundled with the repository (data/).
+const std::string kData = PERSEUS_SOURCE_DIR "/data";
+const std::string kBloom = kData + "/profiles/bloom-176b+a100-sxm.csv";
+const std::string kGoldenFit = kData + "/golden/bloom-176b+a100-sxm+fit.csv";
 constexpr double kA100Blocking = 83.64;
 constexpr double kA40Blocking = 70.38;
 
@@ -107,10 +108,10 @@ TEST(PythonFloordiv, MatchesCPython) {
   EXPECT_THROW(python_floordiv(1.0, 0.0), InputError);
 }
 
-TEST(PythonFloordiv, AgreesWithFloorOnEverySharedProfileTime) {
-  // frontier.md: the shared profiles never sit on a quantum boundary.
+TEST(PythonFloordiv, AgreesWithFloorOnEveryBundledProfileTime) {
+  // docs/solver.md, "Per-operation options": the bundled profiles never sit on a quantum boundary.
   for (const char* name : {"bloom-176b+a100-sxm", "bloom-176b+a40", "gpt3-175b+a100-sxm", "gpt3-175b+a40"}) {
-    const Profile profile = Profile::read_csv(kShared + "/data/profiles/" + name + ".csv");
+    const Profile profile = Profile::read_csv(kData + "/profiles/" + name + ".csv");
     for (double tau : {0.001, 0.0001}) {
       for (const OperationProfile& op : profile.operations()) {
         for (const Measurement& m : op.measurements) {
@@ -203,10 +204,10 @@ TEST(ExponentialFit, ReproducesTheReferenceFitForBloomA100) {
 
 TEST(ExponentialFit, ReproducesTheReferenceFitForGpt3A40Forward) {
   std::vector<Warning> warnings;
-  const auto ops = build_operation_options(Profile::read_csv(kShared + "/data/profiles/gpt3-175b+a40.csv"),
+  const auto ops = build_operation_options(Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv"),
                                            {0.0001, kA40Blocking, {}}, &warnings);
   const OperationOptions& op = find_op(ops, 0, InstructionKind::kForward);
-  // frontier.md, "Per-operation options".
+  // The reference's coefficients (docs/solver.md, "Per-operation options").
   EXPECT_LE(relative_error(op.cost.a, 21612.570255908657), 1e-6) << op.cost.a;
   EXPECT_LE(relative_error(op.cost.b, -0.0067784677095500965), 1e-6) << op.cost.b;
   EXPECT_LE(relative_error(op.cost.c, 15.560488861543531), 1e-6) << op.cost.c;
@@ -519,7 +520,7 @@ TEST(Configuration, RejectsAUnitTimeThatCollapsesEveryOperation) {
   EXPECT_TRUE(ops[1].is_constant());
 }
 
-TEST(SharedProfiles, AllFourBuildConvexDecreasingOptions) {
+TEST(BundledProfiles, AllFourBuildConvexDecreasingOptions) {
   struct Case {
     const char* name;
     double tau;
@@ -528,7 +529,7 @@ TEST(SharedProfiles, AllFourBuildConvexDecreasingOptions) {
   for (const Case& c : {Case{"bloom-176b+a100-sxm", 0.001, kA100Blocking}, Case{"gpt3-175b+a100-sxm", 0.001, kA100Blocking},
                         Case{"bloom-176b+a40", 0.0001, kA40Blocking}, Case{"gpt3-175b+a40", 0.0001, kA40Blocking}}) {
     SCOPED_TRACE(c.name);
-    const Profile profile = Profile::read_csv(kShared + "/data/profiles/" + c.name + ".csv");
+    const Profile profile = Profile::read_csv(kData + "/profiles/" + c.name + ".csv");
     std::vector<Warning> warnings;
     const auto ops = build_operation_options(profile, {c.tau, c.p_blocking, {}}, &warnings);
     ASSERT_EQ(ops.size(), 16u);

@@ -1,6 +1,7 @@
 // The dependency DAG: structure (acyclic, de-duplicated, exact edge counts), the closed
-// forms of formats.md for iteration time, bubble and in-flight microbatches, and the
-// longest path against a brute-force time-stepped simulation of the devices.
+// forms of docs/solver.md ("Schedules") for iteration time, bubble and in-flight
+// microbatches, and the longest path against a brute-force time-stepped simulation of the
+// devices.
 #include "perseus/schedule/dag.hpp"
 
 #include <gtest/gtest.h>
@@ -141,7 +142,7 @@ TEST(DagTest, StructureOverTheGrid) {
   }
 }
 
-// formats.md closed forms with equal integer durations and zero communication.
+// The closed forms of docs/solver.md, "Schedules", with equal integer durations and zero communication.
 TEST(DagTest, IterationTimeAndBubbleMatchClosedForms) {
   for (const Case& c : grid()) {
     const Dag dag(build(c));

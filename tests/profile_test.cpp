@@ -1,4 +1,4 @@
-// The profile CSV reader: the shared real profiles, extra columns, rank aggregation, and
+// The profile CSV reader: the bundled real profiles, extra columns, rank aggregation, and
 // every kind of bad input (each error must name the file, the line and the column).
 #include <gtest/gtest.h>
 
@@ -16,10 +16,10 @@
 namespace perseus {
 namespace {
 
-const std::string kShared = PERSEUS_SHARED_DIR;
+const std::string kData = PERSEUS_SOURCE_DIR "/data";
 const char* const kProfiles[] = {"bloom-176b+a100-sxm", "bloom-176b+a40", "gpt3-175b+a100-sxm", "gpt3-175b+a40"};
 
-std::string profile_path(const std::string& name) { return kShared + "/data/profiles/" + name + ".csv"; }
+std::string profile_path(const std::string& name) { return kData + "/profiles/" + name + ".csv"; }
 
 // A file under the temporary directory, removed when the test ends.
 class TempFile {
@@ -61,7 +61,7 @@ void expect_error(const std::string& text, int line, const std::string& column, 
 
 const std::string kHeader = "stage,instruction,frequency,time,energy\n";
 
-TEST(ProfileCsv, SharedProfilesMatchAnIndependentReading) {
+TEST(ProfileCsv, BundledProfilesMatchAnIndependentReading) {
   for (const char* name : kProfiles) {
     SCOPED_TRACE(name);
     const Profile profile = Profile::read_csv(profile_path(name));

@@ -1,5 +1,6 @@
-// Schedules: the per-stage orders of formats.md, checked against the step formula, the
-// hand-derived orders of small cases, and structural invariants over a grid of sizes.
+// Schedules: the per-stage orders of docs/solver.md ("Schedules"), checked against the step
+// formula, the hand-derived orders of small cases, and structural invariants over a grid of
+// sizes.
 #include "perseus/schedule/schedule.hpp"
 
 #include <gtest/gtest.h>
@@ -42,7 +43,8 @@ TEST(ScheduleTest, OneFOneBMatchesTheFormatsExample) {
   }
 }
 
-// The "equivalently" of formats.md: min(S-s-1, M) warm-up forwards, alternate, drain.
+// The warm-up form of docs/solver.md, "Schedules": min(S-s-1, M) warm-up forwards,
+// alternate, drain.
 std::vector<Instruction> warmup_alternate_drain(int S, int M, int s) {
   std::vector<Instruction> order;
   const int warmup = std::min(S - s - 1, M);
@@ -76,7 +78,7 @@ TEST(ScheduleTest, GPipeRunsAllForwardsThenAllBackwards) {
   }
 }
 
-// Hand-derived from formats.md / Megatron-LM for S=2, v=2, M=4: virtual index k maps to
+// Hand-derived from docs/solver.md ("Schedules") / Megatron-LM for S=2, v=2, M=4: virtual index k maps to
 // forward (chunk, microbatch) (0,0) (0,1) (1,0) (1,1) (0,2) (0,3) (1,2) (1,3); backward chunk
 // is 1 - that. Warm-up is 4 forwards on device 0 and 2 on device 1.
 TEST(ScheduleTest, InterleavedMatchesMegatronOrderForSmallCase) {

@@ -3,17 +3,18 @@
 import os
 import pathlib
 
+import numpy as np
 import pytest
 
 import perseus
 from conftest import CLOCKS, synthetic_csv
 
 P_BLOCKING = 80.0
-SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "profiles"
+PROFILES = pathlib.Path(__file__).resolve().parents[2] / "data" / "profiles"  # in the repository
 
 
 def one_f_one_b(stages: int, microbatches: int, s: int):
-    """Instruction names of stage s in 1F1B order (formats.md)."""
+    """Instruction names of stage s in 1F1B order (docs/solver.md, "Schedules")."""
     warmup = min(stages - s - 1, microbatches)
     names = ["forward"] * warmup
     forwards, backwards = warmup, 0
@@ -40,12 +41,31 @@ def test_frontier_is_pareto_fastest_first(frontier):
     assert frontier.t_min == times[0] and frontier.t_star == times[-1]
     # T_min is as fast as running everything at the highest clock.
     assert frontier.t_min == pytest.approx(frontier.all_max["time_s"], rel=1e-12)
-    # Energies as formats.md defines them: computation plus blocking.
+    # Energies as docs/solver.md ("Iteration energy") defines them: computation plus blocking.
     for i in range(len(frontier)):
         point = frontier.point(i)
         assert point["energy_j"] == pytest.approx(point["computation_energy_j"] + point["blocking_energy_j"])
         assert point["effective_energy_j"] == pytest.approx(
             point["energy_j"] - P_BLOCKING * frontier.stages * point["time_s"])
+
+
+def test_per_point_figures_are_numpy_arrays(frontier):
+    n = len(frontier)
+    for name in ("times", "energies", "effective_energies"):
+        values = getattr(frontier, name)
+        assert isinstance(values, np.ndarray), (name, type(values))
+        assert values.dtype == np.float64 and values.shape == (n,), (name, values.dtype, values.shape)
+    # The same figures, in the same order, as the points'.
+    points = [frontier.point(i) for i in range(n)]
+    assert frontier.times.tolist() == [p["time_s"] for p in points]
+    assert frontier.energies.tolist() == [p["energy_j"] for p in points]
+    assert frontier.effective_energies.tolist() == [p["effective_energy_j"] for p in points]
+    assert np.all(np.diff(frontier.times) > 0)
+    assert frontier.times[0] == frontier.t_min and frontier.times[-1] == frontier.t_star
+    # Each read is a copy: writing to it leaves the frontier as it is.
+    times = frontier.times
+    times[0] = -1.0
+    assert frontier.times[0] == frontier.t_min
 
 
 def test_plans_follow_the_schedule_and_use_measured_clocks(frontier):
@@ -110,9 +130,8 @@ def test_bad_profiles_name_the_line():
         perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, stages=3)
 
 
-@pytest.mark.skipif(not (SHARED / "bloom-176b+a100-sxm.csv").exists(), reason="shared profiles not present")
-def test_the_shared_bloom_profile():
-    profile = perseus.Profile.read_csv(SHARED / "bloom-176b+a100-sxm.csv")
+def test_the_bundled_bloom_profile():
+    profile = perseus.Profile.read_csv(PROFILES / "bloom-176b+a100-sxm.csv")
     assert profile.num_stages == 8
     frontier = perseus.optimize(profile, microbatches=12, p_blocking=83.64, unit_time=0.001)
     assert len(frontier) > 100

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBloom = PERSEUS_SHARED_DIR "/data/profiles/bloom-176b+a100-sxm.csv";
+const std::string kBloom = PERSEUS_SOURCE_DIR "/data/profiles/bloom-176b+a100-sxm.csv";
 const std::string kProblem = " --profile " + kBloom + " --microbatches 12 --p-blocking 83.64 --unit-time 0.001";
 
 struct CliRun {
@@ -235,7 +235,7 @@ TEST(EmulatorCli, LargeScaleDefaultsToTheBundledProfiles) {
   TempDir dir;
   const CliRun run = perseus("compare" + kProblem + " --large-scale --large-scale-microbatches 12 --straggler-ratios 1.1 "
                              "-q --json --out " + dir / "cmp",
-                             PERSEUS_SHARED_DIR);
+                             PERSEUS_SOURCE_DIR);
   ASSERT_EQ(run.status, 0) << run.out;
   const nlohmann::json rows = json_of(run)["large_scale"];
   ASSERT_EQ(rows.size(), 4u) << rows.dump(2);
@@ -263,7 +263,7 @@ TEST(EmulatorCli, LargeScaleDefaultsToTheBundledProfiles) {
   // The same table as text.
   const CliRun text = perseus("compare" + kProblem + " --large-scale --large-scale-microbatches 12 "
                               "--straggler-ratios 1.1 -q",
-                              PERSEUS_SHARED_DIR);
+                              PERSEUS_SOURCE_DIR);
   ASSERT_EQ(text.status, 0) << text.out;
   EXPECT_NE(text.out.find("Large scale"), std::string::npos) << text.out;
   const std::regex row("\\n  (bloom-176b|gpt3-175b)\\+a(100-sxm|40) +8192 +128 +12 ");

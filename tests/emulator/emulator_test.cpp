@@ -299,7 +299,7 @@ TEST(Emulator, NonStragglersWaitForTheStragglerAsExtrinsicBlocking) {
         EXPECT_NEAR(p.energy.total_j(), 2 * own, relative(own));
         EXPECT_EQ(p.energy.extrinsic_blocking_j, 0.0);
       } else {
-        // formats.md: sum e + p_b (S T - sum t) + p_b S (T' - T), per tensor-parallel GPU.
+        // docs/solver.md, "Iteration energy": sum e + p_b (S T - sum t) + p_b S (T' - T), per tensor-parallel GPU.
         EXPECT_NEAR(p.time_s, plan.time_s, 1e-12);
         EXPECT_NEAR(p.energy.extrinsic_blocking_j, 2 * pb * 4 * (t_prime - plan.time_s), relative(plan.energy_j));
         EXPECT_NEAR(p.energy.total_j(), 2 * (plan.energy_j + pb * 4 * (t_prime - plan.time_s)), relative(plan.energy_j));

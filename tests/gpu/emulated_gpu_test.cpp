@@ -178,8 +178,8 @@ TEST(EmulatedGpuSpecFromProfile, TakesEveryMeasurementFastestKnobAndForwardForRe
   EXPECT_THROW(emulated_gpu_spec_from_profile(profile, -1.0), InputError);
 }
 
-TEST(EmulatedGpuSpecFromProfile, SharedProfileGivesItsDistinctFrequenciesAsClocks) {
-  const std::string path = std::string(PERSEUS_SHARED_DIR) + "/data/profiles/gpt3-175b+a100-sxm.csv";
+TEST(EmulatedGpuSpecFromProfile, BundledProfileGivesItsDistinctFrequenciesAsClocks) {
+  const std::string path = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/gpt3-175b+a100-sxm.csv";
   // Independent reading of the frequency column (the third) and one row to cost.
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;

@@ -1,5 +1,5 @@
 // The time/energy-versus-frequency model: its stated error against the four measured profiles
-// of the Perseus paper (../shared/data/profiles), the fit that produced it, and its physics.
+// of the Perseus paper (data/profiles), the fit that produced it, and its physics.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,8 +15,8 @@
 namespace perseus::planner {
 namespace {
 
-std::string shared_profile(const std::string& name) {
-  return std::string(PERSEUS_SHARED_DIR) + "/data/profiles/" + name + ".csv";
+std::string bundled_profile(const std::string& name) {
+  return std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/" + name + ".csv";
 }
 
 ProfileComparison shipped_error(const ReferenceCase& c) {
@@ -41,7 +41,7 @@ constexpr StatedError kStated[] = {
 
 TEST(EnergyModel, ShippedCalibrationMatchesTheMeasuredProfilesWithinTheStatedError) {
   for (const StatedError& stated : kStated) {
-    const ReferenceCase c = reference_case(shared_profile(stated.profile));
+    const ReferenceCase c = reference_case(bundled_profile(stated.profile));
     const ProfileComparison e = shipped_error(c);
     SCOPED_TRACE(stated.profile);
     EXPECT_EQ(e.time.count, c.measured.operations().size() * c.measured.operations().front().measurements.size());
@@ -55,8 +55,8 @@ TEST(EnergyModel, ShippedCalibrationMatchesTheMeasuredProfilesWithinTheStatedErr
 }
 
 TEST(EnergyModel, CalibrationReproducesTheShippedA100Fit) {
-  std::vector<ReferenceCase> cases{reference_case(shared_profile("gpt3-175b+a100-sxm")),
-                                   reference_case(shared_profile("bloom-176b+a100-sxm"))};
+  std::vector<ReferenceCase> cases{reference_case(bundled_profile("gpt3-175b+a100-sxm")),
+                                   reference_case(bundled_profile("bloom-176b+a100-sxm"))};
   const CalibrationResult fit = calibrate(cases);
   // The refit is at least as good as the shipped constants (which came from it).
   double shipped_sum = 0.0, fitted_sum = 0.0;
@@ -89,8 +89,8 @@ TEST(EnergyModel, HeldOutA100ErrorsAreTheStatedOnes) {
                                   {"bloom-176b+a100-sxm", "gpt3-175b+a100-sxm", 0.065, 0.15, 0.05, 0.10}};
   for (const HeldOut& h : kHeldOut) {
     SCOPED_TRACE(std::string(h.fit_on) + " -> " + h.predict);
-    const CalibrationResult fit = calibrate({reference_case(shared_profile(h.fit_on))});
-    const ReferenceCase target = reference_case(shared_profile(h.predict));
+    const CalibrationResult fit = calibrate({reference_case(bundled_profile(h.fit_on))});
+    const ReferenceCase target = reference_case(bundled_profile(h.predict));
     const EnergyModel model(*target.gpu, fit.params);
     const ProfileComparison e = compare_profiles(
         target.measured, synthesize_profile(model, model_layers(*target.model, target.workload), target.boundaries,
@@ -155,7 +155,7 @@ TEST(EnergyModel, FrontierOfTheSyntheticProfileMatchesTheMeasuredOne) {
   // slower the LM-head stage is than the others, which the model gets right for Bloom but
   // underestimates for GPT-3 (docs/planner.md), so they are only checked to be positive.
   for (const char* name : {"gpt3-175b+a100-sxm", "bloom-176b+a100-sxm"}) {
-    const ReferenceCase c = reference_case(shared_profile(name));
+    const ReferenceCase c = reference_case(bundled_profile(name));
     const EnergyModel model(*c.gpu, c.gpu->energy);
     const auto layers = model_layers(*c.model, c.workload);
     const FrontierFigures measured = frontier_of(c.measured);
@@ -199,7 +199,7 @@ TEST(EnergyModel, EnergyOptimalClockIsWhereTheMeasuredOneIs) {
   // Energy falls with the clock while static power dominates less, then rises again; the
   // minimum-energy clock of each measured operation is predicted to within 120 MHz.
   for (const char* name : {"gpt3-175b+a100-sxm", "bloom-176b+a100-sxm"}) {
-    const ReferenceCase c = reference_case(shared_profile(name));
+    const ReferenceCase c = reference_case(bundled_profile(name));
     const EnergyModel model(*c.gpu, c.gpu->energy);
     const auto layers = model_layers(*c.model, c.workload);
     const Profile synthetic = synthesize_profile(model, layers, c.boundaries, 8, {}, "synthetic");

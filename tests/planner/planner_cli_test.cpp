@@ -79,7 +79,7 @@ CommandRun perseus(const std::vector<std::string>& args) {
   return run;
 }
 
-const std::string kMeasured = std::string(PERSEUS_SHARED_DIR) + "/data/profiles/gpt3-175b+a100-sxm.csv";
+const std::string kMeasured = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/gpt3-175b+a100-sxm.csv";
 
 TEST(PlannerCli, EveryCommandHasHelp) {
   for (const std::vector<std::string>& command :
@@ -96,7 +96,7 @@ TEST(PlannerCli, EveryCommandHasHelp) {
 TEST(PlannerCli, SynthesisedProfilesFeedTheSolverAndCompareWithMeasuredOnes) {
   ScratchDir tmp;
   const std::string csv = (tmp.path() / "gpt3.csv").string();
-  // The shared profile's configuration: t = 8, 12 blocks a stage (plus the embedding and head).
+  // The bundled profile's configuration: t = 8, 12 blocks a stage (plus the embedding and head).
   const CommandRun synth = perseus({"profile", "synth", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--tensor-parallel", "8",
                              "--boundaries", "13,25,37,49,61,73,85", "--out", csv, "--json"});
   ASSERT_EQ(synth.exit_code, 0) << synth.err;

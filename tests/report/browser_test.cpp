@@ -1,4 +1,4 @@
-// The HTML report of a shared profile opened in headless Chromium: it must render (a
+// The HTML report of a bundled profile opened in headless Chromium: it must render (a
 // screenshot that is not blank and shows the plots' colours), every SVG must lay out with
 // a nonzero size and its elements, and the page must log nothing to the console.
 #include <gtest/gtest.h>
@@ -82,7 +82,7 @@ struct Page {
 };
 
 Page bloom_report() {
-  const Profile profile = Profile::read_csv(PERSEUS_SHARED_DIR "/data/profiles/bloom-176b+a100-sxm.csv");
+  const Profile profile = Profile::read_csv(PERSEUS_SOURCE_DIR "/data/profiles/bloom-176b+a100-sxm.csv");
   std::vector<Warning> warnings;
   const EnergyProblem problem =
       make_problem(profile, {ScheduleKind::k1F1B, 8, 12, 1, false}, {0.001, 83.64, {}}, &warnings);

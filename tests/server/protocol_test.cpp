@@ -176,7 +176,8 @@ TEST(Protocol, FrequencyScheduleFieldNames) {
 }
 
 TEST(Protocol, StageInstructionNamesFollowTheSchedule) {
-  // 1F1B, S = 4, M = 6 (formats.md): stage 0 runs F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5.
+  // 1F1B, S = 4, M = 6 (docs/solver.md, "Schedules"): stage 0 runs
+  // F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5.
   const auto names = stage_instruction_names(PipelineLayout{ScheduleKind::k1F1B, 6, 1}, 4);
   ASSERT_EQ(names.size(), 4u);
   const std::vector<std::string> stage0 = {"forward",  "forward", "forward",  "forward",  "backward", "forward",

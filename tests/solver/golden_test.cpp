@@ -1,5 +1,6 @@
 // The reference solver's published frontier for Bloom 176B on 8 A100-SXM stages, 1F1B with
-// 12 microbatches, tau = 1 ms, p_blocking = 83.64 W (../shared/data/golden).
+// 12 microbatches, tau = 1 ms, p_blocking = 83.64 W (data/golden; docs/solver.md, "Reproducing the
+// reference").
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +13,7 @@
 namespace perseus {
 namespace {
 
-const std::string kShared = PERSEUS_SHARED_DIR;
+const std::string kData = PERSEUS_SOURCE_DIR "/data";
 
 struct GoldenRow {
   double time;
@@ -20,7 +21,7 @@ struct GoldenRow {
 };
 
 std::vector<GoldenRow> read_golden() {
-  std::ifstream in(kShared + "/data/golden/bloom-176b+a100-sxm+1f1b+s8+mb12.csv");
+  std::ifstream in(kData + "/golden/bloom-176b+a100-sxm+1f1b+s8+mb12.csv");
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "time,energy");
@@ -38,9 +39,9 @@ std::vector<GoldenRow> read_golden() {
 EnergyProblem bloom_problem(bool reference_coefficients) {
   OptionsConfig config{0.001, 83.64, {}};
   if (reference_coefficients) {
-    config.overrides = read_cost_overrides(kShared + "/data/golden/bloom-176b+a100-sxm+fit.csv");
+    config.overrides = read_cost_overrides(kData + "/golden/bloom-176b+a100-sxm+fit.csv");
   }
-  const Profile profile = Profile::read_csv(kShared + "/data/profiles/bloom-176b+a100-sxm.csv");
+  const Profile profile = Profile::read_csv(kData + "/profiles/bloom-176b+a100-sxm.csv");
   std::vector<Warning> warnings;
   return make_problem(profile, {ScheduleKind::k1F1B, 8, 12, 1, false}, config, &warnings);
 }

@@ -17,7 +17,7 @@ TEST(Problem, BindsEveryNodeToItsStageAndInstruction) {
 }
 
 TEST(Problem, MeasuredEnergyFollowsTheIterationEnergyFormula) {
-  // Energy = sum e_i + p_blocking * (S * T - sum t_i) (formats.md).
+  // Energy = sum e_i + p_blocking * (S * T - sum t_i) (docs/solver.md, "Iteration energy").
   const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::kGPipe, 2, 3, 1, false}, 6, 2);
   const OptionChoice choice = fastest_choice(problem);
   double energy = 0.0, busy = 0.0;

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/cli/progress.hpp"
 #include "perseus/emulator/baselines.hpp"
 #include "perseus/emulator/comparison.hpp"
 #include "perseus/emulator/emulation_output.hpp"
@@ -180,15 +181,24 @@ struct Loaded {
   EnergyProblem problem;
 };
 
-Loaded load_problem(const ProblemArgs& a) {
+// What the flags ask to solve; the profile's stages unless --stages.
+SolveRequest solve_request(const ProblemArgs& a) {
   if (a.profile.empty()) throw InputError("give --profile");
   if (a.microbatches == 0) throw InputError("give --microbatches");
   if (a.microbatches < 1) throw InputError(fmt::format("--microbatches must be >= 1, not {}", a.microbatches));
+  SolveRequest request;
+  request.schedule = {parse_schedule_kind(a.schedule), a.stages, a.microbatches, a.chunks, a.data_load};
+  request.options = {a.unit_time, a.p_blocking, {}};
+  return request;
+}
+
+Loaded load_problem(const ProblemArgs& a) {
+  const SolveRequest request = solve_request(a);
   Profile profile = Profile::read_csv(a.profile);
-  const ScheduleSpec spec{parse_schedule_kind(a.schedule), a.stages ? a.stages : profile.num_stages(), a.microbatches,
-                          a.chunks, a.data_load};
+  ScheduleSpec spec = request.schedule;
+  if (spec.stages <= 0) spec.stages = profile.num_stages();
   std::vector<Warning> warnings;
-  EnergyProblem problem = make_problem(profile, spec, OptionsConfig{a.unit_time, a.p_blocking, {}}, &warnings);
+  EnergyProblem problem = make_problem(profile, spec, request.options, &warnings);
   print_warnings(warnings);
   return {std::move(profile), std::move(problem)};
 }
@@ -196,26 +206,6 @@ Loaded load_problem(const ProblemArgs& a) {
 std::string schedule_text(const EnergyProblem& problem, const ProblemArgs& a) {
   return fmt::format("{} {} stages x {} microbatches{}", a.schedule, problem.dag.num_stages(), a.microbatches,
                      a.chunks > 1 ? fmt::format(" x {} chunks", a.chunks) : "");
-}
-
-// Writes every file into a fresh sibling directory, then renames it into place: a failure
-// leaves no half-written output.
-void write_directory(const fs::path& dir, bool force, const std::vector<std::pair<std::string, std::string>>& files) {
-  if (fs::exists(dir) && !force) throw InputError(dir.string() + ": exists (use --force to replace it)");
-  const fs::path parent = prepare_output_parent(dir);
-  const fs::path temporary = parent / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
-  std::error_code error;
-  fs::remove_all(temporary, error);
-  fs::create_directories(temporary, error);
-  if (error) throw InputError(temporary.string() + ": cannot create: " + error.message());
-  try {
-    for (const auto& [name, content] : files) write_file_atomically(temporary / name, content);
-    if (fs::exists(dir)) fs::remove_all(dir);
-    fs::rename(temporary, dir);
-  } catch (...) {
-    fs::remove_all(temporary, error);
-    throw;
-  }
 }
 
 template <typename Write>
@@ -232,39 +222,6 @@ Progress progress_printer(bool quiet) {
 }
 
 // ---------------------------------------------------------------- plans from files
-
-// A perseus.plan/1 JSON or a freqs_pipeline file, told apart by content.
-PlannedFrequencies read_plan_file(const std::string& path) {
-  const std::string text = read_text_file(path);
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '{') return parse_freqs_pipeline(text, path);
-  nlohmann::json plan;
-  try {
-    plan = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  if (plan.value("schema", "") != "perseus.plan/1" || !plan.contains("stages") || !plan["stages"].is_array()) {
-    throw InputError(path + ": expected a perseus.plan/1 JSON plan (\"schema\" and \"stages\")");
-  }
-  PlannedFrequencies frequencies;
-  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
-    const nlohmann::json& stage = plan["stages"][s];
-    if (!stage.is_array()) throw InputError(fmt::format("{}: stage {} is not a list", path, s));
-    auto& list = frequencies.emplace_back();
-    for (std::size_t i = 0; i < stage.size(); ++i) {
-      const nlohmann::json& entry = stage[i];
-      if (!entry.is_object() || !entry.contains("instruction") || !entry["instruction"].is_string() ||
-          !entry.contains("frequency_mhz") || !entry["frequency_mhz"].is_number_integer()) {
-        throw InputError(fmt::format("{}: stage {}, instruction {}: expected \"instruction\" and an integer "
-                                     "\"frequency_mhz\"",
-                                     path, s, i));
-      }
-      list.emplace_back(entry["instruction"].get<std::string>(), entry["frequency_mhz"].get<int>());
-    }
-  }
-  return frequencies;
-}
 
 // ---------------------------------------------------------------- perseus emulate
 
@@ -425,7 +382,7 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
         {"trace.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, result); })},
         {"timeline.svg", report::timeline_svg(result, timeline)},
     };
-    write_directory(a.out, a.force, files);
+    write_directory_atomically(a.out, a.force, files);
   }
   if (a.json) {
     nlohmann::json summary = emulation_to_json(result, {false, false});
@@ -459,68 +416,27 @@ struct CompareArgs {
 };
 
 struct Solved {
-  Loaded loaded;
-  CrawlResult crawl;
-  Frontier frontier;
+  Profile profile;
+  Solution solution;
   Comparison comparison;
-  double solve_s = 0.0;
 };
 
 Solved solve_and_compare(const CompareArgs& a, const Progress& progress) {
-  Solved out{load_problem(a.problem), {}, {}, {}, 0.0};
-  const EnergyProblem& problem = out.loaded.problem;
-  const auto started = std::chrono::steady_clock::now();
-  if (progress) {
-    progress(fmt::format("{} nodes; crawling the frontier of {}", problem.dag.num_nodes(), a.problem.profile));
-  }
-  CrawlOptions crawl_options;
-  if (progress) {
-    crawl_options.progress = [&](std::size_t steps, std::int64_t time_q, std::int64_t t_min_q) {
-      progress(fmt::format("crawl step {} (time {} units, T_min {})", steps, time_q, t_min_q));
-    };
-  }
-  out.crawl = crawl_frontier(problem, crawl_options);
-  out.frontier = build_frontier(problem, out.crawl);
-  out.solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  SolveRequest request = solve_request(a.problem);
+  Profile profile = Profile::read_csv(a.problem.profile);
+  if (progress) request.progress = solve_progress_printer();
+  Solution solution = solve(profile, request);
+  Solved out{std::move(profile), std::move(solution), {}};
+  print_warnings(out.solution.warnings);
+  const EnergyProblem& problem = out.solution.problem;
   ComparisonOptions options;
-  options.clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, out.loaded.profile));
+  options.clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, out.profile));
   options.emulation = make_config(a.links);
   options.emulation.data_parallel = a.data_parallel;
   options.straggler_ratios = a.ratios;
   options.progress = progress;
-  out.comparison = compare_methods(problem, out.frontier, options);
+  out.comparison = compare_methods(problem, out.solution.frontier, options);
   return out;
-}
-
-// data/profiles holding every bundled profile: under the current directory (a checkout's
-// root, where the commands are documented to run), else under the executable's directory or
-// one of its parents (a build tree inside the checkout). The source tree's path is not
-// compiled in: a copied or installed binary must not depend on it.
-fs::path bundled_profiles_dir() {
-  const auto has_all = [](const fs::path& dir) {
-    std::error_code error;
-    for (const BundledProfile& b : kBundledProfiles) {
-      if (!fs::is_regular_file(dir / (std::string(b.name) + ".csv"), error)) return false;
-    }
-    return true;
-  };
-  std::error_code error;
-  const fs::path here = fs::current_path(error) / "data" / "profiles";  // relative if the cwd is gone
-  if (has_all(here)) return here;
-  const fs::path executable_dir = fs::read_symlink("/proc/self/exe", error).parent_path();
-  if (!error) {
-    for (fs::path dir = executable_dir; !dir.empty(); dir = dir.parent_path()) {
-      if (has_all(dir / "data" / "profiles")) return dir / "data" / "profiles";
-      if (dir == dir.parent_path()) break;
-    }
-  }
-  std::string names;
-  for (const BundledProfile& b : kBundledProfiles) names += fmt::format("{}{}.csv", names.empty() ? "" : ", ", b.name);
-  throw InputError(fmt::format(
-      "--large-scale: the bundled profiles ({}) are in neither {} nor data/profiles under {} or its parents; run "
-      "from the perseus checkout, or give each profile as --large-scale-profile PATH:P_BLOCKING:UNIT_TIME "
-      "(e.g. data/profiles/bloom-176b+a100-sxm.csv:83.64:0.001)",
-      names, here.string(), error ? "the executable's directory" : executable_dir.string()));
 }
 
 struct LargeScaleProfile {
@@ -534,7 +450,15 @@ struct LargeScaleProfile {
 std::vector<LargeScaleProfile> large_scale_profiles(const CompareArgs& a) {
   std::vector<LargeScaleProfile> profiles;
   if (a.large_scale_profiles.empty()) {
-    const fs::path dir = bundled_profiles_dir();
+    fs::path dir;
+    try {
+      dir = find_bundled_profiles_dir();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--large-scale: {}; run from the perseus checkout, or give each profile as "
+                                   "--large-scale-profile PATH:P_BLOCKING:UNIT_TIME "
+                                   "(e.g. data/profiles/bloom-176b+a100-sxm.csv:83.64:0.001)",
+                                   e.what()));
+    }
     for (const BundledProfile& b : kBundledProfiles) {
       profiles.push_back({(dir / (std::string(b.name) + ".csv")).string(), OptionsConfig{b.unit_time, b.p_blocking, {}}});
     }
@@ -604,9 +528,9 @@ void run_compare(const CompareArgs& a) {
   const std::vector<LargeScaleRow> rows = large_scale_rows(a, large, progress);
   nlohmann::json json = report::comparison_to_json(c);
   json["profile"] = a.problem.profile;
-  json["schedule"] = schedule_text(solved.loaded.problem, a.problem);
-  json["frontier_points"] = solved.frontier.points.size();
-  json["solve_s"] = solved.solve_s;
+  json["schedule"] = schedule_text(solved.solution.problem, a.problem);
+  json["frontier_points"] = solved.solution.frontier.points.size();
+  json["solve_s"] = solved.solution.solve_seconds();
   if (!rows.empty()) json["large_scale"] = report::large_scale_to_json(rows);
   if (!a.out.empty()) {
     std::vector<std::pair<std::string, std::string>> files = {
@@ -618,14 +542,15 @@ void run_compare(const CompareArgs& a) {
     if (!rows.empty()) {
       files.emplace_back("large_scale.csv", to_text([&](std::ostream& o) { report::write_large_scale_csv(o, rows); }));
     }
-    write_directory(a.out, a.force, files);
+    write_directory_atomically(a.out, a.force, files);
   }
   if (a.json) {
     std::cout << json.dump(2) << "\n";
     return;
   }
   fmt::print("{}: {}; frontier of {} plans solved in {:.2f} s\n\n", a.problem.profile,
-             schedule_text(solved.loaded.problem, a.problem), solved.frontier.points.size(), solved.solve_s);
+             schedule_text(solved.solution.problem, a.problem), solved.solution.frontier.points.size(),
+             solved.solution.solve_seconds());
   fmt::print("{}\n{}", report::methods_text(c), report::stragglers_text(c));
   if (!rows.empty()) fmt::print("\n{}", report::large_scale_text(rows));
   if (!a.out.empty()) fmt::print("\nWrote {}\n", a.out);
@@ -641,13 +566,13 @@ void run_report(const ReportArgs& r) {
   const Progress progress = progress_printer(a.quiet);
   const auto large = a.large_scale ? large_scale_profiles(a) : std::vector<LargeScaleProfile>{};
   const Solved solved = solve_and_compare(a, progress);
-  const EnergyProblem& problem = solved.loaded.problem;
+  const EnergyProblem& problem = solved.solution.problem;
   const Comparison& c = solved.comparison;
   const std::vector<LargeScaleRow> rows = large_scale_rows(a, large, progress);
 
   // The T_min and T* plans, emulated on one pipeline with the configured links.
   EmulationConfig single = make_config(a.links);
-  const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, solved.loaded.profile));
+  const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, solved.profile));
   const MethodCurve& perseus = c.method(kPerseus);
   const MethodPoint* star = perseus_choice(perseus, std::numeric_limits<double>::infinity(), problem.p_blocking,
                                            c.gpus_per_pipeline);
@@ -663,8 +588,9 @@ void run_report(const ReportArgs& r) {
                  {"GPUs per pipeline", fmt::format("{} ({} stages x TP {})", c.gpus_per_pipeline,
                                                    problem.dag.num_stages(), a.links.tensor_parallel)},
                  {"frequency switch latency", fmt::format("{} s", a.links.switch_latency)},
-                 {"frontier", fmt::format("{} plans from {} crawl steps, solved in {:.2f} s", solved.frontier.points.size(),
-                                          solved.crawl.steps.size(), solved.solve_s)}};
+                 {"frontier", fmt::format("{} plans from {} crawl steps, solved in {:.2f} s",
+                                          solved.solution.frontier.points.size(), solved.solution.crawl.steps.size(),
+                                          solved.solution.solve_seconds())}};
   input.comparison = &c;
   input.t_min_run = &t_min_run;
   input.t_star_run = &t_star_run;
@@ -681,7 +607,7 @@ void run_report(const ReportArgs& r) {
     report::TimelinePlotOptions t_min_options, t_star_options;
     t_min_options.title = "T_min plan";
     t_star_options.title = "T* plan";
-    write_directory(r.assets, a.force,
+    write_directory_atomically(r.assets, a.force,
                     {{"frontier.svg", report::frontier_svg(c)},
                      {"timeline_t_min.svg", report::timeline_svg(t_min_run, t_min_options)},
                      {"timeline_t_star.svg", report::timeline_svg(t_star_run, t_star_options)},

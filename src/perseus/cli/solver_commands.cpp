@@ -1,5 +1,4 @@
 // `perseus optimize` and `perseus select`: the frontier and its plans, and the plan for a deadline.
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -7,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/cli/progress.hpp"
 #include "perseus/cost/operation_options.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
-#include "perseus/solver/crawl.hpp"
-#include "perseus/solver/frontier.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace perseus::cli {
 namespace {
@@ -24,7 +23,7 @@ struct OptimizeArgs {
   int microbatches = 0;
   int chunks = 1;
   double p_blocking = 0.0;
-  double unit_time = 0.0;
+  double unit_time = kDefaultUnitTime;
   std::string out;
   std::string coefficients;
   bool force = false;
@@ -36,38 +35,26 @@ struct OptimizeArgs {
 };
 
 void run_optimize(const OptimizeArgs& args) {
-  const auto started = std::chrono::steady_clock::now();
   const Profile profile = Profile::read_csv(args.profile);
-  ScheduleSpec spec{parse_schedule_kind(args.schedule), args.stages ? args.stages : profile.num_stages(),
-                    args.microbatches, args.chunks, args.data_load};
-  OptionsConfig config{args.unit_time, args.p_blocking, {}};
-  if (!args.coefficients.empty()) config.overrides = read_cost_overrides(args.coefficients);
-  std::vector<Warning> warnings;
-  const EnergyProblem problem = make_problem(profile, spec, config, &warnings);
+  SolveRequest request;
+  request.schedule = {parse_schedule_kind(args.schedule), args.stages, args.microbatches, args.chunks, args.data_load};
+  request.options = {args.unit_time, args.p_blocking, {}};
+  if (!args.coefficients.empty()) request.options.overrides = read_cost_overrides(args.coefficients);
+  request.frontier.refine = !args.no_refine;
+  if (!args.quiet) request.progress = solve_progress_printer();
+  const Solution solution = solve(profile, request);
+  const EnergyProblem& problem = solution.problem;
+  const CrawlResult& crawl = solution.crawl;
+  const Frontier& frontier = solution.frontier;
+  const ScheduleSpec& spec = solution.schedule;
+  const double solve_seconds = solution.solve_seconds();
+  const std::vector<Warning>& warnings = solution.warnings;
   for (const Warning& w : warnings) fmt::print(stderr, "perseus: warning: {}\n", w.message);
-
-  const bool show_progress = !args.quiet;
-  if (show_progress) {
-    fmt::print(stderr, "perseus: {} nodes, {} edges; crawling the frontier...\n", problem.dag.num_nodes(),
-               problem.dag.num_edges());
-  }
-  CrawlOptions crawl_options;
-  if (show_progress) {
-    crawl_options.progress = [](std::size_t steps, std::int64_t time_q, std::int64_t t_min_q) {
-      fmt::print(stderr, "perseus: crawl step {} (time {} units, T_min {})\n", steps, time_q, t_min_q);
-    };
-  }
-  const CrawlResult crawl = crawl_frontier(problem, crawl_options);
-  FrontierOptions frontier_options;
-  frontier_options.refine = !args.no_refine;
-  const Frontier frontier = build_frontier(problem, crawl, frontier_options);
-  const double solve_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   RunInfo info{args.profile, spec, solve_seconds, {}};
   for (const Warning& w : warnings) info.warnings.push_back(w.message);
   OutputOptions output{args.force, args.max_plans, nullptr};
-  if (show_progress) {
+  if (!args.quiet) {
     output.progress = [](std::size_t done, std::size_t total) {
       fmt::print(stderr, "perseus: wrote {}/{} plans\n", done, total);
     };
@@ -147,8 +134,9 @@ void add_solver_commands(CLI::App& app) {
   cmd->add_option("--chunks", optimize.chunks, "Model chunks per device v (interleaved-1f1b)")->capture_default_str();
   cmd->add_option("--p-blocking", optimize.p_blocking, "GPU power while blocked, W (A100 83.64, A40 70.38)")
       ->required();
-  cmd->add_option("--unit-time", optimize.unit_time, "Time quantum tau, s (1e-3 for A100, 1e-4 for A40)")
-      ->required();
+  cmd->add_option("--unit-time", optimize.unit_time,
+                  "Time quantum tau, s (the reference ran A100 profiles at 1e-3, A40 at 1e-4)")
+      ->capture_default_str();
   cmd->add_option("--out", optimize.out, "Output directory (must not exist unless --force)")->required();
   cmd->add_flag("--force", optimize.force, "Replace an existing output directory");
   cmd->add_option("--coefficients", optimize.coefficients,

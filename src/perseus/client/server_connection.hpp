@@ -1,5 +1,5 @@
 // One connection to a perseus server (or any server speaking the existing zeus/Perseus
-// protocol, shared/spec/server-api.md), over cpp-httplib: the protocol's routes plus the
+// protocol, docs/runtime.md, "The server"), over cpp-httplib: the protocol's routes plus the
 // ones perseus adds (profile upload, straggler notices, job state).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Per-operation options (frontier.md, "Per-operation options"): quantise, Pareto-filter,
+// Per-operation options (docs/solver.md, "Per-operation options"): quantise, Pareto-filter,
 // subtract blocking energy, and fit cost(q) = a*exp(b*q) + c.
 #include "perseus/cost/operation_options.hpp"
 
@@ -72,7 +72,7 @@ namespace {
 
 constexpr double kDurationLimit = 9.0e15;  // q stays exactly representable as a double
 // Shape checks on measured effective energy, as fractions of its range over the options.
-// From noise alone, the shared real profiles put points up to 10% of the range above their
+// From noise alone, the bundled real profiles put points up to 10% of the range above their
 // convex hull and fit with RMS errors up to 7%; the clearly broken ones exceed 20%.
 constexpr double kConvexityTolerance = 0.15;
 constexpr double kMonotonicityTolerance = 1e-3;

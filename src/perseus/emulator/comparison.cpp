@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "perseus/solver/crawl.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace perseus {
 namespace {
@@ -267,15 +267,16 @@ LargeScaleRow large_scale_row(const Profile& profile, const std::string& workloa
   row.pipelines = options.global_microbatches / microbatches;
   row.gpus = row.pipelines * options.stages * options.tensor_parallel;
 
-  const auto started = std::chrono::steady_clock::now();
-  std::vector<Warning> warnings;
-  const EnergyProblem problem =
-      make_problem(profile, {ScheduleKind::k1F1B, options.stages, microbatches, 1, false}, options_config, &warnings);
-  report(options.progress, fmt::format("{}, {} microbatches: crawling the frontier", workload, microbatches));
-  const CrawlResult crawl = crawl_frontier(problem);
-  const Frontier frontier = build_frontier(problem, crawl, options.frontier);
-  row.solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  row.crawl_steps = crawl.steps.size();
+  SolveRequest request;
+  request.schedule = {ScheduleKind::k1F1B, options.stages, microbatches, 1, false};
+  request.options = options_config;
+  request.frontier = options.frontier;
+  report(options.progress, fmt::format("{}, {} microbatches: solving the frontier", workload, microbatches));
+  const Solution solution = solve(profile, request);
+  const EnergyProblem& problem = solution.problem;
+  const Frontier& frontier = solution.frontier;
+  row.solve_s = solution.solve_seconds();
+  row.crawl_steps = solution.crawl.steps.size();
   row.frontier_points = frontier.points.size();
 
   EmulationConfig cluster = options.emulation;

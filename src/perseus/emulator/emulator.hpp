@@ -14,7 +14,7 @@
 //   extrinsic blocking   p_blocking while waiting for the slowest pipeline [T_p, T_sync]
 //   all-reduce           p_blocking while the gradient all-reduce runs on [T_sync, T_iteration]
 // With zero-cost links and no switching latency, a pipeline's T_p is the DAG critical path
-// over measured times and its energy is evaluate_measured's (formats.md 'Iteration energy').
+// over measured times and its energy is evaluate_measured's (docs/solver.md, "Iteration energy").
 //
 // Frequency switching: when an instruction finishes, the controller asks for the next
 // instruction's clock (asynchronously, as Perseus's client does); the clock changes

@@ -137,28 +137,9 @@ void write_directory_contents(const fs::path& dir, const EnergyProblem& problem,
 void write_frontier_directory(const fs::path& dir, const EnergyProblem& problem, const CrawlResult& crawl,
                               const Frontier& frontier, const RunInfo& info, const OutputOptions& options) {
   if (frontier.points.empty()) throw SolveError("the frontier has no points");
-  const bool exists = fs::exists(dir);
-  if (exists && !options.force) {
-    throw InputError(dir.string() + ": output directory exists (use --force to replace it)");
-  }
-  const fs::path parent = prepare_output_parent(dir);
-  const std::string tag = std::to_string(::getpid());
-  const fs::path staging = parent / (".perseus-tmp-" + tag + "-" + dir.filename().string());
-  const fs::path retired = parent / (".perseus-old-" + tag + "-" + dir.filename().string());
-  std::error_code ignored;
-  fs::remove_all(staging, ignored);
-  try {
+  write_directory_atomically(dir, options.force, [&](const fs::path& staging) {
     write_directory_contents(staging, problem, crawl, frontier, info, options);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(staging, ignored);
-    throw InputError(dir.string() + ": cannot write output: " + e.what());
-  } catch (...) {
-    fs::remove_all(staging, ignored);
-    throw;
-  }
-  if (exists) fs::rename(dir, retired);
-  fs::rename(staging, dir);
-  if (exists) fs::remove_all(retired, ignored);
+  });
 }
 
 namespace {

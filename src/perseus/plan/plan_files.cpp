@@ -239,4 +239,71 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
 }
 
+StageFrequencies read_plan_file(const std::filesystem::path& file) {
+  const std::string text = read_text_file(file);
+  const std::string path = file.string();
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return parse_freqs_pipeline(text, path);
+  nlohmann::json plan;
+  try {
+    plan = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  if (plan.value("schema", "") != "perseus.plan/1" || !plan.contains("stages") || !plan["stages"].is_array()) {
+    throw InputError(path + ": expected a perseus.plan/1 JSON plan (\"schema\" and \"stages\")");
+  }
+  StageFrequencies frequencies;
+  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
+    const nlohmann::json& stage = plan["stages"][s];
+    if (!stage.is_array()) throw InputError(fmt::format("{}: stage {} is not a list", path, s));
+    auto& list = frequencies.emplace_back();
+    for (std::size_t i = 0; i < stage.size(); ++i) {
+      const nlohmann::json& entry = stage[i];
+      if (!entry.is_object() || !entry.contains("instruction") || !entry["instruction"].is_string() ||
+          !entry.contains("frequency_mhz") || !entry["frequency_mhz"].is_number_integer()) {
+        throw InputError(fmt::format("{}: stage {}, instruction {}: expected \"instruction\" and an integer "
+                                     "\"frequency_mhz\"",
+                                     path, s, i));
+      }
+      list.emplace_back(entry["instruction"].get<std::string>(), entry["frequency_mhz"].get<int>());
+    }
+  }
+  return frequencies;
+}
+
+void write_directory_atomically(const std::filesystem::path& dir, bool force,
+                                const std::function<void(const std::filesystem::path&)>& fill) {
+  namespace fs = std::filesystem;
+  const bool exists = fs::exists(dir);
+  if (exists && !force) throw InputError(dir.string() + ": exists (use --force to replace it)");
+  const fs::path parent = prepare_output_parent(dir);
+  const std::string tag = std::to_string(::getpid());
+  const fs::path staging = parent / (".perseus-tmp-" + tag + "-" + dir.filename().string());
+  const fs::path retired = parent / (".perseus-old-" + tag + "-" + dir.filename().string());
+  std::error_code ignored;
+  fs::remove_all(staging, ignored);
+  try {
+    fs::create_directories(staging);
+    fill(staging);
+    // Rename, not remove then rename: the old directory stays whole until the new one is in place.
+    if (exists) fs::rename(dir, retired);
+    fs::rename(staging, dir);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(staging, ignored);
+    throw InputError(dir.string() + ": cannot write output: " + e.what());
+  } catch (...) {
+    fs::remove_all(staging, ignored);
+    throw;
+  }
+  if (exists) fs::remove_all(retired, ignored);
+}
+
+void write_directory_atomically(const std::filesystem::path& dir, bool force,
+                                const std::vector<std::pair<std::string, std::string>>& files) {
+  write_directory_atomically(dir, force, [&](const std::filesystem::path& staging) {
+    for (const auto& [name, content] : files) write_file_atomically(staging / name, content);
+  });
+}
+
 }  // namespace perseus

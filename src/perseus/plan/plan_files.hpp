@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,11 +48,22 @@ using StageFrequencies = std::vector<std::vector<std::pair<std::string, int>>>;
 // column of anything that is not a list of lists of ('name', int) tuples.
 StageFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source);
 StageFrequencies read_freqs_pipeline(const std::filesystem::path& path);
+// A plan file of either kind, told apart by content: a perseus.plan/1 JSON plan or a
+// freqs_pipeline file. Throws InputError naming the file and what is wrong.
+StageFrequencies read_plan_file(const std::filesystem::path& path);
 
 // Writes `content` to a temporary file beside `path`, then renames it into place, so a
 // reader never sees half a file. Throws InputError on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 std::string read_text_file(const std::filesystem::path& path);
+// Writes the directory `dir`: `fill` writes into a fresh staging directory beside it, which
+// then takes its place (an existing `dir` is replaced only with `force`, else InputError). A
+// failure leaves `dir` as it was and no staging directory behind.
+void write_directory_atomically(const std::filesystem::path& dir, bool force,
+                                const std::function<void(const std::filesystem::path& staging)>& fill);
+// The same with the files given as (name, content) pairs.
+void write_directory_atomically(const std::filesystem::path& dir, bool force,
+                                const std::vector<std::pair<std::string, std::string>>& files);
 // The directory an output `path` is written into, created with its parents if missing (as
 // `mkdir -p`). Throws InputError when it cannot be (a file in the way, no permission).
 std::filesystem::path prepare_output_parent(const std::filesystem::path& path);

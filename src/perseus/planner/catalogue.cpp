@@ -174,7 +174,7 @@ std::vector<ModelSpec> build_models() {
   return models;
 }
 
-// Energy-model parameters. A100-SXM and A40 are fitted by `perseus calibrate` on the shared
+// Energy-model parameters. A100-SXM and A40 are fitted by `perseus calibrate` on the bundled
 // GPT-3 175B and Bloom 176B profiles (docs/planner.md has the errors); the other GPUs have no
 // measured profile here, so they take the closest calibrated GPU's efficiencies and power
 // shape, with the power limit scaled to their TDP.

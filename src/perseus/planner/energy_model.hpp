@@ -117,7 +117,7 @@ struct ReferenceCase {
   Profile measured;
 };
 
-// The shared profiles of the Perseus paper's large-scale emulation, named `<model>+<gpu>.csv`:
+// The bundled profiles of the Perseus paper's large-scale emulation, `<model>+<gpu>.csv`:
 // tensor parallelism 8, microbatch size 1, sequence length 2048; Transformer layers split
 // ceil(L/S) per stage with the remainder on the last stage (96 = 8 x 12 for GPT-3 175B;
 // 70 = 7 x 9 + 7 for Bloom 176B), the embedding on the first and the LM head on the last.

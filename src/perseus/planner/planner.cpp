@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "perseus/model/instruction.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace perseus::planner {
 namespace {
@@ -316,32 +317,34 @@ PlanReport plan_training(const PlanRequest& request) {
         config.microbatches + config.pipeline - 1));
   }
   for (const Warning& w : warnings) out.warnings.push_back(w.message);
-  CrawlOptions crawl_options;
+  SolveRequest solve_request;
+  solve_request.frontier.refine = request.refine;
   if (request.progress) {
-    crawl_options.progress = [&](std::size_t steps, std::int64_t time_q, std::int64_t t_min_q) {
-      report(request, fmt::format("crawl step {} (time {} units, T_min {})", steps, time_q, t_min_q));
+    // Every 5,000 crawl steps, and every tenth of the frontier: refining a long frontier
+    // takes minutes on large pipelines.
+    solve_request.progress = [&request, last_step = std::size_t{0}, last_tenth = std::size_t{0}](
+                                 const SolveProgress& p) mutable {
+      if (p.phase == SolveProgress::Phase::kCrawl) {
+        if (p.done < last_step + 5000) return;
+        last_step = p.done;
+        report(request, fmt::format("crawl step {} of at most {}", p.done, p.total));
+        return;
+      }
+      const std::size_t tenth = p.total > 0 ? 10 * p.done / p.total : 10;
+      if (tenth <= last_tenth) return;
+      last_tenth = tenth;
+      report(request, fmt::format("frontier: {} of {} candidate plans done", p.done, p.total));
     };
   }
-  report(request, fmt::format("crawling the frontier ({} nodes)", out.problem->dag.num_nodes()));
-  out.crawl = crawl_frontier(*out.problem, crawl_options);
-  FrontierOptions frontier_options;
-  frontier_options.refine = request.refine;
-  if (request.progress) {
-    // Every tenth of the way: refining a long frontier takes minutes on large pipelines.
-    frontier_options.progress = [&request, last = std::size_t{0}](std::size_t done, std::size_t total) mutable {
-      const std::size_t tenth = total > 0 ? 10 * done / total : 10;
-      if (tenth <= last) return;
-      last = tenth;
-      report(request, fmt::format("frontier: {} of {} candidate plans done", done, total));
-    };
-  }
-  report(request, fmt::format("building the frontier from {} crawl steps{}", out.crawl.steps.size(),
-                              request.refine ? ", refining the plans on the measured options (--no-refine skips that)"
-                                             : ", plans as the crawl made them (no refinement)"));
-  const auto frontier_start = std::chrono::steady_clock::now();
-  out.frontier = build_frontier(*out.problem, out.crawl, frontier_options);
-  report(request, fmt::format("frontier: {} points in {:.1f} s", out.frontier.points.size(),
-                              std::chrono::duration<double>(std::chrono::steady_clock::now() - frontier_start).count()));
+  report(request, fmt::format("solving: crawling the frontier ({} nodes), then {}", out.problem->dag.num_nodes(),
+                              request.refine ? "refining the plans on the measured options (--no-refine skips that)"
+                                             : "the plans as the crawl made them (no refinement)"));
+  Solution solution = solve(std::move(*out.problem), solve_request);
+  out.problem.emplace(std::move(solution.problem));
+  out.crawl = std::move(solution.crawl);
+  out.frontier = std::move(solution.frontier);
+  report(request, fmt::format("frontier: {} points from {} crawl steps in {:.1f} s", out.frontier.points.size(),
+                              out.crawl.steps.size(), solution.solve_seconds()));
   out.solved = true;
 
   const FrontierPoint& fastest = out.frontier.t_min_point();

@@ -96,8 +96,8 @@ std::vector<StageFootprint> memory_footprint(PipelineSchedule kind, int S, int M
         f.activation_stashes = f.full_activations = std::min(S - s, M);
         break;
       case PipelineSchedule::kInterleaved1F1B:
-        // Warm-up forwards (formats.md) plus the one in flight during the steady state; with
-        // M = S everything is warm-up (as in Megatron-LM).
+        // Warm-up forwards (docs/solver.md, "Schedules") plus the one in flight during the
+        // steady state; with M = S everything is warm-up (as in Megatron-LM).
         f.activation_stashes = f.full_activations =
             M == S ? M * v : std::min((S - s - 1) * 2 + (v - 1) * S + 1, M * v);
         break;

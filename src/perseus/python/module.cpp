@@ -3,10 +3,12 @@
 // training hooks, and an in-process server. Long calls (the solver, HTTP requests, hooks
 // that wait at the server's barrier) release the GIL.
 #include <pybind11/functional.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -20,8 +22,7 @@
 #include "perseus/profile/profile.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
-#include "perseus/solver/crawl.hpp"
-#include "perseus/solver/frontier.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace py = pybind11;
 using json = nlohmann::json;
@@ -71,6 +72,16 @@ StageFrequencies frequencies_of(const Plan& plan) {
   return out;
 }
 
+// A per-point figure of the frontier as a new float64 numpy array (a copy: writing to it
+// leaves the frontier as it is).
+template <typename Get>
+py::array_t<double> per_point(const SolvedFrontier& f, Get get) {
+  py::array_t<double> out(static_cast<py::ssize_t>(f.frontier.points.size()));
+  double* data = out.mutable_data();
+  for (const FrontierPoint& p : f.frontier.points) *data++ = get(p);
+  return out;
+}
+
 py::dict figures(const MeasuredFigures& m) {
   py::dict d;
   d["time_s"] = m.time_s;
@@ -83,23 +94,22 @@ py::dict figures(const MeasuredFigures& m) {
 std::shared_ptr<SolvedFrontier> optimize(const Profile& profile, int microbatches, double p_blocking, double unit_time,
                                          const std::string& schedule, int chunks, bool data_load, bool refine,
                                          const std::string& coefficients, int stages) {
-  const auto started = std::chrono::steady_clock::now();
-  const ScheduleSpec spec = make_spec(schedule, stages > 0 ? stages : profile.num_stages(), microbatches, chunks, data_load);
-  OptionsConfig config{unit_time, p_blocking, {}};
-  if (!coefficients.empty()) config.overrides = read_cost_overrides(coefficients);
-  std::vector<Warning> warnings;
-  EnergyProblem problem = make_problem(profile, spec, config, &warnings);
-  CrawlResult crawl = crawl_frontier(problem);
-  FrontierOptions frontier_options;
-  frontier_options.refine = refine;
-  Frontier frontier = build_frontier(problem, crawl, frontier_options);
-  RunInfo info{profile.source(), spec,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), {}};
-  for (const Warning& w : warnings) info.warnings.push_back(w.message);
+  SolveRequest request;
+  request.schedule = make_spec(schedule, stages, microbatches, chunks, data_load);
+  request.options = {unit_time, p_blocking, {}};
+  if (!coefficients.empty()) request.options.overrides = read_cost_overrides(coefficients);
+  request.frontier.refine = refine;
+  Solution solution = [&] {
+    py::gil_scoped_release release;  // a long solve lets other Python threads run
+    return solve(profile, request);
+  }();
+  RunInfo info{profile.source(), solution.schedule, solution.solve_seconds(), {}};
+  for (const Warning& w : solution.warnings) info.warnings.push_back(w.message);
   std::vector<double> times;
-  for (const FrontierPoint& p : frontier.points) times.push_back(p.measured.time_s);
-  return std::shared_ptr<SolvedFrontier>(new SolvedFrontier{std::move(problem), std::move(crawl), std::move(frontier),
-                                                            std::move(info), std::move(times)});
+  for (const FrontierPoint& p : solution.frontier.points) times.push_back(p.measured.time_s);
+  return std::shared_ptr<SolvedFrontier>(new SolvedFrontier{std::move(solution.problem), std::move(solution.crawl),
+                                                            std::move(solution.frontier), std::move(info),
+                                                            std::move(times)});
 }
 
 // `perseus serve` in this process: a Service and its HTTP front end on a background thread.
@@ -219,20 +229,23 @@ PYBIND11_MODULE(_perseus, m) {
   py::class_<SolvedFrontier, std::shared_ptr<SolvedFrontier>>(
       m, "Frontier", "The iteration time-energy Pareto frontier: points fastest (T_min) first, each a plan")
       .def("__len__", [](const SolvedFrontier& f) { return f.frontier.points.size(); })
-      .def_property_readonly("times", [](const SolvedFrontier& f) { return f.times; }, "Iteration time of each point, s")
-      .def_property_readonly("energies",
+      .def_property_readonly("times",
                              [](const SolvedFrontier& f) {
-                               std::vector<double> out;
-                               for (const FrontierPoint& p : f.frontier.points) out.push_back(p.measured.energy_j);
+                               py::array_t<double> out(static_cast<py::ssize_t>(f.times.size()));
+                               std::copy(f.times.begin(), f.times.end(), out.mutable_data());
                                return out;
                              },
-                             "Iteration energy of each point (computation + blocking), J")
+                             "Iteration time of each point, s (a float64 numpy array, fastest first)")
+      .def_property_readonly("energies",
+                             [](const SolvedFrontier& f) {
+                               return per_point(f, [](const FrontierPoint& p) { return p.measured.energy_j; });
+                             },
+                             "Iteration energy of each point (computation + blocking), J (a float64 numpy array)")
       .def_property_readonly("effective_energies",
                              [](const SolvedFrontier& f) {
-                               std::vector<double> out;
-                               for (const FrontierPoint& p : f.frontier.points) out.push_back(p.effective_energy_j);
-                               return out;
-                             })
+                               return per_point(f, [](const FrontierPoint& p) { return p.effective_energy_j; });
+                             },
+                             "Energy of each point less p_blocking x stages x time, J (a float64 numpy array)")
       .def_property_readonly("t_min", [](const SolvedFrontier& f) { return f.times.front(); })
       .def_property_readonly("t_star", [](const SolvedFrontier& f) { return f.times.back(); })
       .def_property_readonly("all_max", [](const SolvedFrontier& f) { return figures(f.frontier.all_max); },
@@ -279,7 +292,7 @@ PYBIND11_MODULE(_perseus, m) {
            [](const SolvedFrontier& f) { return to_python(make_summary(f.problem, f.crawl, f.frontier, f.info)); });
 
   m.def("optimize", &optimize, py::arg("profile"), py::arg("microbatches"), py::arg("p_blocking"),
-        py::arg("unit_time") = 0.001, py::arg("schedule") = "1f1b", py::arg("chunks") = 1, py::arg("data_load") = false,
+        py::arg("unit_time") = kDefaultUnitTime, py::arg("schedule") = "1f1b", py::arg("chunks") = 1, py::arg("data_load") = false,
         py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0, GilRelease(),
         "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given).");
 

@@ -27,7 +27,8 @@ Instruction make(InstructionKind kind, int stage, int microbatch, int chunk = 0)
   return Instruction{kind, stage, microbatch, chunk};
 }
 
-// formats.md, "1F1B": step k of 2(M+S-1) steps emits at most one instruction per stage.
+// docs/solver.md, "Schedules", 1F1B: step k of 2(M+S-1) steps emits at most one
+// instruction per stage.
 std::vector<Instruction> one_f_one_b_stage(int S, int M, int s) {
   std::vector<Instruction> order;
   order.reserve(2 * static_cast<std::size_t>(M));

@@ -10,7 +10,7 @@
 namespace perseus {
 
 enum class ScheduleKind {
-  k1F1B,                 // PipeDream-Flush, the DeepSpeed/Megatron order (formats.md)
+  k1F1B,                 // PipeDream-Flush, the DeepSpeed/Megatron order (docs/solver.md)
   kGPipe,                // all forwards, then all backwards
   kInterleaved1F1B,      // Megatron-LM virtual pipeline with `chunks` model chunks per device
   // 1F1B with every backward immediately preceded by its forward's recomputation, on every

@@ -5,8 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "perseus/solver/crawl.hpp"
-#include "perseus/solver/frontier.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace perseus::server {
 namespace {
@@ -61,20 +60,14 @@ std::shared_ptr<FrontierTable> FrontierTable::compute(EnergyProblem problem, con
                                    to_string(op.kind), op.options.size()));
     }
   }
-  CrawlOptions crawl_options;
-  crawl_options.progress_every = 16;
-  crawl_options.progress = [&](std::size_t, std::int64_t, std::int64_t) {
+  SolveRequest request;
+  request.progress = [&](const SolveProgress&) {
     if (cancelled && cancelled()) throw ComputationCancelled();
   };
-  const CrawlResult crawl = crawl_frontier(problem, crawl_options);
-  FrontierOptions frontier_options;
-  frontier_options.progress = [&](std::size_t, std::size_t) {
-    if (cancelled && cancelled()) throw ComputationCancelled();
-  };
-  const Frontier frontier = build_frontier(problem, crawl, frontier_options);
-  if (frontier.points.empty()) throw SolveError("the frontier has no points");
+  Solution solution = solve(std::move(problem), request);
+  const Frontier& frontier = solution.frontier;
 
-  std::shared_ptr<FrontierTable> table(new FrontierTable(std::move(problem)));
+  std::shared_ptr<FrontierTable> table(new FrontierTable(std::move(solution.problem)));
   const std::size_t nodes = table->problem_.dag.num_nodes();
   table->choices_.reserve(frontier.points.size() * nodes);
   for (const FrontierPoint& point : frontier.points) {

@@ -1,4 +1,4 @@
-// The messages of the protocol existing training jobs speak (shared/spec/server-api.md),
+// The messages of the protocol existing training jobs speak (docs/runtime.md, "The server"),
 // read strictly from JSON: a wrong type, a missing field or an out-of-range value is an
 // ApiError 422 naming the field; text that is not JSON is an ApiError 400.
 #pragma once

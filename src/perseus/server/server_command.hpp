@@ -1,4 +1,4 @@
-// `perseus serve`: the HTTP/JSON server training jobs talk to (shared/spec/server-api.md).
+// `perseus serve`: the HTTP/JSON server training jobs talk to (docs/runtime.md, "The server").
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -52,7 +52,7 @@ struct Args {
   int warmup = 5;
   int runs = 3;
   int stragglers = 200;
-  std::string profile = std::string(PERSEUS_SHARED_DIR) + "/data/profiles/bloom-176b+a100-sxm.csv";
+  std::string profile = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/bloom-176b+a100-sxm.csv";
   double p_blocking = 83.64;
   double unit_time = 0.001;
   std::string serve_binary;  // empty: the server runs in this process

@@ -8,7 +8,6 @@ namespace perseus {
 void FlowNetwork::reset(int num_nodes) {
   num_nodes_ = num_nodes;
   built_ = false;
-  unbalanced_ = false;
   tail_.clear();
   head_.clear();
   capacity_.clear();
@@ -36,6 +35,8 @@ void FlowNetwork::build() {
   residual_.assign(2 * arcs, 0.0);
   forward_.assign(arcs, 0);
   backward_.assign(arcs, 0);
+  imbalance_.assign(num_nodes_, 0.0);
+  unbalanced_nodes_.clear();
   std::vector<int> fill(first_.begin(), first_.end() - 1);
   for (int a = 0; a < arcs; ++a) {
     const int f = fill[tail_[a]]++;
@@ -53,15 +54,26 @@ void FlowNetwork::build() {
 }
 
 void FlowNetwork::set_capacity(int arc, double capacity) {
+  // The crawl sets every arc's capacity every step and most stay as they were: skip those
+  // before touching the arc's scattered residual entries.
+  if (capacity_[arc] == capacity) return;
   capacity_[arc] = capacity;
   if (!built_) return;  // build() starts every arc empty
   const int f = forward_[arc];
   const int b = backward_[arc];
   if (residual_[b] > capacity) {
+    // The cut flow leaves the head short of inflow and the tail with a surplus.
+    const double cut = residual_[b] - capacity;
     residual_[b] = capacity;
-    unbalanced_ = true;
+    note_imbalance(head_[arc], -cut);
+    note_imbalance(tail_[arc], cut);
   }
   residual_[f] = capacity - residual_[b];
+}
+
+void FlowNetwork::note_imbalance(int v, double amount) {
+  if (imbalance_[v] == 0.0) unbalanced_nodes_.push_back(v);
+  imbalance_[v] += amount;
 }
 
 void FlowNetwork::clear_flow() {
@@ -70,17 +82,12 @@ void FlowNetwork::clear_flow() {
     residual_[forward_[a]] = capacity_[a];
     residual_[backward_[a]] = 0.0;
   }
-  unbalanced_ = false;
+  for (int v : unbalanced_nodes_) imbalance_[v] = 0.0;
+  unbalanced_nodes_.clear();
 }
 
 void FlowNetwork::restore_conservation(int s, int t) {
   constexpr double kTolerance = 1e-12;
-  imbalance_.assign(num_nodes_, 0.0);
-  for (int a = 0; a < num_arcs(); ++a) {
-    const double f = flow(a);
-    imbalance_[head_[a]] += f;
-    imbalance_[tail_[a]] -= f;
-  }
   // The networks here are acyclic, so a walk along positive flow from a node with a deficit
   // ends at t or at a node with a surplus; cancelling along it fixes the deficit without
   // unbalancing the nodes in between. Surpluses then walk back to s.
@@ -121,12 +128,16 @@ void FlowNetwork::restore_conservation(int s, int t) {
       if (u != (forward ? t : s)) imbalance_[u] += forward ? -amount : amount;
     }
   };
-  for (int v = 0; v < num_nodes_; ++v) {
+  // Only nodes whose flow set_capacity cut can be unbalanced (and cancelling moves an
+  // imbalance only onto such nodes, s or t): no pass over the whole network.
+  for (int v : unbalanced_nodes_) {
     if (v != s && v != t && imbalance_[v] < -kTolerance) cancel(v, true);
   }
-  for (int v = 0; v < num_nodes_; ++v) {
+  for (int v : unbalanced_nodes_) {
     if (v != s && v != t && imbalance_[v] > kTolerance) cancel(v, false);
   }
+  for (int v : unbalanced_nodes_) imbalance_[v] = 0.0;
+  unbalanced_nodes_.clear();
 }
 
 bool FlowNetwork::build_levels(int s, int t, double epsilon) {
@@ -150,33 +161,49 @@ bool FlowNetwork::build_levels(int s, int t, double epsilon) {
   return level_[t] >= 0;
 }
 
-// Pushes up to `limit` from v towards t along the level graph, splitting over several
-// arcs (one DFS serves many paths, instead of one restart from s per path).
-double FlowNetwork::push(int v, int t, double limit, double epsilon) {
-  if (v == t) return limit;
-  double total = 0.0;
-  for (int& p = next_[v]; p < first_[v + 1]; ++p) {
-    const int w = to_[p];
-    if (level_[w] != level_[v] + 1 || residual_[p] <= epsilon) continue;
-    const double pushed = push(w, t, std::min(limit - total, residual_[p]), epsilon);
-    if (pushed > 0.0) {
-      residual_[p] -= pushed;
-      residual_[partner_[p]] += pushed;
-      total += pushed;
-      if (limit - total <= epsilon) return total;  // keep the cursor: this arc may have room left
+// Blocking flow of one phase: depth-first along the level graph, one augmenting path at a
+// time, with per-node arc cursors (next_) so that every arc is skipped at most once per
+// phase. Iterative: the path, as deep as the level graph, lives in path_, not on the stack.
+void FlowNetwork::augment_phase(int s, int t, double epsilon) {
+  next_.assign(first_.begin(), first_.end() - 1);
+  path_.clear();
+  int v = s;
+  while (true) {
+    if (v == t) {
+      double amount = std::numeric_limits<double>::infinity();
+      for (int p : path_) amount = std::min(amount, residual_[p]);
+      for (int p : path_) {
+        residual_[p] -= amount;
+        residual_[partner_[p]] += amount;
+      }
+      // Resume from the tail of the first arc the path saturated.
+      std::size_t keep = 0;
+      while (keep < path_.size() && residual_[path_[keep]] > epsilon) ++keep;
+      path_.resize(keep);
+      v = keep ? to_[path_.back()] : s;
+      continue;
     }
+    int& p = next_[v];
+    while (p < first_[v + 1] && (level_[to_[p]] != level_[v] + 1 || residual_[p] <= epsilon)) ++p;
+    if (p < first_[v + 1]) {
+      path_.push_back(p);
+      v = to_[p];
+      continue;
+    }
+    // Dead end: no path to t from v in this phase.
+    if (v == s) return;
+    level_[v] = -1;
+    const int back = path_.back();
+    path_.pop_back();
+    v = to_[partner_[back]];
+    ++next_[v];
   }
-  return total;
 }
 
 double FlowNetwork::run(int s, int t, double epsilon) {
   if (!built_) build();
-  if (unbalanced_) restore_conservation(s, t);
-  unbalanced_ = false;
-  while (build_levels(s, t, epsilon)) {
-    next_.assign(first_.begin(), first_.end() - 1);
-    push(s, t, std::numeric_limits<double>::infinity(), epsilon);
-  }
+  if (!unbalanced_nodes_.empty()) restore_conservation(s, t);
+  while (build_levels(s, t, epsilon)) augment_phase(s, t, epsilon);
   // The last BFS reached exactly the nodes reachable from s in the residual graph.
   reached_.assign(num_nodes_, 0);
   for (int v = 0; v < num_nodes_; ++v) reached_[v] = level_[v] >= 0;

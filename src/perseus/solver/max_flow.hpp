@@ -48,13 +48,13 @@ class FlowNetwork {
  private:
   void build();  // CSR layout of the arcs added so far
   bool build_levels(int s, int t, double epsilon);
-  double push(int v, int t, double limit, double epsilon);
+  void augment_phase(int s, int t, double epsilon);
   // Cancels flow along paths until every node but s and t is balanced again.
   void restore_conservation(int s, int t);
+  void note_imbalance(int v, double amount);
 
   int num_nodes_ = 0;
   bool built_ = false;
-  bool unbalanced_ = false;  // some flow was cut by set_capacity since the last run
   std::vector<int> tail_, head_;       // per arc, while adding
   std::vector<double> capacity_;       // per arc
   std::vector<int> forward_, backward_;  // per arc: its two half-arc positions in CSR order
@@ -64,7 +64,8 @@ class FlowNetwork {
   std::vector<char> is_forward_;
   std::vector<double> residual_;
   std::vector<int> level_, next_, queue_, path_;
-  std::vector<double> imbalance_;  // inflow - outflow per node
+  std::vector<double> imbalance_;      // inflow - outflow per node, where set_capacity cut flow
+  std::vector<int> unbalanced_nodes_;  // the nodes with a nonzero imbalance_ entry
   std::vector<char> reached_;
 };
 

@@ -1,4 +1,4 @@
-// The checks issue 3 asks for, on the four shared profiles (8 stages, 1F1B, 12 microbatches,
+// The checks issue 3 asks for, on the four bundled profiles (8 stages, 1F1B, 12 microbatches,
 // the reference unit times): the all-max plan of a balanced schedule takes the closed-form
 // time; every frontier plan emulates to its measured time and energy (and stays within its
 // time plus the switching delay it reports); Perseus's frontier dominates the ZeusGlobal and
@@ -25,8 +25,8 @@ namespace {
 using Workload = BundledProfile;
 constexpr const auto& kWorkloads = kBundledProfiles;
 
-Profile shared_profile(const std::string& name) {
-  return Profile::read_csv(std::string(PERSEUS_SHARED_DIR) + "/data/profiles/" + name + ".csv");
+Profile bundled_profile(const std::string& name) {
+  return Profile::read_csv(std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/" + name + ".csv");
 }
 
 struct Solved {
@@ -41,23 +41,23 @@ const Solved& solved(const Workload& w) {
   auto& slot = cache[w.name];
   if (!slot) {
     std::vector<Warning> warnings;
-    EnergyProblem problem = make_problem(shared_profile(w.name), {ScheduleKind::k1F1B, 8, 12, 1, false},
+    EnergyProblem problem = make_problem(bundled_profile(w.name), {ScheduleKind::k1F1B, 8, 12, 1, false},
                                          {w.unit_time, w.p_blocking, {}}, &warnings);
     Frontier frontier = build_frontier(problem, crawl_frontier(problem));
     ComparisonOptions options;
     options.straggler_ratios = {1.05, 1.1, 1.2, 1.3, 1.4, 1.5};  // the paper's straggler table
-    options.clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, shared_profile(w.name)));
+    options.clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, bundled_profile(w.name)));
     Comparison comparison = compare_methods(problem, frontier, options);
     slot = std::make_unique<Solved>(Solved{std::move(problem), std::move(frontier), std::move(comparison)});
   }
   return *slot;
 }
 
-TEST(SharedProfiles, AllMaxOfABalancedScheduleTakesTheClosedFormTime) {
-  // Stages 0-6 of the shared profiles are identical Transformer layers: seven of them make a
+TEST(BundledProfiles, AllMaxOfABalancedScheduleTakesTheClosedFormTime) {
+  // Stages 0-6 of the bundled profiles are identical Transformer layers: seven of them make a
   // balanced pipeline. All-max runs every instruction at the highest measured clock.
   for (const Workload& w : kWorkloads) {
-    const Profile full = shared_profile(w.name);
+    const Profile full = bundled_profile(w.name);
     std::vector<OperationProfile> balanced;
     for (const OperationProfile& op : full.operations()) {
       if (op.stage < 7) balanced.push_back(op);
@@ -89,7 +89,7 @@ TEST(SharedProfiles, AllMaxOfABalancedScheduleTakesTheClosedFormTime) {
 // quantised time (planned_time_q x unit time) floors every duration to the unit, so plans
 // take longer than it (bloom-176b+a100-sxm: 2.818 s against 2.797 s); frontier.csv keeps it
 // as `planned_time`, for comparison with the reference only.
-TEST(SharedProfiles, EveryFrontierPlanEmulatesToItsMeasuredTimeAndEnergy) {
+TEST(BundledProfiles, EveryFrontierPlanEmulatesToItsMeasuredTimeAndEnergy) {
   for (const Workload& w : kWorkloads) {
     SCOPED_TRACE(w.name);
     const auto& [problem, frontier, comparison] = solved(w);
@@ -146,7 +146,7 @@ TEST(SharedProfiles, EveryFrontierPlanEmulatesToItsMeasuredTimeAndEnergy) {
 // where their total is not (what counts once the iteration lasts longer anyway); with only
 // the (time, total energy) Pareto options, ZeusGlobal at 1020 MHz beat Perseus by 0.16% on
 // bloom-176b+a40. No exception is allowed now.
-TEST(SharedProfiles, PerseusDominatesZeusGlobalAndZeusPerStage) {
+TEST(BundledProfiles, PerseusDominatesZeusGlobalAndZeusPerStage) {
   std::size_t beyond_t_star = 0;
   for (const Workload& w : kWorkloads) {
     const auto& [problem, frontier, c] = solved(w);
@@ -184,7 +184,7 @@ TEST(SharedProfiles, PerseusDominatesZeusGlobalAndZeusPerStage) {
 // the solver kept options cheaper than blocking, ZeusGlobal won by up to a point at
 // T'/T >= 1.3.) The margins are thin at 1.4 and 1.5 (bloom-176b+a100-sxm: 28.82% against
 // ZeusPerStage's 28.71% at 1.5), so the comparison is exact, up to float noise.
-TEST(SharedProfiles, PerseusWinsTheStragglerTable) {
+TEST(BundledProfiles, PerseusWinsTheStragglerTable) {
   for (const Workload& w : kWorkloads) {
     const Comparison& c = solved(w).comparison;
     ASSERT_EQ(c.stragglers.size(), 6u) << w.name;

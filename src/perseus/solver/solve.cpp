@@ -1,0 +1,59 @@
+#include "perseus/solver/solve.hpp"
+
+#include <chrono>
+
+namespace perseus {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Crawl progress this often: a step costs 10-100 us, a callback next to nothing, and the
+// server polls cancellation through it.
+constexpr std::size_t kCrawlProgressEvery = 256;
+
+}  // namespace
+
+Solution solve(const Profile& profile, const SolveRequest& request) {
+  ScheduleSpec spec = request.schedule;
+  if (spec.stages <= 0) spec.stages = profile.num_stages();
+  std::vector<Warning> warnings;
+  EnergyProblem problem = make_problem(profile, spec, request.options, &warnings);
+  SolveRequest resolved = request;
+  resolved.schedule = spec;
+  Solution solution = solve(std::move(problem), resolved);
+  solution.warnings.insert(solution.warnings.begin(), warnings.begin(), warnings.end());
+  return solution;
+}
+
+Solution solve(EnergyProblem problem, const SolveRequest& request) {
+  Solution solution{request.schedule, std::move(problem), {}, {}, {}, 0.0, 0.0};
+  const EnergyProblem& p = solution.problem;
+
+  CrawlOptions crawl_options;
+  if (request.progress) {
+    crawl_options.progress_every = kCrawlProgressEvery;
+    crawl_options.progress = [&](std::size_t steps, std::int64_t time_q, std::int64_t t_min_q) {
+      const auto remaining = static_cast<std::size_t>(std::max<std::int64_t>(0, time_q - t_min_q));
+      request.progress({SolveProgress::Phase::kCrawl, steps, steps + remaining});
+    };
+  }
+  auto started = Clock::now();
+  solution.crawl = crawl_frontier(p, crawl_options);
+  solution.crawl_seconds = seconds_since(started);
+
+  FrontierOptions frontier_options = request.frontier;
+  if (request.progress) {
+    frontier_options.progress = [&](std::size_t done, std::size_t total) {
+      request.progress({SolveProgress::Phase::kFrontier, done, total});
+    };
+  }
+  started = Clock::now();
+  solution.frontier = build_frontier(p, solution.crawl, frontier_options);
+  solution.frontier_seconds = seconds_since(started);
+  if (solution.frontier.points.empty()) throw SolveError("the frontier has no points");
+  return solution;
+}
+
+}  // namespace perseus
