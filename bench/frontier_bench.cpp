@@ -1,19 +1,25 @@
-// Bench command: solves every shared profile x {12, 24, 48, 96} microbatches (8 stages,
-// 1F1B) and prints, per case, DAG size, crawl steps, crawl and frontier time (median of
-// --repeat runs), time per step, and the process's peak RSS. Single-threaded.
-//   ./build/bench/frontier_bench [--repeat 3] [--profile NAME] [--microbatches M] [--csv]
-// Wall time is what a user waits; CPU time (getrusage) is also shown because on a shared
-// machine it moves less.
+// Bench command: solves (perseus::solve, as every caller does) the bundled profiles and prints,
+// per case, DAG size, crawl steps, crawl and frontier time (median of --repeat runs), time per
+// step, and the process's peak RSS.
+//   ./build/bench/frontier_bench [--repeat 3] [--profile NAME] [--microbatches M ...] [--csv]
+//   ./build/bench/frontier_bench --small       # the refinement bound on small shapes
+// Default cases: the 16 published ones, 8 stages x {12, 24, 48, 96} microbatches of each
+// bundled profile. --small: 8 stages x {1, 2, 4, 8} and the last 4 stages x {1, 4, 8, 16},
+// each also solved with refinement off, checking the bound docs/solver.md states: a solve
+// takes at most max(0.5 s, 3x its --no-refine time).
+// Wall time is what a user waits; CPU time (getrusage, all threads) is also shown because on a
+// shared machine it moves less.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "perseus/solver/crawl.hpp"
-#include "perseus/solver/frontier.hpp"
+#include "perseus/solver/solve.hpp"
 #include "workloads.hpp"
 
 using namespace perseus;
@@ -42,77 +48,130 @@ double peak_rss_mb() {
   return usage.ru_maxrss / 1024.0;
 }
 
+struct Case {
+  const bench::Workload* workload;
+  Profile profile;
+  int stages;
+  int microbatches;
+};
+
+struct Timing {
+  double crawl_s, frontier_s, total_s, cpu_s;
+};
+
+// The median run of `repeat` solves (by total wall time).
+Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::optional<Solution>* last) {
+  std::vector<Timing> runs;
+  for (int r = 0; r < repeat; ++r) {
+    SolveRequest request;
+    request.frontier.refine = refine;
+    const double cpu_start = cpu_seconds();
+    const auto start = Clock::now();
+    Solution solution = solve(problem, request);
+    runs.push_back({solution.crawl_seconds, solution.frontier_seconds, seconds_since(start), cpu_seconds() - cpu_start});
+    if (last) last->emplace(std::move(solution));
+  }
+  std::vector<double> total, crawl, frontier, cpu;
+  for (const Timing& t : runs) {
+    total.push_back(t.total_s);
+    crawl.push_back(t.crawl_s);
+    frontier.push_back(t.frontier_s);
+    cpu.push_back(t.cpu_s);
+  }
+  return {median(crawl), median(frontier), median(total), median(cpu)};
+}
+
+void dump_crawl(std::FILE* dump, const Case& c, const CrawlResult& crawl) {
+  fmt::print(dump, "case {} {} stop {}\n", c.workload->name, c.microbatches, crawl.stop_reason);
+  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+    fmt::print(dump, "{} {:.17g} {:.17g}", crawl.steps[k].time_q, crawl.steps[k].fitted_cost, crawl.steps[k].cost_change);
+    for (std::size_t i = crawl.change_begin[k]; i < crawl.change_begin[k + 1]; ++i) {
+      fmt::print(dump, " {}:{}", crawl.changes[i].node, crawl.changes[i].duration_q);
+    }
+    fmt::print(dump, "\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Frontier benchmark over the shared profiles"};
+  CLI::App app{"Frontier benchmark over the bundled profiles"};
   int repeat = 3;
   std::string only_profile;
   std::vector<int> microbatches = {12, 24, 48, 96};
+  bool small = false;
   bool csv = false;
-  std::string dump_crawl;
+  std::string dump_path;
   app.add_option("--repeat", repeat, "Runs per case; the median is reported");
   app.add_option("--profile", only_profile, "Only this profile (e.g. gpt3-175b+a40)");
-  app.add_option("--microbatches", microbatches, "Microbatch counts to run");
+  app.add_option("--microbatches", microbatches, "Microbatch counts of the 8-stage cases");
+  bool bound = false;
+  app.add_flag("--small", small, "Small shapes (implies --bound)");
+  app.add_flag("--bound", bound, "Also solve without refinement and check max(0.5 s, 3x the --no-refine time)");
   app.add_flag("--csv", csv, "CSV output");
-  app.add_option("--dump-crawl", dump_crawl,
+  app.add_option("--dump-crawl", dump_path,
                  "Write every case's crawl (steps and duration changes) to this file, to compare two builds");
   CLI11_PARSE(app, argc, argv);
+  bound = bound || small;
 
-  if (csv) {
-    fmt::print("profile,microbatches,nodes,edges,steps,points,crawl_s,frontier_s,total_s,total_cpu_s,us_per_step\n");
-  } else {
-    fmt::print("{:<22} {:>4} {:>6} {:>6} {:>7} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9}\n", "profile", "M", "nodes",
-               "edges", "steps", "points", "crawl s", "frontier s", "total s", "cpu s", "us/step");
-  }
-  double sum_total = 0.0, sum_cpu = 0.0;
-  std::FILE* dump = dump_crawl.empty() ? nullptr : std::fopen(dump_crawl.c_str(), "w");
-  for (const bench::Workload& w : bench::shared_workloads()) {
+  const std::vector<bench::Workload> workloads = bench::bundled_workloads();
+  std::vector<Case> cases;
+  for (const bench::Workload& w : workloads) {
     if (!only_profile.empty() && w.name != only_profile) continue;
     const Profile profile = Profile::read_csv(bench::profile_path(w));
-    for (int m : microbatches) {
-      const EnergyProblem problem = bench::make_workload_problem(w, profile, 8, m);
-      std::vector<double> crawl_s, frontier_s, total_s, cpu_s;
-      std::size_t steps = 0, points = 0;
-      for (int r = 0; r < repeat; ++r) {
-        const double cpu_start = cpu_seconds();
-        auto start = Clock::now();
-        const CrawlResult crawl = crawl_frontier(problem);
-        crawl_s.push_back(seconds_since(start));
-        start = Clock::now();
-        const Frontier frontier = build_frontier(problem, crawl);
-        frontier_s.push_back(seconds_since(start));
-        total_s.push_back(crawl_s.back() + frontier_s.back());
-        cpu_s.push_back(cpu_seconds() - cpu_start);
-        steps = crawl.steps.size();
-        points = frontier.points.size();
-        if (dump && r == 0) {
-          fmt::print(dump, "case {} {} stop {}\n", w.name, m, crawl.stop_reason);
-          for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
-            fmt::print(dump, "{} {:.17g} {:.17g}", crawl.steps[k].time_q, crawl.steps[k].fitted_cost,
-                       crawl.steps[k].cost_change);
-            for (std::size_t i = crawl.change_begin[k]; i < crawl.change_begin[k + 1]; ++i) {
-              fmt::print(dump, " {}:{}", crawl.changes[i].node, crawl.changes[i].duration_q);
-            }
-            fmt::print(dump, "\n");
-          }
-        }
-      }
-      const double c = median(crawl_s), f = median(frontier_s), t = median(total_s), cpu = median(cpu_s);
-      sum_total += t;
-      sum_cpu += cpu;
-      const double us_per_step = 1e6 * c / static_cast<double>(std::max<std::size_t>(steps, 1));
-      if (csv) {
-        fmt::print("{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.1f}\n", w.name, m, problem.dag.num_nodes(),
-                   problem.dag.num_edges(), steps, points, c, f, t, cpu, us_per_step);
-      } else {
-        fmt::print("{:<22} {:>4} {:>6} {:>6} {:>7} {:>6} {:>9.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.1f}\n", w.name, m,
-                   problem.dag.num_nodes(), problem.dag.num_edges(), steps, points, c, f, t, cpu, us_per_step);
-      }
-      std::fflush(stdout);
+    if (!small) {
+      for (int m : microbatches) cases.push_back({&w, profile, 8, m});
+      continue;
     }
+    for (int m : {1, 2, 4, 8}) cases.push_back({&w, profile, 8, m});
+    const Profile last4 = bench::last_stages(profile, 4);
+    for (int m : {1, 4, 8, 16}) cases.push_back({&w, last4, 4, m});
+  }
+
+  if (csv) {
+    fmt::print("profile,stages,microbatches,nodes,edges,steps,points,crawl_s,frontier_s,total_s,total_cpu_s,us_per_step{}\n",
+               bound ? ",no_refine_s,bound_s,within" : "");
+  } else {
+    fmt::print("{:<22} {:>2} {:>4} {:>6} {:>6} {:>7} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9}{}\n", "profile", "S", "M",
+               "nodes", "edges", "steps", "points", "crawl s", "frontier s", "total s", "cpu s", "us/step",
+               bound ? "  no-refine s   bound s  within" : "");
+  }
+  double sum_total = 0.0, sum_cpu = 0.0;
+  int over = 0;
+  std::FILE* dump = dump_path.empty() ? nullptr : std::fopen(dump_path.c_str(), "w");
+  for (const Case& c : cases) {
+    const EnergyProblem problem = bench::make_workload_problem(*c.workload, c.profile, c.stages, c.microbatches);
+    std::optional<Solution> solved;
+    const Timing t = time_solve(problem, true, repeat, &solved);
+    const Solution& solution = *solved;
+    if (dump) dump_crawl(dump, c, solution.crawl);
+    sum_total += t.total_s;
+    sum_cpu += t.cpu_s;
+    const std::size_t steps = solution.crawl.steps.size();
+    const double us_per_step = 1e6 * t.crawl_s / static_cast<double>(std::max<std::size_t>(steps, 1));
+    std::string bound_columns;
+    if (bound) {
+      const Timing plain = time_solve(problem, false, repeat, nullptr);
+      const double limit = std::max(0.5, 3.0 * plain.total_s);
+      const bool within = t.total_s <= limit;
+      over += !within;
+      bound_columns = csv ? fmt::format(",{:.4f},{:.4f},{}", plain.total_s, limit, within ? "yes" : "no")
+                          : fmt::format("  {:>11.3f} {:>9.3f}  {:>6}", plain.total_s, limit, within ? "yes" : "NO");
+    }
+    if (csv) {
+      fmt::print("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.1f}{}\n", c.workload->name, c.stages,
+                 c.microbatches, problem.dag.num_nodes(), problem.dag.num_edges(), steps,
+                 solution.frontier.points.size(), t.crawl_s, t.frontier_s, t.total_s, t.cpu_s, us_per_step,
+                 bound_columns);
+    } else {
+      fmt::print("{:<22} {:>2} {:>4} {:>6} {:>6} {:>7} {:>6} {:>9.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.1f}{}\n",
+                 c.workload->name, c.stages, c.microbatches, problem.dag.num_nodes(), problem.dag.num_edges(), steps,
+                 solution.frontier.points.size(), t.crawl_s, t.frontier_s, t.total_s, t.cpu_s, us_per_step,
+                 bound_columns);
+    }
+    std::fflush(stdout);
   }
   if (dump) std::fclose(dump);
-  fmt::print(stderr, "sum of medians: {:.2f} s wall, {:.2f} s CPU; peak RSS {:.0f} MB\n", sum_total, sum_cpu,
-             peak_rss_mb());
+  fmt::print(stderr, "sum of medians: {:.2f} s wall, {:.2f} s CPU; peak RSS {:.0f} MB{}\n", sum_total, sum_cpu,
+             peak_rss_mb(), bound ? fmt::format("; {} of {} cases over the bound", over, cases.size()) : "");
 }

@@ -1,5 +1,5 @@
 // Bench command: how close perseus's plans are to the exact optimum, and to the reference's
-// plans, on the 4-stage pipelines made from the last four stages of each shared profile
+// plans, on the 4-stage pipelines made from the last four stages of each bundled profile
 // with 4 and 8 microbatches (the yardstick).
 //   ./build/bench/optimality_bench [--samples 8] [--deadlines 11] [--time-limit 60] [--csv FILE]
 //
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
              "max excess", "Tmin LB%");
   double worst_points = 0.0, worst_deadlines = 0.0, worst_excess = -1e300;
   int solves = 0, proven = 0;
-  for (const bench::Workload& w : bench::shared_workloads()) {
+  for (const bench::Workload& w : bench::bundled_workloads()) {
     const Profile profile = bench::last_stages(Profile::read_csv(bench::profile_path(w)), 4);
     for (int m : microbatches) {
       const EnergyProblem problem = bench::make_workload_problem(w, profile, 4, m);

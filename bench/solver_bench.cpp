@@ -30,15 +30,15 @@ void run(benchmark::State& state, const Workload& w, bool with_frontier,
   state.counters["nodes"] = static_cast<double>(problem.dag.num_nodes());
 }
 
-void BM_BloomA100_Solve(benchmark::State& s) { run(s, shared_workloads()[0], true); }
-void BM_BloomA100_Crawl(benchmark::State& s) { run(s, shared_workloads()[0], false); }
-void BM_Gpt3A40_Solve(benchmark::State& s) { run(s, shared_workloads()[3], true); }
-void BM_Gpt3A40_Crawl(benchmark::State& s) { run(s, shared_workloads()[3], false); }
+void BM_BloomA100_Solve(benchmark::State& s) { run(s, bundled_workloads()[0], true); }
+void BM_BloomA100_Crawl(benchmark::State& s) { run(s, bundled_workloads()[0], false); }
+void BM_Gpt3A40_Solve(benchmark::State& s) { run(s, bundled_workloads()[3], true); }
+void BM_Gpt3A40_Crawl(benchmark::State& s) { run(s, bundled_workloads()[3], false); }
 void BM_BloomA100_CrawlLemon(benchmark::State& s) {
-  run(s, shared_workloads()[0], false, MaxFlowAlgorithm::kLemonPreflow);
+  run(s, bundled_workloads()[0], false, MaxFlowAlgorithm::kLemonPreflow);
 }
 void BM_Gpt3A40_CrawlLemon(benchmark::State& s) {
-  run(s, shared_workloads()[3], false, MaxFlowAlgorithm::kLemonPreflow);
+  run(s, bundled_workloads()[3], false, MaxFlowAlgorithm::kLemonPreflow);
 }
 
 BENCHMARK(BM_BloomA100_Solve)->Arg(12)->Unit(benchmark::kMillisecond);

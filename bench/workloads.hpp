@@ -1,4 +1,4 @@
-// The bundled workloads the benchmarks run: each shared profile with its unit time.
+// The bundled workloads the benchmarks run: each bundled profile with its unit time.
 #pragma once
 
 #include <string>
@@ -16,7 +16,7 @@ struct Workload {
   double p_blocking = 0.0;
 };
 
-inline std::vector<Workload> shared_workloads() {
+inline std::vector<Workload> bundled_workloads() {
   std::vector<Workload> workloads;
   for (const BundledProfile& b : kBundledProfiles) workloads.push_back({b.name, b.unit_time, b.p_blocking});
   return workloads;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "perseus/cost/operation_options.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 namespace {

@@ -2,6 +2,7 @@
 // forms of docs/solver.md ("Schedules") for iteration time, bubble and in-flight
 // microbatches, and the longest path against a brute-force time-stepped simulation of the
 // devices.
+#include "perseus/model/errors.hpp"
 #include "perseus/schedule/dag.hpp"
 
 #include <gtest/gtest.h>

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
 
 namespace perseus {

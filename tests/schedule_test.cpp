@@ -1,6 +1,7 @@
 // Schedules: the per-stage orders of docs/solver.md ("Schedules"), checked against the step
 // formula, the hand-derived orders of small cases, and structural invariants over a grid of
 // sizes.
+#include "perseus/model/errors.hpp"
 #include "perseus/schedule/schedule.hpp"
 
 #include <gtest/gtest.h>
@@ -204,15 +205,32 @@ TEST(ScheduleTest, EveryInstructionAppearsExactlyOncePerStage) {
 
 TEST(ScheduleTest, KindNamesRoundTrip) {
   for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kGPipe, ScheduleKind::kInterleaved1F1B,
-                            ScheduleKind::k1F1BEarlyRecompute}) {
+                            ScheduleKind::k1F1BEarlyRecompute, ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
     EXPECT_EQ(parse_schedule_kind(to_string(kind)), kind);
   }
   EXPECT_EQ(to_string(ScheduleKind::k1F1B), "1f1b");
   EXPECT_EQ(to_string(ScheduleKind::kGPipe), "gpipe");
   EXPECT_EQ(to_string(ScheduleKind::kInterleaved1F1B), "interleaved-1f1b");
   EXPECT_EQ(to_string(ScheduleKind::k1F1BEarlyRecompute), "1f1b-recompute");
+  EXPECT_EQ(to_string(ScheduleKind::kPipeDream), "pipedream");
+  EXPECT_EQ(to_string(ScheduleKind::kPipeDream2BW), "pipedream-2bw");
   EXPECT_EQ(parse_schedule_kind("interleaved"), ScheduleKind::kInterleaved1F1B);
   EXPECT_EQ(parse_schedule_kind("GPipe"), ScheduleKind::kGPipe);
+  EXPECT_EQ(parse_schedule_kind("PipeDream-Flush"), ScheduleKind::k1F1B);
+  EXPECT_EQ(parse_schedule_kind("2BW"), ScheduleKind::kPipeDream2BW);
+}
+
+TEST(ScheduleTest, AsynchronousKindsAreNotBuiltAsAFlushedIteration) {
+  for (ScheduleKind kind : {ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
+    try {
+      make_schedule(ScheduleSpec{kind, 4, 8, 1, false});
+      FAIL() << "expected InputError for " << to_string(kind);
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(to_string(kind)), std::string::npos) << message;
+      EXPECT_NE(message.find("no flush"), std::string::npos) << message;
+    }
+  }
 }
 
 TEST(ScheduleTest, UnknownKindListsTheKnownOnes) {
@@ -222,7 +240,8 @@ TEST(ScheduleTest, UnknownKindListsTheKnownOnes) {
   } catch (const InputError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("zero-bubble"), std::string::npos) << message;
-    for (const char* name : {"1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute"}) {
+    for (const char* name : {"1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute", "pipedream", "pipedream-2bw",
+                             "interleaved", "pipedream-flush", "2bw"}) {
       EXPECT_NE(message.find(name), std::string::npos) << message;
     }
   }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "perseus/gpu/emulated_gpu.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/http_server.hpp"
@@ -125,7 +126,7 @@ TEST_F(ClientFixture, RegistersRunsThePlanAndReportsWhatItMeasured) {
   run_step(rank0, gpu0, 0, {"forward", "forward", "backward", "backward"});
   other.get();
 
-  const FrequencyList expected0 = {{"forward", 1410}, {"forward", 1350}, {"backward", 1290}, {"backward", 1230}};
+  const StageFrequencies expected0 = {{"forward", 1410}, {"forward", 1350}, {"backward", 1290}, {"backward", 1230}};
   EXPECT_EQ(rank0.schedule(), expected0);
   std::vector<int> locked;
   for (const EmulatedGpuEvent& e : gpu0.events()) {

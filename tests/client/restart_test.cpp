@@ -80,7 +80,7 @@ TEST(ServerRestart, EveryRankContinuesThroughASigkill) {
 
   // Every rank runs kSteps steps; the server dies after rank 0's tenth.
   std::atomic<int> rank0_steps{0};
-  std::vector<std::vector<FrequencyList>> seen(kWorld);
+  std::vector<std::vector<StageFrequencies>> seen(kWorld);
   std::vector<std::future<void>> ranks;
   for (int r = 0; r < kWorld; ++r) {
     ranks.push_back(std::async(std::launch::async, [&, r] {
@@ -124,7 +124,7 @@ TEST(ServerRestart, EveryRankContinuesThroughASigkill) {
   for (int r = 0; r < kWorld; ++r) {
     const auto& plans = seen[static_cast<std::size_t>(r)];
     ASSERT_EQ(plans.size(), static_cast<std::size_t>(kSteps));
-    for (const FrequencyList& plan : plans) EXPECT_EQ(plan, plans.front()) << "rank " << r;
+    for (const StageFrequencies& plan : plans) EXPECT_EQ(plan, plans.front()) << "rank " << r;
   }
   EXPECT_NE(server->log().find("event=recover job_id=" + job_id + " phase=frontier"), std::string::npos)
       << server->log();

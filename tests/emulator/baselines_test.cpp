@@ -5,6 +5,7 @@
 
 #include "fixtures.hpp"
 #include "perseus/emulator/baselines.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 namespace {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "perseus/emulator/comparison.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/crawl.hpp"
 #include "synthetic.hpp"
 

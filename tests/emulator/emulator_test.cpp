@@ -9,6 +9,7 @@
 #include "fixtures.hpp"
 #include "perseus/emulator/emulator.hpp"
 #include "perseus/emulator/frequency_table.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 namespace {
@@ -543,13 +544,13 @@ TEST(Emulator, IdleTimeHidesASwitch) {
 TEST(Emulator, PlansByFrequencyUseTheProfilesMeasurements) {
   const EnergyProblem problem = switching_problem();
   const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_problem(problem));
-  const PlannedFrequencies listed = {{{"forward", 1000}, {"backward", 2000}, {"forward", 1000}, {"backward", 2000}}};
+  const PipelineFrequencies listed = {{{"forward", 1000}, {"backward", 2000}, {"forward", 1000}, {"backward", 2000}}};
   const ExecutionPlan plan = plan_from_frequencies(problem, listed, clocks);
   EXPECT_EQ(plan.time_s, (std::vector<double>{1.0, 1.0, 1.0, 1.0}));
   EXPECT_EQ(plan.energy_j, (std::vector<double>{10.0, 30.0, 10.0, 30.0}));
 
   // 1500 MHz is not measured: an error unless interpolation is asked for.
-  const PlannedFrequencies between = {{{"forward", 1500}, {"backward", 2000}, {"forward", 1000}, {"backward", 2000}}};
+  const PipelineFrequencies between = {{{"forward", 1500}, {"backward", 2000}, {"forward", 1000}, {"backward", 2000}}};
   const std::string error = input_error_of([&] { plan_from_frequencies(problem, between, clocks); });
   EXPECT_NE(error.find("1500 MHz is not in the profile"), std::string::npos) << error;
   EXPECT_NE(error.find("stage 0"), std::string::npos) << error;
@@ -557,7 +558,7 @@ TEST(Emulator, PlansByFrequencyUseTheProfilesMeasurements) {
   EXPECT_DOUBLE_EQ(interpolated.time_s[problem.dag.stage_nodes(0)[0]], 0.75);
   EXPECT_DOUBLE_EQ(interpolated.energy_j[problem.dag.stage_nodes(0)[0]], 12.5);
   // Never extrapolated.
-  const PlannedFrequencies above = {{{"forward", 2100}, {"backward", 2000}, {"forward", 1000}, {"backward", 2000}}};
+  const PipelineFrequencies above = {{{"forward", 2100}, {"backward", 2000}, {"forward", 1000}, {"backward", 2000}}};
   EXPECT_THROW(plan_from_frequencies(problem, above, clocks, true), InputError);
 }
 
@@ -592,7 +593,7 @@ TEST(Emulator, FrequencyTableFromAProfileBindsOperationsLikeMakeProblem) {
 TEST(Emulator, ConstantTimeOperationsKeepTheirTimeAtAnyClock) {
   const EnergyProblem problem = balanced_problem({ScheduleKind::k1F1B, 2, 3, 1, true}, 0.03, 0.05, 80.0, 0.02);
   const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_problem(problem));
-  PlannedFrequencies listed(2);
+  PipelineFrequencies listed(2);
   for (int s = 0; s < 2; ++s) {
     for (Dag::NodeId n : problem.dag.stage_nodes(s)) {
       const InstructionKind kind = problem.dag.instruction(n).kind;
@@ -627,22 +628,22 @@ TEST(Emulator, BadInputIsAClearError) {
   EXPECT_NE(index_error.find("option 99 does not exist"), std::string::npos) << index_error;
 
   const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_problem(problem));
-  PlannedFrequencies listed(3);
+  PipelineFrequencies listed(3);
   for (int s = 0; s < 3; ++s) {
     for (Dag::NodeId n : problem.dag.stage_nodes(s)) listed[s].push_back({std::string(to_string(problem.dag.instruction(n).kind)), 1410});
   }
   EXPECT_NO_THROW(plan_from_frequencies(problem, listed, clocks));
-  PlannedFrequencies fewer_stages(listed.begin(), listed.end() - 1);
+  PipelineFrequencies fewer_stages(listed.begin(), listed.end() - 1);
   EXPECT_NE(input_error_of([&] { plan_from_frequencies(problem, fewer_stages, clocks); }).find("has 2 stages"),
             std::string::npos);
-  PlannedFrequencies shorter = listed;
+  PipelineFrequencies shorter = listed;
   shorter[1].pop_back();
   EXPECT_NE(input_error_of([&] { plan_from_frequencies(problem, shorter, clocks); }).find("stage 1"), std::string::npos);
-  PlannedFrequencies swapped = listed;
+  PipelineFrequencies swapped = listed;
   std::swap(swapped[2][0], swapped[2][1]);  // stage 2 (last) runs F0 B0: now B0 F0
   const std::string order_error = input_error_of([&] { plan_from_frequencies(problem, swapped, clocks); });
   EXPECT_NE(order_error.find("'backward' where the schedule runs 'forward'"), std::string::npos) << order_error;
-  PlannedFrequencies missing = listed;
+  PipelineFrequencies missing = listed;
   missing[0][0].second = 1411;
   EXPECT_NE(input_error_of([&] { plan_from_frequencies(problem, missing, clocks); }).find("1411 MHz"), std::string::npos);
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "perseus/gpu/emulated_gpu.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
 
 namespace perseus {

@@ -20,6 +20,7 @@
 #include "perseus/client/frequency_controller.hpp"
 #include "perseus/gpu/emulated_gpu.hpp"
 #include "perseus/gpu/nvml_backend.hpp"
+#include "perseus/model/errors.hpp"
 #include "test_support.hpp"
 
 namespace perseus {

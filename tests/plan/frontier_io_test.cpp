@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "synthetic.hpp"
@@ -61,7 +62,7 @@ TEST(FrontierDirectory, HoldsEveryPlanAndReadsBack) {
   }
   // A larger file number is a faster plan; the fastest's plan is the T_min point's.
   EXPECT_EQ(index.entries.front().plan_file, fmt::format("freqs_pipeline_{:05d}.py", frontier.points.size() - 1));
-  const StageFrequencies fastest = read_freqs_pipeline(dir / index.entries.front().plan_file);
+  const PipelineFrequencies fastest = read_freqs_pipeline(dir / index.entries.front().plan_file);
   const Plan plan = make_plan(solved().problem, frontier.points.front().option_choice());
   ASSERT_EQ(fastest.size(), plan.stages.size());
   EXPECT_EQ(fastest[0][0].second, plan.stages[0][0].frequency_mhz);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/solver/frontier.hpp"
 #include "synthetic.hpp"
@@ -51,7 +52,7 @@ TEST(FreqsPipeline, RoundTripsThroughTheExistingFormat) {
   const Plan plan = make_plan(problem, fastest_choice(problem));
   const std::string text = plan_to_freqs_pipeline(plan, {"Iteration 3 cost change: 0.5", "note"});
   EXPECT_NE(text.find("# Iteration 3 cost change: 0.5\n"), std::string::npos);
-  const StageFrequencies parsed = parse_freqs_pipeline(text, "plan.py");
+  const PipelineFrequencies parsed = parse_freqs_pipeline(text, "plan.py");
   ASSERT_EQ(parsed.size(), plan.stages.size());
   for (std::size_t s = 0; s < parsed.size(); ++s) {
     ASSERT_EQ(parsed[s].size(), plan.stages[s].size());
@@ -67,10 +68,10 @@ TEST(FreqsPipeline, ReadsTheFormatsSpecExampleWithCommentsAndPythonSyntax) {
       "[\n[('forward', 1020), ('forward', 930), ('backward', 960)],\n"
       "[(\"forward\", 1410,), ('backward', 1410)],  # trailing comment\n]\n"
       "# Iteration 122 cost change: 0.0377\n# Iteration 122 total cost: 1192.41\n";
-  const StageFrequencies parsed = parse_freqs_pipeline(text, "f.py");
+  const PipelineFrequencies parsed = parse_freqs_pipeline(text, "f.py");
   ASSERT_EQ(parsed.size(), 2u);
-  EXPECT_EQ(parsed[0], (std::vector<std::pair<std::string, int>>{{"forward", 1020}, {"forward", 930}, {"backward", 960}}));
-  EXPECT_EQ(parsed[1], (std::vector<std::pair<std::string, int>>{{"forward", 1410}, {"backward", 1410}}));
+  EXPECT_EQ(parsed[0], (StageFrequencies{{"forward", 1020}, {"forward", 930}, {"backward", 960}}));
+  EXPECT_EQ(parsed[1], (StageFrequencies{{"forward", 1410}, {"backward", 1410}}));
 }
 
 TEST(FreqsPipeline, AnythingButDataIsRejectedWithLineAndColumn) {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/planner/catalogue.hpp"
 #include "perseus/planner/layers.hpp"
 

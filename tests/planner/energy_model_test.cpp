@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/energy_model.hpp"
 #include "perseus/solver/crawl.hpp"

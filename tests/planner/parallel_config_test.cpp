@@ -8,14 +8,14 @@
 #include <limits>
 #include <string>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/planner/parallel_config.hpp"
 
 namespace perseus::planner {
 namespace {
 
 ParallelConfig config(int t, int p, int d, int b, bool recompute = false,
-                      PipelineSchedule schedule = PipelineSchedule::k1F1B, int v = 1) {
+                      ScheduleKind schedule = ScheduleKind::k1F1B, int v = 1) {
   ParallelConfig c;
   c.tensor = t;
   c.pipeline = p;
@@ -48,7 +48,7 @@ TEST(Configuration, MemoryIsTheClosedForm) {
   // Full recomputation keeps only each layer's 2sbh input per microbatch (plus one layer).
   const ConfigEstimate r = estimate_configuration(model, cluster, config(8, 16, 8, 1, true), options);
   EXPECT_NEAR(r.memory.activations_bytes, 16 * blocks * 2 * s * h + per_layer, 0.02 * r.memory.activations_bytes);
-  EXPECT_EQ(r.config.schedule, PipelineSchedule::k1F1BRecompute);
+  EXPECT_EQ(r.config.schedule, ScheduleKind::k1F1BEarlyRecompute);
   // Bubble and scatter/gather P2P volume: 2 directions x m microbatches x sbh*2/t bytes.
   EXPECT_DOUBLE_EQ(e.bubble_fraction, 15.0 / 192.0);
   EXPECT_DOUBLE_EQ(e.pipeline_bytes, 2.0 * 192 * 2 * s * h / t);
@@ -63,9 +63,9 @@ TEST(Configuration, WeightVersionsOfTheAsynchronousSchedules) {
   options.global_batch = 64;
   const ConfigEstimate flush = estimate_configuration(model, cluster, config(1, 4, 2, 1), options);
   const ConfigEstimate two_bw =
-      estimate_configuration(model, cluster, config(1, 4, 2, 1, false, PipelineSchedule::kPipeDream2BW), options);
+      estimate_configuration(model, cluster, config(1, 4, 2, 1, false, ScheduleKind::kPipeDream2BW), options);
   const ConfigEstimate pipedream =
-      estimate_configuration(model, cluster, config(1, 4, 2, 1, false, PipelineSchedule::kPipeDream), options);
+      estimate_configuration(model, cluster, config(1, 4, 2, 1, false, ScheduleKind::kPipeDream), options);
   EXPECT_EQ(two_bw.memory.weight_versions, 2);
   EXPECT_EQ(pipedream.memory.weight_versions, 4);
   EXPECT_NEAR(two_bw.memory.weights_bytes, 2.0 * flush.memory.weights_bytes, 1e-6 * flush.memory.weights_bytes);
@@ -86,14 +86,14 @@ TEST(Configuration, TwoBwNeedsAtLeastAsManyMicrobatchesAsStages) {
     SweepOptions options;
     options.global_batch = batch;
     const int m = batch / 2;  // d = 2, b = 1
-    const ParallelConfig c = config(1, 4, 2, 1, false, PipelineSchedule::kPipeDream2BW);
+    const ParallelConfig c = config(1, 4, 2, 1, false, ScheduleKind::kPipeDream2BW);
     if (m < 4) {
-      EXPECT_EQ(memory_footprint(PipelineSchedule::kPipeDream2BW, 4, m).front().weight_versions > 2, m < 3);
+      EXPECT_EQ(memory_footprint(ScheduleKind::kPipeDream2BW, 4, m).front().weight_versions > 2, m < 3);
       EXPECT_THROW(estimate_configuration(model, cluster, c, options), InputError) << "m=" << m;
     } else {
       EXPECT_EQ(estimate_configuration(model, cluster, c, options).memory.weight_versions, 2);
     }
-    options.schedules = {PipelineSchedule::kPipeDream2BW};
+    options.schedules = {ScheduleKind::kPipeDream2BW};
     try {
       for (const ConfigEstimate& e : sweep_configurations(model, cluster, options)) {
         EXPECT_GE(e.config.microbatches, e.config.pipeline) << describe(e.config);
@@ -112,7 +112,7 @@ TEST(Configuration, AsynchronousSchedulesSweepRecomputation) {
   const ClusterSpec cluster{&find_gpu("a100-sxm"), 8};
   SweepOptions options;
   options.global_batch = 64;
-  for (PipelineSchedule schedule : {PipelineSchedule::kPipeDream, PipelineSchedule::kPipeDream2BW}) {
+  for (ScheduleKind schedule : {ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
     options.schedules = {schedule};
     const auto all = sweep_configurations(model, cluster, options);
     const auto with = std::count_if(all.begin(), all.end(), [](const ConfigEstimate& e) { return e.config.recompute; });
@@ -127,7 +127,7 @@ TEST(Configuration, AsynchronousSchedulesSweepRecomputation) {
     EXPECT_EQ(describe(recompute.config), describe(plain.config) + " recompute");
   }
   // The recomputing 1F1B says so once.
-  EXPECT_EQ(describe(config(1, 4, 2, 1, true, PipelineSchedule::k1F1BRecompute)), "t=1 p=4 d=2 b=1 m=1 1f1b-recompute");
+  EXPECT_EQ(describe(config(1, 4, 2, 1, true, ScheduleKind::k1F1BEarlyRecompute)), "t=1 p=4 d=2 b=1 m=1 1f1b-recompute");
 }
 
 TEST(Configuration, NoValidConfigurationSaysWhyAndWhatWouldWork) {
@@ -192,11 +192,11 @@ TEST(Configuration, InterleavingShrinksTheBubbleAndGrowsTheStash) {
   options.global_batch = 256;
   const ConfigEstimate plain = estimate_configuration(model, cluster, config(8, 4, 2, 1), options);
   const ConfigEstimate inter = estimate_configuration(
-      model, cluster, config(8, 4, 2, 1, false, PipelineSchedule::kInterleaved1F1B, 2), options);
+      model, cluster, config(8, 4, 2, 1, false, ScheduleKind::kInterleaved1F1B, 2), options);
   EXPECT_DOUBLE_EQ(inter.bubble_fraction, plain.bubble_fraction / 2);
   EXPECT_GT(inter.memory.activations_bytes, plain.memory.activations_bytes);
   EXPECT_GT(inter.pipeline_bytes, plain.pipeline_bytes);  // v times the P2P traffic
-  EXPECT_THROW(estimate_configuration(model, cluster, config(8, 4, 2, 1, false, PipelineSchedule::kInterleaved1F1B, 1),
+  EXPECT_THROW(estimate_configuration(model, cluster, config(8, 4, 2, 1, false, ScheduleKind::kInterleaved1F1B, 1),
                                       options),
                InputError);
 }

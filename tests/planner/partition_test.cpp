@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/planner/partition.hpp"
 
 namespace perseus::planner {

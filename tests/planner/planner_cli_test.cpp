@@ -175,8 +175,8 @@ TEST(PlannerCli, PipeDream2BwBeatsOneFOneBAndRefinementCanBeSkipped) {
   EXPECT_EQ(b.at("configuration").at("schedule"), "pipedream-2bw");
   EXPECT_LT(b.at("frontier").at("t_min_s").get<double>(), a.at("frontier").at("t_min_s").get<double>());
   // Progress around the frontier on stderr, and --no-refine keeps the crawl's plans.
-  EXPECT_NE(flush.err.find("building the frontier from"), std::string::npos) << flush.err;
-  EXPECT_NE(flush.err.find("points in"), std::string::npos) << flush.err;
+  EXPECT_NE(flush.err.find("crawling the frontier"), std::string::npos) << flush.err;
+  EXPECT_NE(flush.err.find("points from"), std::string::npos) << flush.err;
   const CommandRun raw = with({"--no-refine"});
   ASSERT_EQ(raw.exit_code, 0) << raw.err;
   EXPECT_NE(raw.err.find("no refinement"), std::string::npos) << raw.err;

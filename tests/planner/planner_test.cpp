@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/planner.hpp"
 
@@ -77,7 +78,7 @@ TEST(PlanTraining, FixedDegreesAndAsynchronousSchedules) {
   const PlanReport r = plan_training(request);
   EXPECT_EQ(r.chosen.config.tensor, 2);
   EXPECT_EQ(r.chosen.config.pipeline, 4);
-  EXPECT_EQ(r.chosen.config.schedule, PipelineSchedule::kPipeDream2BW);
+  EXPECT_EQ(r.chosen.config.schedule, ScheduleKind::kPipeDream2BW);
   EXPECT_EQ(r.chosen.memory.weight_versions, 2);
   EXPECT_EQ(r.schedule.kind, ScheduleKind::k1F1B);  // solved on the 1F1B-ordered window
   EXPECT_TRUE(r.solved);
@@ -135,7 +136,7 @@ TEST(PlanTraining, TwoBwIsFasterThanOneFOneBOnTheSameConfiguration) {
   const PlanReport two_bw = plan_training(request);
   ASSERT_TRUE(flush.solved && two_bw.solved);
   ParallelConfig same = flush.chosen.config;
-  same.schedule = PipelineSchedule::kPipeDream2BW;
+  same.schedule = ScheduleKind::kPipeDream2BW;
   EXPECT_EQ(describe(two_bw.chosen.config), describe(same));
   EXPECT_EQ(two_bw.partition.boundaries, flush.partition.boundaries);
   const int m = two_bw.chosen.config.microbatches, p = two_bw.chosen.config.pipeline;

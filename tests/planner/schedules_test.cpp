@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/schedules.hpp"
 #include "perseus/schedule/dag.hpp"
@@ -30,15 +31,15 @@ TEST(Schedules, IterationTimeAndBubbleMatchTheClosedForms) {
   const double tf = 1.0, tb = 2.0;
   for (int S : {1, 2, 4, 6}) {
     for (int M : {1, 3, 8, 12}) {
-      for (PipelineSchedule kind : {PipelineSchedule::kGPipe, PipelineSchedule::k1F1B, PipelineSchedule::k1F1BRecompute}) {
+      for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::k1F1BEarlyRecompute}) {
         const Schedule schedule = make_schedule(ScheduleSpec{core_schedule_kind(kind), S, M, 1, false});
         const std::vector<double> f(S, tf), b(S, tb);
         const double expected = iteration_time_closed_form(kind, S, M, 1, tf, tb);
-        if (kind == PipelineSchedule::k1F1BRecompute) {
+        if (kind == ScheduleKind::k1F1BEarlyRecompute) {
           // Recomputation overlaps the wait for the gradient on all but the critical stage:
           // the closed form (M + S - 1)(2t_f + t_b) is an upper bound, met without a bubble.
           EXPECT_LE(critical_path(schedule, f, b), expected + 1e-9);
-          EXPECT_GE(critical_path(schedule, f, b), iteration_time_closed_form(PipelineSchedule::k1F1B, S, M, 1, tf, tb));
+          EXPECT_GE(critical_path(schedule, f, b), iteration_time_closed_form(ScheduleKind::k1F1B, S, M, 1, tf, tb));
         } else {
           EXPECT_DOUBLE_EQ(critical_path(schedule, f, b), expected) << to_string(kind) << " S=" << S << " M=" << M;
         }
@@ -53,9 +54,9 @@ TEST(Schedules, IterationTimeAndBubbleMatchTheClosedForms) {
         const Schedule schedule = make_schedule(ScheduleSpec{ScheduleKind::kInterleaved1F1B, S, M, v, false});
         const std::vector<double> f(S, tf), b(S, tb);
         EXPECT_NEAR(critical_path(schedule, f, b),
-                    iteration_time_closed_form(PipelineSchedule::kInterleaved1F1B, S, M, v, tf, tb), 1e-9)
+                    iteration_time_closed_form(ScheduleKind::kInterleaved1F1B, S, M, v, tf, tb), 1e-9)
             << "S=" << S << " v=" << v << " M=" << M;
-        EXPECT_DOUBLE_EQ(bubble_fraction(PipelineSchedule::kInterleaved1F1B, S, M, v), (S - 1.0) / (v * M));
+        EXPECT_DOUBLE_EQ(bubble_fraction(ScheduleKind::kInterleaved1F1B, S, M, v), (S - 1.0) / (v * M));
       }
     }
   }
@@ -64,12 +65,12 @@ TEST(Schedules, IterationTimeAndBubbleMatchTheClosedForms) {
 TEST(Schedules, InFlightMicrobatchesMatchTheClosedForms) {
   for (int S : {1, 2, 4, 7}) {
     for (int M : {1, 2, 5, 16}) {
-      for (PipelineSchedule kind : {PipelineSchedule::kGPipe, PipelineSchedule::k1F1B, PipelineSchedule::k1F1BRecompute}) {
+      for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::k1F1BEarlyRecompute}) {
         const auto counted = peak_in_flight(make_schedule(ScheduleSpec{core_schedule_kind(kind), S, M, 1, false}));
         const auto closed = memory_footprint(kind, S, M);
         for (int s = 0; s < S; ++s) {
           EXPECT_EQ(counted[s], closed[s].activation_stashes) << to_string(kind) << " S=" << S << " M=" << M;
-          EXPECT_EQ(closed[s].activation_stashes, kind == PipelineSchedule::kGPipe ? M : std::min(S - s, M));
+          EXPECT_EQ(closed[s].activation_stashes, kind == ScheduleKind::kGPipe ? M : std::min(S - s, M));
         }
       }
     }
@@ -77,7 +78,7 @@ TEST(Schedules, InFlightMicrobatchesMatchTheClosedForms) {
       for (int M : {S, 4 * S}) {
         if (S < 2) continue;
         const auto counted = peak_in_flight(make_schedule(ScheduleSpec{ScheduleKind::kInterleaved1F1B, S, M, v, false}));
-        const auto closed = memory_footprint(PipelineSchedule::kInterleaved1F1B, S, M, v);
+        const auto closed = memory_footprint(ScheduleKind::kInterleaved1F1B, S, M, v);
         for (int s = 0; s < S; ++s) EXPECT_EQ(counted[s], closed[s].activation_stashes) << "S=" << S << " v=" << v;
         // Korthikanti et al.: device 0 holds (1 + (S-1)/(S*v)) times the 1F1B activations.
         if (M * v >= S * v + S - 1) {
@@ -156,7 +157,7 @@ TEST(Schedules, AsyncWindowRunsAtTheBottleneckStage) {
           EXPECT_NEAR(window, W * (tf + tb), 1e-9);
         }
         if (S > 1) {
-          EXPECT_LT(window, iteration_time_closed_form(PipelineSchedule::k1F1B, S, W, 1, tf, tb));
+          EXPECT_LT(window, iteration_time_closed_form(ScheduleKind::k1F1B, S, W, 1, tf, tb));
         }
         // The steady state's time per microbatch: the bottleneck stage's t_f + t_b, bubble 0
         // (once the window is longer than what its cut costs).
@@ -178,11 +179,11 @@ TEST(Schedules, AsyncWindowRunsAtTheBottleneckStage) {
   EXPECT_NEAR((t80 - t40) / 40.0, bottleneck, 1e-9);
   EXPECT_GE(t40, 40 * bottleneck - 1e-9);
   EXPECT_LT(t40, critical_path(make_schedule(ScheduleSpec{ScheduleKind::k1F1B, S, 40, 1, false}), tf, tb));
-  EXPECT_DOUBLE_EQ(iteration_time_closed_form(PipelineSchedule::kPipeDream2BW, S, 40, 1, 1.4, 2.5), 40 * bottleneck);
-  EXPECT_DOUBLE_EQ(bubble_fraction(PipelineSchedule::kPipeDream, S, 40), 0.0);
+  EXPECT_DOUBLE_EQ(iteration_time_closed_form(ScheduleKind::kPipeDream2BW, S, 40, 1, 1.4, 2.5), 40 * bottleneck);
+  EXPECT_DOUBLE_EQ(bubble_fraction(ScheduleKind::kPipeDream, S, 40), 0.0);
   // In flight on the window: S - s microbatches on stage s, PipeDream's stash.
   const auto in_flight = peak_in_flight(async_window_schedule(S, 2 * S));
-  const auto stash = memory_footprint(PipelineSchedule::kPipeDream, S, 2 * S);
+  const auto stash = memory_footprint(ScheduleKind::kPipeDream, S, 2 * S);
   for (int s = 0; s < S; ++s) EXPECT_EQ(in_flight[s], stash[s].activation_stashes);
 }
 
@@ -190,12 +191,12 @@ TEST(Schedules, WeightVersionsFollowTheUpdateRules) {
   for (int S : {2, 4, 6}) {
     const Schedule window = async_window_schedule(S, 6 * S);
     // PipeDream: one version per in-flight microbatch, S - s on stage s.
-    const auto pipedream = simulated_weight_versions(PipelineSchedule::kPipeDream, window);
-    const auto pipedream_closed = memory_footprint(PipelineSchedule::kPipeDream, S, 6 * S);
+    const auto pipedream = simulated_weight_versions(ScheduleKind::kPipeDream, window);
+    const auto pipedream_closed = memory_footprint(ScheduleKind::kPipeDream, S, 6 * S);
     // 2BW with m >= S: never more than two versions.
-    const auto two_bw = simulated_weight_versions(PipelineSchedule::kPipeDream2BW, window, S);
-    const auto two_bw_closed = memory_footprint(PipelineSchedule::kPipeDream2BW, S, S);
-    const auto flushing = simulated_weight_versions(PipelineSchedule::k1F1B, window);
+    const auto two_bw = simulated_weight_versions(ScheduleKind::kPipeDream2BW, window, S);
+    const auto two_bw_closed = memory_footprint(ScheduleKind::kPipeDream2BW, S, S);
+    const auto flushing = simulated_weight_versions(ScheduleKind::k1F1B, window);
     for (int s = 0; s < S; ++s) {
       EXPECT_EQ(pipedream[s], S - s) << "S=" << S << " stage " << s;
       EXPECT_EQ(pipedream[s], pipedream_closed[s].weight_versions);
@@ -207,12 +208,12 @@ TEST(Schedules, WeightVersionsFollowTheUpdateRules) {
     // Updating more often than every S - 1 microbatches needs more than two buffers (2BW is
     // defined for m >= S). The closed form charges what the simulation needs.
     if (S >= 4) {
-      EXPECT_GT(simulated_weight_versions(PipelineSchedule::kPipeDream2BW, window, 1)[0], 2);
+      EXPECT_GT(simulated_weight_versions(ScheduleKind::kPipeDream2BW, window, 1)[0], 2);
     }
     for (int M = 1; M <= S + 1; ++M) {
-      const auto simulated = simulated_weight_versions(PipelineSchedule::kPipeDream2BW,
+      const auto simulated = simulated_weight_versions(ScheduleKind::kPipeDream2BW,
                                                        async_window_schedule(S, 4 * S + 2 * M), M);
-      const auto closed = memory_footprint(PipelineSchedule::kPipeDream2BW, S, M);
+      const auto closed = memory_footprint(ScheduleKind::kPipeDream2BW, S, M);
       for (int s = 0; s < S; ++s) {
         EXPECT_EQ(closed[s].weight_versions, std::max(2, simulated[s])) << "S=" << S << " M=" << M << " stage " << s;
         if (M >= S) {
@@ -224,14 +225,16 @@ TEST(Schedules, WeightVersionsFollowTheUpdateRules) {
 }
 
 TEST(Schedules, NamesAndSemantics) {
-  EXPECT_EQ(parse_pipeline_schedule("PipeDream-Flush"), PipelineSchedule::k1F1B);
-  EXPECT_EQ(parse_pipeline_schedule("2bw"), PipelineSchedule::kPipeDream2BW);
-  EXPECT_EQ(parse_pipeline_schedule(to_string(PipelineSchedule::kInterleaved1F1B)), PipelineSchedule::kInterleaved1F1B);
-  EXPECT_THROW(parse_pipeline_schedule("zero-bubble"), InputError);
-  EXPECT_FALSE(flushes(PipelineSchedule::kPipeDream));
-  EXPECT_TRUE(flushes(PipelineSchedule::kGPipe));
-  EXPECT_NE(std::string(update_semantics(PipelineSchedule::kPipeDream2BW)).find("W(t-1)"), std::string::npos);
-  EXPECT_THROW(memory_footprint(PipelineSchedule::k1F1B, 0, 4), InputError);
+  EXPECT_EQ(parse_schedule_kind("PipeDream-Flush"), ScheduleKind::k1F1B);
+  EXPECT_EQ(parse_schedule_kind("2bw"), ScheduleKind::kPipeDream2BW);
+  EXPECT_EQ(parse_schedule_kind(to_string(ScheduleKind::kInterleaved1F1B)), ScheduleKind::kInterleaved1F1B);
+  EXPECT_THROW(parse_schedule_kind("zero-bubble"), InputError);
+  EXPECT_FALSE(flushes(ScheduleKind::kPipeDream));
+  EXPECT_TRUE(flushes(ScheduleKind::kGPipe));
+  EXPECT_EQ(core_schedule_kind(ScheduleKind::kPipeDream2BW), ScheduleKind::k1F1B);
+  EXPECT_EQ(core_schedule_kind(ScheduleKind::k1F1BEarlyRecompute), ScheduleKind::k1F1BEarlyRecompute);
+  EXPECT_NE(std::string(update_semantics(ScheduleKind::kPipeDream2BW)).find("W(t-1)"), std::string::npos);
+  EXPECT_THROW(memory_footprint(ScheduleKind::k1F1B, 0, 4), InputError);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/report/html_report.hpp"
 #include "perseus/report/plots.hpp"
 #include "perseus/report/svg.hpp"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "server_test_support.hpp"
 
 namespace perseus::server {

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/server/server_command.hpp"
 
 int main(int argc, char** argv) {

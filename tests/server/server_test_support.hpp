@@ -100,8 +100,8 @@ inline std::vector<ApiResponse> fetch_round(Service& service, const std::string&
 }
 
 // The (name, MHz) list of a FrequencySchedule answer.
-inline std::vector<std::pair<std::string, int>> frequencies_of(const ApiResponse& response) {
-  std::vector<std::pair<std::string, int>> out;
+inline StageFrequencies frequencies_of(const ApiResponse& response) {
+  StageFrequencies out;
   const json body = body_of(response);
   for (const auto& entry : body.at("frequencies")) out.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<int>());
   return out;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/solver/crawl.hpp"
@@ -46,8 +47,8 @@ struct Expected {
   Frontier frontier;
   std::vector<double> times;
 
-  StageFrequencies plan(std::size_t index) const {
-    StageFrequencies out;
+  PipelineFrequencies plan(std::size_t index) const {
+    PipelineFrequencies out;
     const Plan plan = make_plan(problem, frontier.points[index].option_choice());
     for (const auto& stage : plan.stages) {
       auto& list = out.emplace_back();
@@ -105,8 +106,8 @@ TEST(Service, PointSolutionServesEachRankItsStagesPlan) {
       ASSERT_EQ(answers[r].status, 200) << answers[r].body;
       EXPECT_EQ(body_of(answers[r]).at("rank"), r);
       const int pp_rank = r % 2;  // rank_of(pp=2, tp=1, d, p, 0) = 2d + p
-      const std::vector<std::pair<std::string, int>> stage0 = {{"forward", 1410}, {"forward", 1200}, {"backward", 1100}};
-      const std::vector<std::pair<std::string, int>> stage1 = {{"forward", 990}, {"backward", 1005}};
+      const StageFrequencies stage0 = {{"forward", 1410}, {"forward", 1200}, {"backward", 1100}};
+      const StageFrequencies stage1 = {{"forward", 990}, {"backward", 1005}};
       EXPECT_EQ(frequencies_of(answers[r]), pp_rank == 0 ? stage0 : stage1) << "rank " << r;
     }
   }
@@ -438,7 +439,7 @@ class FrontierJob : public ::testing::Test {
   }
 
   // Every rank's schedule of one round, checked against `expected` per pipeline.
-  void expect_round(const StageFrequencies& pipeline0, const StageFrequencies& pipeline1) {
+  void expect_round(const PipelineFrequencies& pipeline0, const PipelineFrequencies& pipeline1) {
     const auto answers = fetch_round(*service_, id_, kPp * kDp);
     for (int d = 0; d < kDp; ++d) {
       for (int p = 0; p < kPp; ++p) {
@@ -562,7 +563,7 @@ TEST_F(FrontierJob, ARestartedServiceServesTheSamePlans) {
   options.db_path = (dir.path() / "server.db").string();
   const Expected expected = expected_frontier(profile_, kPp, kMicrobatches, 80.0);
   std::string id;
-  StageFrequencies served0, served1;
+  PipelineFrequencies served0, served1;
   {
     Service first(options);
     id = register_job(first, kPp, kDp, 1);

@@ -102,7 +102,8 @@ TEST(Crawl, MaxStepsStopsEarly) {
 
 
 TEST(Crawl, LemonPreflowFindsTheSameCuts) {
-  // The max flow is ours for speed (max_flow.hpp); LEMON's Preflow must give the same crawl.
+  // The max flow is ours for speed (max_flow.hpp); LEMON's Preflow must give the same crawl:
+  // the same time and fitted cost at every step.
   for (const ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kGPipe}) {
     const EnergyProblem problem = testing::synthetic_problem({kind, 3, 4, 1, false}, 12, 5);
     CrawlOptions lemon;
@@ -115,11 +116,9 @@ TEST(Crawl, LemonPreflowFindsTheSameCuts) {
       EXPECT_EQ(ours.steps[k].time_q, theirs.steps[k].time_q);
       EXPECT_NEAR(ours.steps[k].fitted_cost, theirs.steps[k].fitted_cost, 1e-9 * std::abs(ours.steps[k].fitted_cost));
     }
-    ASSERT_EQ(ours.changes.size(), theirs.changes.size());
-    for (std::size_t i = 0; i < ours.changes.size(); ++i) {
-      EXPECT_EQ(ours.changes[i].node, theirs.changes[i].node);
-      EXPECT_EQ(ours.changes[i].duration_q, theirs.changes[i].duration_q);
-    }
+    // The operations each step changes may differ: this pipeline's stages are alike, so
+    // several cuts cost the same to within the flow tolerance (1e-6), and which one the
+    // residual graph yields depends on the flow found. Their plans cost the same (above).
   }
 }
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/problem.hpp"
 #include "synthetic.hpp"
 

@@ -21,6 +21,7 @@
 #include "perseus/emulator/comparison.hpp"
 #include "perseus/emulator/emulation_output.hpp"
 #include "perseus/emulator/emulator.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/bundled_profiles.hpp"

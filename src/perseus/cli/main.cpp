@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "perseus/cli/commands.hpp"
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"perseus: energy scheduling for large-model training (Perseus, SOSP'24)"};

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/planner/catalogue.hpp"
@@ -376,7 +377,7 @@ void run_configure(const ConfigureArgs& a) {
   ClusterSpec cluster{&gpu, a.gpus, 0, 0.0};
   SweepOptions options;
   options.global_batch = a.global_batch;
-  options.schedules = {parse_pipeline_schedule(a.schedule)};
+  options.schedules = {parse_schedule_kind(a.schedule)};
   if (a.no_recompute) options.recompute = {false};
   options.sequence_parallel = a.sequence_parallel;
   options.tensor = a.tensor;
@@ -422,11 +423,10 @@ void run_configure(const ConfigureArgs& a) {
 
 void run_schedules(int stages, int microbatches, int chunks, bool as_json) {
   json out = json::array();
-  for (PipelineSchedule kind : {PipelineSchedule::kGPipe, PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
-                                PipelineSchedule::k1F1BRecompute, PipelineSchedule::kPipeDream,
-                                PipelineSchedule::kPipeDream2BW}) {
-    const int v = kind == PipelineSchedule::kInterleaved1F1B ? chunks : 1;
-    if (kind == PipelineSchedule::kInterleaved1F1B && (v < 2 || microbatches % stages != 0)) continue;
+  for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B,
+                            ScheduleKind::k1F1BEarlyRecompute, ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
+    const int v = kind == ScheduleKind::kInterleaved1F1B ? chunks : 1;
+    if (kind == ScheduleKind::kInterleaved1F1B && (v < 2 || microbatches % stages != 0)) continue;
     const auto footprint = memory_footprint(kind, stages, microbatches, v);
     json row{{"schedule", to_string(kind)},
              {"chunks", v},

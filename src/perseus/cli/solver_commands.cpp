@@ -8,6 +8,7 @@
 #include "perseus/cli/commands.hpp"
 #include "perseus/cli/progress.hpp"
 #include "perseus/cost/operation_options.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <functional>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "perseus/gpu/gpu_backend.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 

@@ -5,12 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::client {
 namespace {
 
-std::string describe_next(const FrequencyList& schedule, std::size_t next) {
+std::string describe_next(const StageFrequencies& schedule, std::size_t next) {
   if (next >= schedule.size()) return "none";
   return fmt::format("'{}' at {} MHz (instruction {} of {})", schedule[next].first, schedule[next].second, next + 1,
                      schedule.size());

@@ -25,6 +25,7 @@
 #include "perseus/client/frequency_controller.hpp"
 #include "perseus/client/server_connection.hpp"
 #include "perseus/gpu/gpu_backend.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::client {
 
@@ -97,7 +98,7 @@ class PerseusClient {
   void on_step_end();
 
   // The schedule of the current round (empty before the first step).
-  const FrequencyList& schedule() const { return schedule_; }
+  const StageFrequencies& schedule() const { return schedule_; }
   // Null when control_clocks is false.
   FrequencyController* controller() { return controller_.get(); }
   ServerConnection& connection() { return connection_; }
@@ -123,7 +124,7 @@ class PerseusClient {
   std::string job_id_;
   std::unique_ptr<FrequencyController> controller_;
 
-  FrequencyList schedule_;
+  StageFrequencies schedule_;
   std::size_t next_ = 0;            // index of the next instruction in schedule_
   bool in_step_ = false;
   std::optional<std::size_t> open_;  // index of the instruction begun and not yet ended

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/server/api.hpp"
 
 namespace perseus::client {
@@ -139,7 +139,7 @@ void ServerConnection::register_rank(const std::string& job_id, const RankInfo& 
   request("POST", "/register_rank/" + encode_path_segment(job_id), server::to_json(info).dump(), "application/json");
 }
 
-FrequencyList ServerConnection::get_schedule(const std::string& job_id, int rank, std::optional<std::uint64_t> round) {
+StageFrequencies ServerConnection::get_schedule(const std::string& job_id, int rank, std::optional<std::uint64_t> round) {
   std::string path = fmt::format("/schedule/{}?rank={}", encode_path_segment(job_id), rank);
   if (round) path += fmt::format("&round={}", *round);
   const Answer answer = request("GET", path, "", nullptr);

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
+#include "perseus/model/frequencies.hpp"
 #include "perseus/server/protocol.hpp"
 
 namespace httplib {
@@ -28,7 +30,6 @@ using server::PipelineLayout;
 using server::ProfilingResult;
 using server::RankInfo;
 using server::StragglerNotice;
-using FrequencyList = std::vector<std::pair<std::string, int>>;  // (instruction, MHz) in execution order
 
 // The server refused a request (status >= 400, `detail` its explanation), answered
 // something that is not the protocol (status 200..299, detail says what), or could not be
@@ -83,7 +84,7 @@ class ServerConnection {
   // GET /schedule/{job_id}?rank=R[&round=N]: blocks until every rank of the job has asked.
   // `round` (a perseus extension) numbers the rounds this rank has received, from 0, so that
   // a retried request for a round already released is answered instead of joining the next.
-  FrequencyList get_schedule(const std::string& job_id, int rank, std::optional<std::uint64_t> round = std::nullopt);
+  StageFrequencies get_schedule(const std::string& job_id, int rank, std::optional<std::uint64_t> round = std::nullopt);
   // POST /result/{job_id}.
   void post_result(const std::string& job_id, const ProfilingResult& result);
   // POST /profile/{job_id}?p_blocking=..&unit_time=..&microbatches=..&schedule=..&chunks=..

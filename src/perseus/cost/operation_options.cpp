@@ -13,6 +13,8 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/NonLinearOptimization>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 
 double ExpCost::operator()(double q) const { return a * std::exp(b * q) + c; }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/profile/profile.hpp"
 

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 namespace {
 
@@ -116,7 +118,7 @@ ExecutionPlan zeus_global_plan(const EnergyProblem& problem, std::shared_ptr<con
   // Written as per-stage frequency lists, so interpolated clocks get plan_from_frequencies's
   // checks and figures; an operation whose own range misses the clock takes the usual rule.
   const Dag& dag = problem.dag;
-  PlannedFrequencies frequencies(dag.num_stages());
+  PipelineFrequencies frequencies(dag.num_stages());
   for (int stage = 0; stage < dag.num_stages(); ++stage) {
     for (Dag::NodeId node : dag.stage_nodes(stage)) {
       const std::size_t operation = operation_of(problem, node);

@@ -19,6 +19,7 @@
 
 #include "perseus/emulator/emulator.hpp"
 #include "perseus/emulator/frequency_table.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/problem.hpp"
 
 namespace perseus {

@@ -16,6 +16,7 @@
 
 #include "perseus/emulator/baselines.hpp"
 #include "perseus/emulator/emulator.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/solver/frontier.hpp"
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 
 EnergySplit& EnergySplit::operator+=(const EnergySplit& other) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "perseus/emulator/execution_plan.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/problem.hpp"
 
 namespace perseus {

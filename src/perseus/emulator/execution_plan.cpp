@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 namespace {
 
@@ -85,7 +87,7 @@ ExecutionPlan plan_from_clocks(const EnergyProblem& problem, const std::vector<s
   return plan;
 }
 
-ExecutionPlan plan_from_frequencies(const EnergyProblem& problem, const PlannedFrequencies& frequencies,
+ExecutionPlan plan_from_frequencies(const EnergyProblem& problem, const PipelineFrequencies& frequencies,
                                     std::shared_ptr<const FrequencyTable> clocks, bool interpolate) {
   if (!clocks) throw InputError("plan_from_frequencies needs a frequency table (the profile's measurements)");
   check_clocks(problem, *clocks);

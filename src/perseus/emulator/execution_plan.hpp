@@ -10,13 +10,11 @@
 #include <vector>
 
 #include "perseus/emulator/frequency_table.hpp"
+#include "perseus/model/errors.hpp"
+#include "perseus/model/frequencies.hpp"
 #include "perseus/solver/problem.hpp"
 
 namespace perseus {
-
-// (instruction name, frequency in MHz) per stage in execution order; the same shape as the
-// plan module's StageFrequencies, so a parsed freqs_pipeline file can be passed as is.
-using PlannedFrequencies = std::vector<std::vector<std::pair<std::string, int>>>;
 
 struct ExecutionPlan {
   std::vector<std::int32_t> frequency_mhz;  // per DAG node: the planned clock
@@ -46,7 +44,7 @@ ExecutionPlan plan_from_clocks(const EnergyProblem& problem, const std::vector<s
 // order. Constant-time operations ignore their frequency. A frequency the table has not
 // measured is an InputError unless `interpolate`, which allows clocks between two measured
 // ones (never outside the measured range).
-ExecutionPlan plan_from_frequencies(const EnergyProblem& problem, const PlannedFrequencies& frequencies,
+ExecutionPlan plan_from_frequencies(const EnergyProblem& problem, const PipelineFrequencies& frequencies,
                                     std::shared_ptr<const FrequencyTable> clocks, bool interpolate = false);
 
 }  // namespace perseus

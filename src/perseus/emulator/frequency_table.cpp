@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 namespace {
 

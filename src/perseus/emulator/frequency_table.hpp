@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/solver/problem.hpp"
 

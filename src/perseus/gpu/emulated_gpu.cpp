@@ -5,6 +5,8 @@
 #include <functional>
 #include <set>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 
 namespace {

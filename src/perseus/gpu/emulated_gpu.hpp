@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "perseus/gpu/gpu_backend.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 
 namespace perseus {

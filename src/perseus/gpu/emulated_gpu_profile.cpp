@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "perseus/gpu/emulated_gpu.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
 
 namespace perseus {

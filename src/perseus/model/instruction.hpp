@@ -1,10 +1,9 @@
-// Vocabulary shared by every module: what an instruction is, and the errors the
-// library reports. Nothing here depends on any other perseus module.
+// Vocabulary shared by every module: what an instruction is (the errors the library reports
+// are in errors.hpp). Nothing here depends on any other perseus module.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -38,17 +37,5 @@ struct Instruction {
 
 // Short label such as "F3", "B0", "R2", "L1" (chunk suffix ".1" when chunk > 0).
 std::string label(const Instruction& instruction);
-
-// Bad input from a user: a file, a flag, a request. `what()` names where and what.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A well-formed request that the data cannot satisfy (e.g. a fit that cannot converge).
-class SolveError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 }  // namespace perseus

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/plan_files.hpp"
 
 namespace perseus {

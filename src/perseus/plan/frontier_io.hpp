@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/crawl.hpp"
 #include "perseus/solver/frontier.hpp"
 

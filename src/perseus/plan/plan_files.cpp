@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 
 Plan make_plan(const EnergyProblem& problem, const OptionChoice& choice) {
@@ -68,8 +70,8 @@ class FreqsParser {
  public:
   FreqsParser(std::string_view text, const std::string& source) : text_(text), source_(source) {}
 
-  StageFrequencies parse() {
-    StageFrequencies stages;
+  PipelineFrequencies parse() {
+    PipelineFrequencies stages;
     expect('[', "'[' opening the list of stages");
     while (true) {
       skip_space_and_comments();
@@ -90,8 +92,8 @@ class FreqsParser {
   }
 
  private:
-  std::vector<std::pair<std::string, int>> parse_stage() {
-    std::vector<std::pair<std::string, int>> stage;
+  StageFrequencies parse_stage() {
+    StageFrequencies stage;
     expect('[', "'[' opening a stage's list");
     while (true) {
       skip_space_and_comments();
@@ -190,7 +192,7 @@ class FreqsParser {
 
 }  // namespace
 
-StageFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source) {
+PipelineFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source) {
   return FreqsParser(text, source).parse();
 }
 
@@ -202,7 +204,7 @@ std::string read_text_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-StageFrequencies read_freqs_pipeline(const std::filesystem::path& path) {
+PipelineFrequencies read_freqs_pipeline(const std::filesystem::path& path) {
   return parse_freqs_pipeline(read_text_file(path), path.string());
 }
 
@@ -239,7 +241,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
 }
 
-StageFrequencies read_plan_file(const std::filesystem::path& file) {
+PipelineFrequencies read_plan_file(const std::filesystem::path& file) {
   const std::string text = read_text_file(file);
   const std::string path = file.string();
   const std::size_t first = text.find_first_not_of(" \t\r\n");
@@ -253,7 +255,7 @@ StageFrequencies read_plan_file(const std::filesystem::path& file) {
   if (plan.value("schema", "") != "perseus.plan/1" || !plan.contains("stages") || !plan["stages"].is_array()) {
     throw InputError(path + ": expected a perseus.plan/1 JSON plan (\"schema\" and \"stages\")");
   }
-  StageFrequencies frequencies;
+  PipelineFrequencies frequencies;
   for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
     const nlohmann::json& stage = plan["stages"][s];
     if (!stage.is_array()) throw InputError(fmt::format("{}: stage {} is not a list", path, s));

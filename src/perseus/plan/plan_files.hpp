@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
+#include "perseus/model/frequencies.hpp"
 #include "perseus/solver/problem.hpp"
 
 namespace perseus {
@@ -41,16 +43,13 @@ nlohmann::json plan_to_json(const Plan& plan);
 // tuples, followed by `# ...` comment lines.
 std::string plan_to_freqs_pipeline(const Plan& plan, const std::vector<std::string>& comments);
 
-// (instruction name, frequency in MHz) per stage, in execution order.
-using StageFrequencies = std::vector<std::vector<std::pair<std::string, int>>>;
-
 // Parses a freqs_pipeline file as data. Throws InputError naming the source, line and
 // column of anything that is not a list of lists of ('name', int) tuples.
-StageFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source);
-StageFrequencies read_freqs_pipeline(const std::filesystem::path& path);
+PipelineFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source);
+PipelineFrequencies read_freqs_pipeline(const std::filesystem::path& path);
 // A plan file of either kind, told apart by content: a perseus.plan/1 JSON plan or a
 // freqs_pipeline file. Throws InputError naming the file and what is wrong.
-StageFrequencies read_plan_file(const std::filesystem::path& path);
+PipelineFrequencies read_plan_file(const std::filesystem::path& path);
 
 // Writes `content` to a temporary file beside `path`, then renames it into place, so a
 // reader never sees half a file. Throws InputError on failure.

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::planner {
 namespace {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus::planner {
 
 enum class ModelFamily { kGpt, kBloom, kBert, kT5, kLlama, kWideResNet };

@@ -12,6 +12,8 @@
 #include <unsupported/Eigen/NonLinearOptimization>
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus::planner {
 
 OperationWork operation_work(std::span<const LayerCost> layers, InstructionKind kind) {

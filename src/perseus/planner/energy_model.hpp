@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/catalogue.hpp"
 #include "perseus/planner/layers.hpp"

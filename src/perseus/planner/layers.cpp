@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::planner {
 namespace {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/planner/catalogue.hpp"
 
 namespace perseus::planner {

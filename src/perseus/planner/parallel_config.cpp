@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/planner/partition.hpp"
 
@@ -59,7 +60,7 @@ std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int bat
   const int t = c.tensor, p = c.pipeline, d = c.data, b = c.microbatch_size;
   std::string why;
   if (!tensor_parallel_divides(model, t, &why)) return Invalidity{Invalid::kTensor, t, why};
-  const bool interleaved = c.schedule == PipelineSchedule::kInterleaved1F1B;
+  const bool interleaved = c.schedule == ScheduleKind::kInterleaved1F1B;
   const int v = interleaved ? c.chunks : 1;
   if (p * v > layers) {
     return Invalidity{Invalid::kLayers, p * v,
@@ -79,8 +80,8 @@ std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int bat
   }
   // 2BW is defined for m >= p (Narayanan et al., ICML'21): below m = p - 1 the two buffers no
   // longer hold the in-flight versions (memory_footprint, simulated_weight_versions).
-  if (c.schedule == PipelineSchedule::kPipeDream2BW && m < p) {
-    const int versions = memory_footprint(PipelineSchedule::kPipeDream2BW, p, m).front().weight_versions;
+  if (c.schedule == ScheduleKind::kPipeDream2BW && m < p) {
+    const int versions = memory_footprint(ScheduleKind::kPipeDream2BW, p, m).front().weight_versions;
     return Invalidity{Invalid::kTwoBW, p,
                       fmt::format("configuration: PipeDream-2BW needs at least p = {} microbatches per weight update, "
                                   "got m = {}{}",
@@ -100,12 +101,12 @@ void for_each_candidate(int gpus, const SweepOptions& options, Visit visit) {
       const int d = gpus / (t * p);
       if (options.data > 0 && d != options.data) continue;
       for (int b : options.microbatch_sizes) {
-        for (PipelineSchedule schedule : options.schedules) {
+        for (ScheduleKind schedule : options.schedules) {
           std::vector<int> chunk_options{1};
-          if (schedule == PipelineSchedule::kInterleaved1F1B) chunk_options = options.interleave_chunks;
+          if (schedule == ScheduleKind::kInterleaved1F1B) chunk_options = options.interleave_chunks;
           for (int v : chunk_options) {
             for (bool recompute : options.recompute) {
-              if (schedule == PipelineSchedule::k1F1BRecompute && !recompute) continue;
+              if (schedule == ScheduleKind::k1F1BEarlyRecompute && !recompute) continue;
               ParallelConfig c;
               c.tensor = t;
               c.pipeline = p;
@@ -270,8 +271,8 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
 std::string describe(const ParallelConfig& c) {
   std::string out = fmt::format("t={} p={} d={} b={} m={} {}", c.tensor, c.pipeline, c.data, c.microbatch_size,
                                 c.microbatches, to_string(c.schedule));
-  if (c.schedule == PipelineSchedule::kInterleaved1F1B) out += fmt::format(" v={}", c.chunks);
-  if (c.recompute && c.schedule != PipelineSchedule::k1F1BRecompute) out += " recompute";  // the name says it
+  if (c.schedule == ScheduleKind::kInterleaved1F1B) out += fmt::format(" v={}", c.chunks);
+  if (c.recompute && c.schedule != ScheduleKind::k1F1BEarlyRecompute) out += " recompute";  // the name says it
   if (c.sequence_parallel) out += " sp";
   return out;
 }
@@ -291,13 +292,13 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   if (const auto invalid = invalidity(model, layer_count(model), batch, config)) throw InputError(invalid->why);
   const int m = batch / (d * b);
   config.microbatches = m;
-  const bool interleaved = config.schedule == PipelineSchedule::kInterleaved1F1B;
+  const bool interleaved = config.schedule == ScheduleKind::kInterleaved1F1B;
   const int v = interleaved ? config.chunks : 1;
   config.chunks = v;
   // Recomputation is a flag of every schedule (the asynchronous ones too); 1f1b-recompute is
   // 1F1B with it.
-  if (config.schedule == PipelineSchedule::k1F1BRecompute) config.recompute = true;
-  if (config.recompute && config.schedule == PipelineSchedule::k1F1B) config.schedule = PipelineSchedule::k1F1BRecompute;
+  if (config.schedule == ScheduleKind::k1F1BEarlyRecompute) config.recompute = true;
+  if (config.recompute && config.schedule == ScheduleKind::k1F1B) config.schedule = ScheduleKind::k1F1BEarlyRecompute;
 
   const Workload workload{b, t, 0, config.sequence_parallel, false};
   const std::vector<LayerCost> layers = model_layers(model, workload);

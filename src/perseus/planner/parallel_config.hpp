@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/planner/catalogue.hpp"
 #include "perseus/planner/energy_model.hpp"
 #include "perseus/planner/layers.hpp"
@@ -42,7 +43,7 @@ struct ParallelConfig {
   int chunks = 1;                // model chunks per device (interleaved 1F1B)
   bool recompute = false;        // full activation recomputation
   bool sequence_parallel = false;
-  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
 };
 // "t=8 p=4 d=2 b=1 m=128 1f1b" (+ " v=2", " recompute", " sp").
 std::string describe(const ParallelConfig& config);
@@ -93,7 +94,7 @@ struct ConfigEstimate {
 struct SweepOptions {
   int global_batch = 0;                   // sequences per iteration; 0: the model's default
   std::vector<int> microbatch_sizes = {1, 2, 4, 8};
-  std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
+  std::vector<ScheduleKind> schedules = {ScheduleKind::k1F1B};
   std::vector<int> interleave_chunks = {2, 4};  // tried for interleaved 1F1B
   std::vector<bool> recompute = {false, true};
   bool sequence_parallel = false;

@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::planner {
 namespace {

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus::planner {
 
 struct Partition {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 #include "perseus/solver/solve.hpp"
 
@@ -199,10 +200,10 @@ PlanReport plan_training(const PlanRequest& request) {
   sweep.pipeline = request.pipeline;
   sweep.data = request.data;
   if (request.microbatch_size > 0) sweep.microbatch_sizes = {request.microbatch_size};
-  const PipelineSchedule schedule = parse_pipeline_schedule(request.schedule);
+  const ScheduleKind schedule = parse_schedule_kind(request.schedule);
   sweep.schedules = {schedule};
   if (!request.allow_recompute) sweep.recompute = {false};
-  if (schedule == PipelineSchedule::k1F1BRecompute) sweep.recompute = {true};
+  if (schedule == ScheduleKind::k1F1BEarlyRecompute) sweep.recompute = {true};
 
   report(request, fmt::format("sweeping configurations of {} on {} {} GPUs", model.name, request.num_gpus, gpu.name));
   const std::vector<ConfigEstimate> estimates = sweep_configurations(model, out.cluster, sweep);
@@ -275,7 +276,7 @@ PlanReport plan_training(const PlanRequest& request) {
                             : fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, gpu.calibration));
   out.schedule = ScheduleSpec{core_schedule_kind(config.schedule), config.pipeline, config.microbatches, config.chunks,
                               false};
-  if (config.recompute && config.schedule != PipelineSchedule::k1F1BRecompute && flushes(config.schedule)) {
+  if (config.recompute && config.schedule != ScheduleKind::k1F1BEarlyRecompute && flushes(config.schedule)) {
     out.warnings.push_back(fmt::format("the core builds recomputation instructions only for 1F1B; the {} frontier "
                                        "leaves them out, so its times miss one forward per microbatch",
                                        to_string(config.schedule)));

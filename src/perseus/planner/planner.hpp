@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/planner/catalogue.hpp"
 #include "perseus/planner/energy_model.hpp"
 #include "perseus/planner/parallel_config.hpp"
@@ -48,7 +49,7 @@ struct PlanRequest {
   int num_gpus = 0;
   int global_batch = 0;            // 0: the model's published batch
   int tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;  // 0: chosen by the sweep
-  std::string schedule = "1f1b";   // see parse_pipeline_schedule; interleaved sweeps v in {2, 4}
+  std::string schedule = "1f1b";   // see parse_schedule_kind; interleaved sweeps v in {2, 4}
   bool allow_recompute = true;
   PartitionMethod partition = PartitionMethod::kMinImbalance;
   double unit_time = 0.0;          // tau, s; 0: chosen from the profile

@@ -1,29 +1,16 @@
 #include "perseus/planner/schedules.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
 #include <string>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 
 namespace perseus::planner {
 namespace {
-
-struct ScheduleName {
-  std::string_view name;
-  PipelineSchedule kind;
-};
-constexpr ScheduleName kNames[] = {
-    {"gpipe", PipelineSchedule::kGPipe},
-    {"1f1b", PipelineSchedule::k1F1B},
-    {"interleaved-1f1b", PipelineSchedule::kInterleaved1F1B},
-    {"1f1b-recompute", PipelineSchedule::k1F1BRecompute},
-    {"pipedream", PipelineSchedule::kPipeDream},
-    {"pipedream-2bw", PipelineSchedule::kPipeDream2BW},
-};
 
 void check(int stages, int microbatches, int chunks) {
   if (stages < 1 || microbatches < 1 || chunks < 1) {
@@ -33,83 +20,55 @@ void check(int stages, int microbatches, int chunks) {
 
 }  // namespace
 
-std::string_view to_string(PipelineSchedule kind) {
-  for (const ScheduleName& n : kNames) {
-    if (n.kind == kind) return n.name;
-  }
-  return "unknown";
-}
-
-PipelineSchedule parse_pipeline_schedule(std::string_view name) {
-  std::string key(name);
-  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (key == "pipedream-flush") key = "1f1b";
-  if (key == "interleaved") key = "interleaved-1f1b";
-  if (key == "2bw") key = "pipedream-2bw";
-  for (const ScheduleName& n : kNames) {
-    if (n.name == key) return n.kind;
-  }
-  std::string known;
-  for (const ScheduleName& n : kNames) known += (known.empty() ? "" : ", ") + std::string(n.name);
-  throw InputError("unknown schedule '" + std::string(name) + "'; known schedules: " + known);
-}
-
-std::string_view update_semantics(PipelineSchedule kind) {
+std::string_view update_semantics(ScheduleKind kind) {
   switch (kind) {
-    case PipelineSchedule::kGPipe:
-    case PipelineSchedule::k1F1B:
-    case PipelineSchedule::kInterleaved1F1B:
-    case PipelineSchedule::k1F1BRecompute:
+    case ScheduleKind::kGPipe:
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kInterleaved1F1B:
+    case ScheduleKind::k1F1BEarlyRecompute:
       return "synchronous: the pipeline flushes every iteration; W(t+1) = W(t) - nu*grad f(W(t))";
-    case PipelineSchedule::kPipeDream:
+    case ScheduleKind::kPipeDream:
       return "asynchronous: every backward updates its stage; weight stashing pairs each forward and backward "
              "on one version; stage s uses W(t-S+s+1)";
-    case PipelineSchedule::kPipeDream2BW:
+    case ScheduleKind::kPipeDream2BW:
       return "1-stale: a new version every m microbatches, double-buffered; W(t+1) = W(t) - nu*grad f(W(t-1))";
   }
   return "";
 }
 
-bool flushes(PipelineSchedule kind) {
-  return kind != PipelineSchedule::kPipeDream && kind != PipelineSchedule::kPipeDream2BW;
+bool flushes(ScheduleKind kind) {
+  return kind != ScheduleKind::kPipeDream && kind != ScheduleKind::kPipeDream2BW;
 }
 
-ScheduleKind core_schedule_kind(PipelineSchedule kind) {
-  switch (kind) {
-    case PipelineSchedule::kGPipe: return ScheduleKind::kGPipe;
-    case PipelineSchedule::kInterleaved1F1B: return ScheduleKind::kInterleaved1F1B;
-    case PipelineSchedule::k1F1BRecompute: return ScheduleKind::k1F1BEarlyRecompute;
-    default: return ScheduleKind::k1F1B;
-  }
-}
+ScheduleKind core_schedule_kind(ScheduleKind kind) { return flushes(kind) ? kind : ScheduleKind::k1F1B; }
 
-std::vector<StageFootprint> memory_footprint(PipelineSchedule kind, int S, int M, int v) {
+std::vector<StageFootprint> memory_footprint(ScheduleKind kind, int S, int M, int v) {
   check(S, M, v);
   std::vector<StageFootprint> out(S);
   for (int s = 0; s < S; ++s) {
     StageFootprint& f = out[s];
     switch (kind) {
-      case PipelineSchedule::kGPipe:
+      case ScheduleKind::kGPipe:
         f.activation_stashes = f.full_activations = M;
         break;
-      case PipelineSchedule::k1F1B:
+      case ScheduleKind::k1F1B:
         f.activation_stashes = f.full_activations = std::min(S - s, M);
         break;
-      case PipelineSchedule::kInterleaved1F1B:
+      case ScheduleKind::kInterleaved1F1B:
         // Warm-up forwards (docs/solver.md, "Schedules") plus the one in flight during the
         // steady state; with M = S everything is warm-up (as in Megatron-LM).
         f.activation_stashes = f.full_activations =
             M == S ? M * v : std::min((S - s - 1) * 2 + (v - 1) * S + 1, M * v);
         break;
-      case PipelineSchedule::k1F1BRecompute:
+      case ScheduleKind::k1F1BEarlyRecompute:
         f.activation_stashes = std::min(S - s, M);
         f.full_activations = 1;
         break;
-      case PipelineSchedule::kPipeDream:
+      case ScheduleKind::kPipeDream:
         f.activation_stashes = f.full_activations = S - s;
         f.weight_versions = S - s;
         break;
-      case PipelineSchedule::kPipeDream2BW:
+      case ScheduleKind::kPipeDream2BW:
         // Stage s's S - s in-flight microbatches span 1 + ceil((S-s-1)/M) versions when a new
         // one comes every M backwards: two buffers hold them only when M >= S (the double
         // buffering itself keeps two, the last stage included).
@@ -121,18 +80,18 @@ std::vector<StageFootprint> memory_footprint(PipelineSchedule kind, int S, int M
   return out;
 }
 
-double bubble_fraction(PipelineSchedule kind, int S, int M, int v) {
+double bubble_fraction(ScheduleKind kind, int S, int M, int v) {
   check(S, M, v);
   if (!flushes(kind)) return 0.0;
-  if (kind == PipelineSchedule::kInterleaved1F1B) return (S - 1.0) / (v * static_cast<double>(M));
+  if (kind == ScheduleKind::kInterleaved1F1B) return (S - 1.0) / (v * static_cast<double>(M));
   return (S - 1.0) / M;
 }
 
-double iteration_time_closed_form(PipelineSchedule kind, int S, int M, int v, double tf, double tb) {
+double iteration_time_closed_form(ScheduleKind kind, int S, int M, int v, double tf, double tb) {
   check(S, M, v);
   if (!flushes(kind)) return M * (tf + tb);
-  const double per_microbatch = tf + tb + (kind == PipelineSchedule::k1F1BRecompute ? tf : 0.0);
-  const double chunks = kind == PipelineSchedule::kInterleaved1F1B ? v : 1.0;
+  const double per_microbatch = tf + tb + (kind == ScheduleKind::k1F1BEarlyRecompute ? tf : 0.0);
+  const double chunks = kind == ScheduleKind::kInterleaved1F1B ? v : 1.0;
   return (M + (S - 1.0) / chunks) * per_microbatch;
 }
 
@@ -181,9 +140,9 @@ std::vector<int> peak_in_flight(const Schedule& schedule) {
   return out;
 }
 
-std::vector<int> simulated_weight_versions(PipelineSchedule kind, const Schedule& schedule, int accumulation) {
+std::vector<int> simulated_weight_versions(ScheduleKind kind, const Schedule& schedule, int accumulation) {
   if (accumulation < 1) throw InputError("schedule: gradient accumulation must be at least 1");
-  const int period = kind == PipelineSchedule::kPipeDream2BW ? accumulation : kind == PipelineSchedule::kPipeDream ? 1 : 0;
+  const int period = kind == ScheduleKind::kPipeDream2BW ? accumulation : kind == ScheduleKind::kPipeDream ? 1 : 0;
   std::vector<int> out;
   for (const auto& stage : schedule.per_stage) {
     int latest = 0, backwards = 0, peak = 1;

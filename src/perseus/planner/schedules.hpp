@@ -22,26 +22,17 @@
 #include <string_view>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/schedule/schedule.hpp"
 
 namespace perseus::planner {
 
-enum class PipelineSchedule {
-  kGPipe,
-  k1F1B,              // PipeDream-Flush / Megatron's default
-  kInterleaved1F1B,   // Megatron-LM virtual pipeline
-  k1F1BRecompute,     // 1F1B with early recomputation
-  kPipeDream,         // asynchronous 1F1B with weight stashing
-  kPipeDream2BW,      // double-buffered weights, gradient accumulation, no flush
-};
-std::string_view to_string(PipelineSchedule kind);
-// Case-insensitive; "pipedream-flush" is an alias of 1f1b. InputError listing the names.
-PipelineSchedule parse_pipeline_schedule(std::string_view name);
-std::string_view update_semantics(PipelineSchedule kind);
-bool flushes(PipelineSchedule kind);  // synchronous schedules drain the pipeline every iteration
-// The core schedule kind that orders the same instructions (the asynchronous schedules run the
-// 1F1B order without a flush).
-ScheduleKind core_schedule_kind(PipelineSchedule kind);
+// The kinds, their names and parse_schedule_kind are the schedule module's (ScheduleKind).
+std::string_view update_semantics(ScheduleKind kind);
+bool flushes(ScheduleKind kind);  // synchronous schedules drain the pipeline every iteration
+// The kind make_schedule builds that orders the same instructions: `kind` itself when it
+// flushes; 1F1B for the asynchronous schedules, which run the 1F1B order without a flush.
+ScheduleKind core_schedule_kind(ScheduleKind kind);
 
 // Closed forms, S stages, M microbatches per iteration (per weight update for 2BW), v chunks.
 struct StageFootprint {
@@ -49,13 +40,13 @@ struct StageFootprint {
   int full_activations = 0;     // of those, how many hold every activation (the rest only inputs)
   int weight_versions = 1;
 };
-std::vector<StageFootprint> memory_footprint(PipelineSchedule kind, int stages, int microbatches, int chunks = 1);
+std::vector<StageFootprint> memory_footprint(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
 // Idle share of a flushing iteration: (S-1)/M, (S-1)/(v*M) interleaved; 0 for no flush (steady state).
-double bubble_fraction(PipelineSchedule kind, int stages, int microbatches, int chunks = 1);
+double bubble_fraction(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
 // Iteration time with equal per-stage forward/backward times and no communication:
 // (M + (S-1)/v)(t_f + t_b) flushing (GPipe, 1F1B, interleaved; + t_f recomputation),
 // M(t_f + t_b) per iteration in the steady state of PipeDream and 2BW.
-double iteration_time_closed_form(PipelineSchedule kind, int stages, int microbatches, int chunks, double t_forward,
+double iteration_time_closed_form(ScheduleKind kind, int stages, int microbatches, int chunks, double t_forward,
                                   double t_backward);
 
 // PipeDream and 2BW as a steady-state window: W = `window` microbatches' worth of 1F1B without
@@ -80,6 +71,6 @@ std::vector<int> peak_in_flight(const Schedule& schedule);
 // Weight versions a stage must keep, simulated on a schedule under the update rule of `kind`:
 // PipeDream updates after every backward, 2BW after every `accumulation` backwards; a version
 // lives while it is the latest or a stashed microbatch still needs it.
-std::vector<int> simulated_weight_versions(PipelineSchedule kind, const Schedule& schedule, int accumulation = 1);
+std::vector<int> simulated_weight_versions(ScheduleKind kind, const Schedule& schedule, int accumulation = 1);
 
 }  // namespace perseus::planner

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 

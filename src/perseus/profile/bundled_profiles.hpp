@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 
 struct BundledProfile {

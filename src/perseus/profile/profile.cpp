@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 namespace csv {
 namespace {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 
 namespace perseus {

@@ -17,6 +17,7 @@
 #include "perseus/client/server_connection.hpp"
 #include "perseus/gpu/emulated_gpu.hpp"
 #include "perseus/gpu/nvml_backend.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
@@ -63,8 +64,8 @@ struct SolvedFrontier {
   Plan plan(std::size_t index) const { return make_plan(problem, point(index).option_choice()); }
 };
 
-StageFrequencies frequencies_of(const Plan& plan) {
-  StageFrequencies out;
+PipelineFrequencies frequencies_of(const Plan& plan) {
+  PipelineFrequencies out;
   for (const auto& stage : plan.stages) {
     auto& list = out.emplace_back();
     for (const PlannedInstruction& p : stage) list.emplace_back(std::string(to_string(p.instruction.kind)), p.frequency_mhz);
@@ -293,7 +294,7 @@ PYBIND11_MODULE(_perseus, m) {
 
   m.def("optimize", &optimize, py::arg("profile"), py::arg("microbatches"), py::arg("p_blocking"),
         py::arg("unit_time") = kDefaultUnitTime, py::arg("schedule") = "1f1b", py::arg("chunks") = 1, py::arg("data_load") = false,
-        py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0, GilRelease(),
+        py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0,  // releases the GIL for the solve itself
         "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given).");
 
   m.def("read_frontier",

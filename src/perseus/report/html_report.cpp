@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/report/plots.hpp"
 #include "perseus/report/svg.hpp"
 #include "perseus/report/tables.hpp"

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/report/svg.hpp"
 
 namespace perseus::report {

@@ -6,6 +6,7 @@
 
 #include "perseus/emulator/comparison.hpp"
 #include "perseus/emulator/emulator.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::report {
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 namespace {
 

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/schedule/schedule.hpp"
 
 namespace perseus {

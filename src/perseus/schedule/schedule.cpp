@@ -7,6 +7,8 @@
 #include <limits>
 #include <string>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus {
 namespace {
 
@@ -15,13 +17,18 @@ struct KindName {
   ScheduleKind kind;
 };
 // The first name of each kind is its canonical one (to_string); later ones are aliases.
-constexpr std::array<KindName, 5> kKindNames = {{
+constexpr std::array<KindName, 9> kKindNames = {{
     {"1f1b", ScheduleKind::k1F1B},
     {"gpipe", ScheduleKind::kGPipe},
     {"interleaved-1f1b", ScheduleKind::kInterleaved1F1B},
     {"1f1b-recompute", ScheduleKind::k1F1BEarlyRecompute},
+    {"pipedream", ScheduleKind::kPipeDream},
+    {"pipedream-2bw", ScheduleKind::kPipeDream2BW},
     {"interleaved", ScheduleKind::kInterleaved1F1B},
+    {"pipedream-flush", ScheduleKind::k1F1B},
+    {"2bw", ScheduleKind::kPipeDream2BW},
 }};
+constexpr std::size_t kNumKinds = 6;  // the canonical names come first
 
 Instruction make(InstructionKind kind, int stage, int microbatch, int chunk = 0) {
   return Instruction{kind, stage, microbatch, chunk};
@@ -113,6 +120,11 @@ void insert_loads(std::vector<Instruction>& stage0) {
 
 void validate(const ScheduleSpec& spec) {
   const std::string where = "schedule " + std::string(to_string(spec.kind)) + ": ";
+  if (spec.kind == ScheduleKind::kPipeDream || spec.kind == ScheduleKind::kPipeDream2BW) {
+    throw InputError(where + "asynchronous (no flush), so it has no flushed iteration to build; the planner "
+                             "solves it on a steady-state window (perseus plan --schedule " +
+                     std::string(to_string(spec.kind)) + ")");
+  }
   if (spec.stages < 1) {
     throw InputError(where + "the number of stages must be at least 1, got " + std::to_string(spec.stages));
   }
@@ -158,12 +170,14 @@ ScheduleKind parse_schedule_kind(std::string_view name) {
   for (const KindName& entry : kKindNames) {
     if (entry.name == lower) return entry.kind;
   }
-  std::string known;
-  for (const KindName& entry : kKindNames) {
-    if (!known.empty()) known += ", ";
-    known += entry.name;
+  std::string known, aliases;
+  for (std::size_t i = 0; i < kKindNames.size(); ++i) {
+    std::string& list = i < kNumKinds ? known : aliases;
+    if (!list.empty()) list += ", ";
+    list += kKindNames[i].name;
   }
-  throw InputError("unknown schedule '" + std::string(name) + "'; known schedules: " + known);
+  throw InputError("unknown schedule '" + std::string(name) + "'; known schedules: " + known + " (aliases: " +
+                   aliases + ")");
 }
 
 std::size_t Schedule::num_instructions() const {
@@ -188,6 +202,8 @@ Schedule make_schedule(const ScheduleSpec& spec) {
         order = one_f_one_b_stage(S, M, s);
         insert_recomputation(order);
         break;
+      case ScheduleKind::kPipeDream:
+      case ScheduleKind::kPipeDream2BW: break;  // rejected by validate
     }
   }
   if (spec.data_load) insert_loads(schedule.per_stage[0]);

@@ -5,10 +5,15 @@
 #include <string_view>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/model/instruction.hpp"
 
 namespace perseus {
 
+// Every pipeline schedule perseus knows. The synchronous ones flush the pipeline every
+// iteration and make_schedule builds them; the asynchronous ones (PipeDream, PipeDream-2BW)
+// never flush, and the planner builds them as steady-state windows of the 1F1B order
+// (planner/schedules.hpp: async_window_schedule, flushes, update_semantics).
 enum class ScheduleKind {
   k1F1B,                 // PipeDream-Flush, the DeepSpeed/Megatron order (docs/solver.md)
   kGPipe,                // all forwards, then all backwards
@@ -17,11 +22,14 @@ enum class ScheduleKind {
   // stage (uniform, the last stage included). R depends only on program order, so it overlaps
   // the wait for the gradient (Merak's early recomputation).
   k1F1BEarlyRecompute,
+  kPipeDream,            // asynchronous 1F1B with weight stashing, no flush
+  kPipeDream2BW,         // double-buffered weights, gradient accumulation, no flush
 };
 
-std::string_view to_string(ScheduleKind kind);  // "1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute"
-// Inverse of to_string, case-insensitive; "interleaved" is an alias of "interleaved-1f1b".
-// Throws InputError listing the known names.
+// "1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute", "pipedream", "pipedream-2bw".
+std::string_view to_string(ScheduleKind kind);
+// Inverse of to_string, case-insensitive, with the aliases "interleaved" (interleaved-1f1b),
+// "pipedream-flush" (1f1b) and "2bw" (pipedream-2bw). Throws InputError listing the known names.
 ScheduleKind parse_schedule_kind(std::string_view name);
 
 struct ScheduleSpec {
@@ -40,8 +48,9 @@ struct Schedule {
   std::size_t num_instructions() const;
 };
 
-// Throws InputError for S < 1, M < 1, v < 1, v > 1 with a non-interleaved kind, or M not a
-// multiple of S for interleaved 1F1B.
+// Throws InputError for an asynchronous kind (PipeDream, PipeDream-2BW: no flushed iteration
+// to build), S < 1, M < 1, v < 1, v > 1 with a non-interleaved kind, or M not a multiple of S
+// for interleaved 1F1B.
 Schedule make_schedule(const ScheduleSpec& spec);
 
 }  // namespace perseus

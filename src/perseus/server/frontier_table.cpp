@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/solve.hpp"
 
 namespace perseus::server {

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
+#include "perseus/model/frequencies.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/server/protocol.hpp"
 #include "perseus/solver/problem.hpp"
@@ -51,7 +53,7 @@ struct TimelineEntry {
 // A frontier point made ready to serve: what each stage runs, and when.
 struct ServedPlan {
   std::size_t index = 0;  // into the frontier, fastest first
-  StageFrequencies frequencies;
+  PipelineFrequencies frequencies;
   std::vector<std::vector<TimelineEntry>> timeline;
   MeasuredFigures measured;
 };

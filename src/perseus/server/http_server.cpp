@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/server/api.hpp"
 #include "perseus/server/service.hpp"
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "perseus/model/errors.hpp"
+
 namespace httplib {
 class Server;
 }

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "perseus/model/instruction.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus::server {
 namespace {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
+
 struct sqlite3;
 
 namespace perseus::server {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/server/api.hpp"
 
 namespace perseus::server {
@@ -285,7 +286,7 @@ nlohmann::json to_json(const StragglerNotice& notice) {
   return out;
 }
 
-std::vector<std::pair<std::string, int>> parse_frequency_schedule(const nlohmann::json& body, int expected_rank) {
+StageFrequencies parse_frequency_schedule(const nlohmann::json& body, int expected_rank) {
   Fields fields(body, "FrequencySchedule");
   const int rank = fields.integer("rank", 0, kMaxDegree);
   if (rank != expected_rank) {
@@ -295,7 +296,7 @@ std::vector<std::pair<std::string, int>> parse_frequency_schedule(const nlohmann
   const json& list = fields.required("frequencies");
   const std::string where = fields.where("frequencies");
   if (!list.is_array()) invalid(where, "an array of [name, MHz] pairs", list);
-  std::vector<std::pair<std::string, int>> out;
+  StageFrequencies out;
   out.reserve(list.size());
   for (std::size_t i = 0; i < list.size(); ++i) {
     const json& entry = list[i];
@@ -306,7 +307,7 @@ std::vector<std::pair<std::string, int>> parse_frequency_schedule(const nlohmann
   return out;
 }
 
-nlohmann::json frequency_schedule_json(int rank, const std::vector<std::pair<std::string, int>>& frequencies) {
+nlohmann::json frequency_schedule_json(int rank, const StageFrequencies& frequencies) {
   json list = json::array();
   for (const auto& [name, mhz] : frequencies) list.push_back(json::array({name, mhz}));
   return {{"rank", rank}, {"frequencies", std::move(list)}};

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/frequencies.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/schedule/schedule.hpp"
 
@@ -79,10 +80,10 @@ nlohmann::json to_json(const PipelineLayout& layout);
 nlohmann::json to_json(const ProfilingResult& result);
 nlohmann::json to_json(const StragglerNotice& notice);
 // {"rank": R, "frequencies": [["forward", 1410], ...]}
-nlohmann::json frequency_schedule_json(int rank, const std::vector<std::pair<std::string, int>>& frequencies);
+nlohmann::json frequency_schedule_json(int rank, const StageFrequencies& frequencies);
 
 // Reads a FrequencySchedule answer strictly: ApiError 422 naming what is wrong.
-std::vector<std::pair<std::string, int>> parse_frequency_schedule(const nlohmann::json& body, int expected_rank);
+StageFrequencies parse_frequency_schedule(const nlohmann::json& body, int expected_rank);
 
 // "<YYYY-MM-DD-HH-MM-SS>+dp<d>+pp<p>+tp<t>+<SchedulerName>[+<job_metadata>]", local time.
 std::string make_job_id(const JobInfo& info, std::string_view scheduler_name, std::time_t when);

@@ -7,13 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/server/api.hpp"
 
 namespace perseus::server {
 namespace {
 
-std::shared_ptr<const StageFrequencies> uniform_plan(const PipelineLayout& layout, int stages, int frequency) {
-  auto plan = std::make_shared<StageFrequencies>();
+std::shared_ptr<const PipelineFrequencies> uniform_plan(const PipelineLayout& layout, int stages, int frequency) {
+  auto plan = std::make_shared<PipelineFrequencies>();
   for (const auto& names : stage_instruction_names(layout, stages)) {
     auto& stage = plan->emplace_back();
     for (const std::string& name : names) stage.emplace_back(name, frequency);
@@ -23,10 +24,10 @@ std::shared_ptr<const StageFrequencies> uniform_plan(const PipelineLayout& layou
 
 }  // namespace
 
-const StageSchedule& Deployment::for_rank(const RankInfo& rank) const {
+const StageFrequencies& Deployment::for_rank(const RankInfo& rank) const {
   const bool straggles =
       straggling && std::binary_search(straggler_pipelines.begin(), straggler_pipelines.end(), rank.dp_rank);
-  const StageFrequencies& plan = straggles ? *straggling : *normal;
+  const PipelineFrequencies& plan = straggles ? *straggling : *normal;
   if (rank.pp_rank < 0 || static_cast<std::size_t>(rank.pp_rank) >= plan.size()) {
     throw ApiError(409, fmt::format("the plan has {} stages; rank {} is on pp_rank {}", plan.size(), rank.rank,
                                     rank.pp_rank));
@@ -35,10 +36,10 @@ const StageSchedule& Deployment::for_rank(const RankInfo& rank) const {
 }
 
 void Deployment::prepare() {
-  const auto serialize = [](const StageFrequencies& plan) {
+  const auto serialize = [](const PipelineFrequencies& plan) {
     std::vector<std::string> out;
     out.reserve(plan.size());
-    for (const StageSchedule& stage : plan) {
+    for (const StageFrequencies& stage : plan) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& [name, mhz] : stage) list.push_back(nlohmann::json::array({name, mhz}));
       out.push_back(list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -89,8 +90,8 @@ std::vector<int> common_frequencies(const JobView& job) {
 
 // ---- PointSolution ----
 
-PointSolutionScheduler::PointSolutionScheduler(StageFrequencies plan)
-    : plan_(std::make_shared<const StageFrequencies>(std::move(plan))) {}
+PointSolutionScheduler::PointSolutionScheduler(PipelineFrequencies plan)
+    : plan_(std::make_shared<const PipelineFrequencies>(std::move(plan))) {}
 
 Deployment PointSolutionScheduler::next_round(const JobView&, double) {
   return Deployment{plan_, nullptr, {}, std::nullopt, "point solution", {}, {}};
@@ -347,13 +348,13 @@ Deployment FrontierScheduler::next_round(const JobView&, double now) {
   const auto t_min_plan = table_->plan(0);
   const auto plan = table_->plan(decision.frontier_index);
   Deployment deployment;
-  deployment.normal = std::shared_ptr<const StageFrequencies>(plan, &plan->frequencies);
+  deployment.normal = std::shared_ptr<const PipelineFrequencies>(plan, &plan->frequencies);
   deployment.frontier_index = decision.frontier_index;
   if (active.empty()) {
     deployment.label = "T_min";
     return deployment;
   }
-  deployment.straggling = std::shared_ptr<const StageFrequencies>(t_min_plan, &t_min_plan->frequencies);
+  deployment.straggling = std::shared_ptr<const PipelineFrequencies>(t_min_plan, &t_min_plan->frequencies);
   std::set<int> pipelines;
   for (const auto& [id, s] : active) pipelines.insert(s->pipeline);
   deployment.straggler_pipelines.assign(pipelines.begin(), pipelines.end());

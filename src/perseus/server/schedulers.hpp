@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/frequencies.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/server/frontier_table.hpp"
@@ -21,13 +22,11 @@
 
 namespace perseus::server {
 
-using StageSchedule = std::vector<std::pair<std::string, int>>;
-
 // What every pipeline runs from one round on. All ranks of a stage run the same list;
 // pipelines (data-parallel replicas) holding a straggler run `straggling`.
 struct Deployment {
-  std::shared_ptr<const StageFrequencies> normal;
-  std::shared_ptr<const StageFrequencies> straggling;  // null when no pipeline straggles
+  std::shared_ptr<const PipelineFrequencies> normal;
+  std::shared_ptr<const PipelineFrequencies> straggling;  // null when no pipeline straggles
   std::vector<int> straggler_pipelines;                // dp ranks, ascending
   std::optional<std::size_t> frontier_index;           // the point `normal` came from (Frontier)
   std::string label;                                   // for logs and the web page
@@ -37,7 +36,7 @@ struct Deployment {
   std::vector<std::string> straggling_json;
 
   // Throws ApiError 409 when the plan has no list for the rank's stage.
-  const StageSchedule& for_rank(const RankInfo& rank) const;
+  const StageFrequencies& for_rank(const RankInfo& rank) const;
   void prepare();
   // The FrequencySchedule answer for `rank`, byte for byte what frequency_schedule_json
   // dumps. ApiError 409 as for_rank.
@@ -67,12 +66,12 @@ std::vector<int> common_frequencies(const JobView& job);
 
 class PointSolutionScheduler final : public Scheduler {
  public:
-  explicit PointSolutionScheduler(StageFrequencies plan);
+  explicit PointSolutionScheduler(PipelineFrequencies plan);
   std::string_view phase() const override { return "point"; }
   Deployment next_round(const JobView& job, double now) override;
 
  private:
-  std::shared_ptr<const StageFrequencies> plan_;
+  std::shared_ptr<const PipelineFrequencies> plan_;
 };
 
 // Every instruction at the highest clock all ranks support.

@@ -13,6 +13,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
 

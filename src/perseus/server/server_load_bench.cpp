@@ -275,7 +275,7 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
         for (int k = 0; k < rounds; ++k) {
           round_barrier.arrive_and_wait();  // every rank starts the round together, as after an all-reduce
           sent[g][k] = seconds();
-          const client::FrequencyList schedule = connection.get_schedule(id, rank, static_cast<std::uint64_t>(k));
+          const StageFrequencies schedule = connection.get_schedule(id, rank, static_cast<std::uint64_t>(k));
           got[g][k] = seconds();
           std::string& clocks_seen = plan_seen[g][k];
           for (const auto& entry : schedule) clocks_seen += fmt::format("{},", entry.second);

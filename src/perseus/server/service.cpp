@@ -13,6 +13,7 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/server/web_page.hpp"
 
 namespace perseus::server {
@@ -91,7 +92,7 @@ JobInfo job_info_from_store(const json& stored) {
   return info;
 }
 
-json plan_json(const StageFrequencies& plan) {
+json plan_json(const PipelineFrequencies& plan) {
   json stages = json::array();
   for (const auto& stage : plan) {
     json list = json::array();
@@ -101,8 +102,8 @@ json plan_json(const StageFrequencies& plan) {
   return stages;
 }
 
-StageFrequencies plan_from_json(const json& stages) {
-  StageFrequencies plan;
+PipelineFrequencies plan_from_json(const json& stages) {
+  PipelineFrequencies plan;
   for (const auto& stage : stages) {
     auto& list = plan.emplace_back();
     for (const auto& entry : stage) list.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<int>());

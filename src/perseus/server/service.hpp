@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/errors.hpp"
+#include "perseus/model/frequencies.hpp"
 #include "perseus/server/api.hpp"
 #include "perseus/server/job_store.hpp"
 #include "perseus/server/metrics.hpp"
@@ -42,7 +44,7 @@ namespace perseus::server {
 struct SchedulerConfig {
   std::string name = "Frontier";
   std::optional<PipelineLayout> layout;  // the default for jobs that do not send theirs
-  StageFrequencies point_plan;           // PointSolution
+  PipelineFrequencies point_plan;           // PointSolution
   std::string point_plan_path;
   std::optional<double> p_blocking;      // InVivoProfiling (required), Frontier uploads (default)
   double unit_time = 0.001;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <thread>
 
 #include "perseus/solver/relaxation.hpp"
 
@@ -10,6 +12,11 @@ namespace {
 
 // Slack comparisons tolerate float noise in summed measured times.
 constexpr double kTimeEpsilon = 1e-9;
+// Refinement work (PlanRefiner::work units) charged for one LP relaxation solve.
+constexpr double kLpSolvePasses = 200.0;
+constexpr double kLpSolveVisits = 4.0e4;
+// Of the search's work, the share T_min gets: the plan most users run.
+constexpr double kShareAtTMin = 0.15;
 
 FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice, std::int64_t step,
                          const CrawlResult& crawl) {
@@ -62,6 +69,7 @@ void fill_beyond_crawl(const PlanRefiner& refiner, const OptionChoice& crawl_sta
   for (int k = 1; k < fills; ++k) {
     faster = refiner.reclaim_slack(std::move(faster), from + (to - from) * k / fills);
     candidates->push_back(make_point(problem, faster, -1, crawl));
+    if (refiner.out_of_work()) continue;  // the cheap reclaim chain goes on; repairs stop
     if (auto repaired = refiner.repair(slower, to - (to - from) * k / fills)) {
       slower = std::move(*repaired);
       candidates->push_back(make_point(problem, slower, -1, crawl));
@@ -89,6 +97,36 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     if (options.refine) choice = refiner.reclaim_slack(std::move(choice), refiner.measured_time(choice));
     candidates.push_back(make_point(problem, choice, step, crawl));
   };
+  // The crawl's plans are refined in chunks, each split over `threads` refiners: a plan's
+  // reclaimed slack depends on nothing else, so the result does not depend on the threads.
+  const unsigned threads =
+      options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  std::vector<std::unique_ptr<PlanRefiner>> helpers;  // one per thread beside this one
+  for (unsigned t = 1; t < threads && options.refine; ++t) helpers.push_back(std::make_unique<PlanRefiner>(problem));
+  constexpr std::size_t kChunk = 256;
+  std::vector<std::pair<OptionChoice, std::int64_t>> pending;
+  const auto add_pending = [&] {
+    std::vector<FrontierPoint> points(pending.size());
+    const std::size_t stride = helpers.size() + 1;
+    const auto refine_share = [&](const PlanRefiner& r, std::size_t first) {
+      for (std::size_t i = first; i < pending.size(); i += stride) {
+        OptionChoice& choice = pending[i].first;
+        if (options.refine) choice = r.reclaim_slack(std::move(choice), r.measured_time(choice));
+        points[i] = make_point(problem, choice, pending[i].second, crawl);
+      }
+    };
+    std::vector<std::thread> running;
+    for (std::size_t t = 0; t < helpers.size() && pending.size() > 1; ++t) {
+      running.emplace_back(refine_share, std::cref(*helpers[t]), t + 1);
+    }
+    refine_share(refiner, 0);
+    if (running.empty()) {
+      for (std::size_t t = 0; t < helpers.size(); ++t) refine_share(*helpers[t], t + 1);
+    }
+    for (std::thread& thread : running) thread.join();
+    for (FrontierPoint& point : points) candidates.push_back(std::move(point));
+    pending.clear();
+  };
 
   // The crawl's plans, walked through its change log: consecutive steps whose planned
   // durations map to the same options are one plan (with a fine time unit, most are), so
@@ -98,8 +136,8 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   const OptionChoice slowest = slowest_choice(problem);
   add(slowest, -1);
   OptionChoice current = choice_for_durations(problem, crawl.initial_durations);
+  const OptionChoice crawl_start = current;
   add(current, -1);
-  if (options.refine) fill_beyond_crawl(refiner, current, slowest, options.fills_beyond_crawl, &candidates, problem, crawl);
   report(1);
   std::vector<std::pair<OptionChoice, std::int64_t>> last_plans;
   for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
@@ -113,10 +151,12 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     }
     report(1);
     if (!changed) continue;
-    add(current, static_cast<std::int64_t>(k));
+    pending.emplace_back(current, static_cast<std::int64_t>(k));
+    if (pending.size() == kChunk) add_pending();
     last_plans.emplace_back(current, static_cast<std::int64_t>(k));
     if (last_plans.size() > options.t_min_repairs) last_plans.erase(last_plans.begin());
   }
+  add_pending();
   add(fastest, -1);
   report(1);
   frontier.candidates = candidates.size();
@@ -125,11 +165,25 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     frontier.points = pareto_filter(std::move(candidates));
     return frontier;
   }
+  // What follows is bounded in work (refine_work_*): a quarter for the plans beyond the
+  // crawl's slowest, then T_min, then the local search of small DAGs.
+  for (const auto& helper : helpers) refiner.add_work(helper->work());
+  const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
+  const double budget = std::max(options.refine_visits_min / std::max(1.0, dag_size),
+                                 options.refine_work_per_crawl_step * static_cast<double>(crawl.steps.size()));
+  const double limit = refiner.work() + budget;
+  refiner.set_work_limit(refiner.work() + 0.25 * budget);
+  fill_beyond_crawl(refiner, crawl_start, slowest, options.fills_beyond_crawl, &candidates, problem, crawl);
+  refiner.set_work_limit(limit);
   const bool search = problem.dag.num_nodes() <= options.local_search_max_nodes;
   LpRelaxation relaxation(problem);
+  // An LP solve, warm-started, costs about as much as kLpSolvePasses passes over a DAG of a
+  // few hundred nodes and edges, and a fixed part that weighs more on smaller ones.
+  const double lp_solve_work = std::max(kLpSolvePasses, kLpSolveVisits / dag_size);
   // The relaxation's plan at `deadline`, rounded to options and made to meet it.
   const auto relaxed_plan = [&](double deadline, std::optional<double>* bound) -> std::optional<OptionChoice> {
     const auto relaxed = relaxation.solve(deadline);
+    refiner.add_work(lp_solve_work);
     if (!relaxed) return std::nullopt;
     *bound = relaxed->lower_bound_j;
     auto down = refiner.repair(relaxed->rounded, deadline);
@@ -147,7 +201,9 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     if (auto repaired = refiner.repair(std::move(plan), t_min)) candidates.push_back(make_point(problem, *repaired, step, crawl));
   }
   if (auto plan = relaxed_plan(t_min, &frontier.t_min_lower_bound_j)) {
+    refiner.set_work_limit(refiner.work() + kShareAtTMin * std::max(0.0, limit - refiner.work()));
     if (search) *plan = refiner.local_search(std::move(*plan), t_min);
+    refiner.set_work_limit(limit);
     candidates.push_back(make_point(problem, *plan, -1, crawl));
   }
   frontier.candidates = candidates.size();
@@ -201,19 +257,34 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   const std::size_t count = frontier.points.size();
   const std::size_t stride = (count + options.local_search_max_points - 1) /
                              std::max<std::size_t>(1, options.local_search_max_points);
+  // Half the work left goes to this forward pass, a quarter each to the backward pass and
+  // the gap fills after it. Here it is shared evenly among the searched points still to come
+  // (T_min, the first, gets kShareAtTMin of it); once it is spent, points only inherit their
+  // faster neighbour's plan, reclaimed.
+  const double forward_limit = refiner.work() + 0.5 * std::max(0.0, limit - refiner.work());
+  std::size_t searched_left = 0;
+  for (std::size_t i = 0; i < count; ++i) searched_left += i % stride == 0 || i + 1 == count;
   for (std::size_t i = 0; i < count; ++i) {
     const FrontierPoint& point = frontier.points[i];
-    const bool searched = i % stride == 0 || i + 1 == count;
+    bool searched = i % stride == 0 || i + 1 == count;
+    if (searched) {
+      const double left = forward_limit - refiner.work();
+      const double share = i == 0 ? kShareAtTMin : 1.0 / static_cast<double>(searched_left);
+      --searched_left;
+      refiner.set_work_limit(refiner.work() + share * std::max(0.0, left));
+      searched = left > 0.0;
+    }
     improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr,
                improved.empty() ? kRoundsAtTMin : (searched ? kRoundsPerPoint : 0), searched);
     if (options.progress) options.progress(done, total);
   }
+  refiner.set_work_limit(refiner.work() + 0.5 * std::max(0.0, limit - refiner.work()));
   std::vector<FrontierPoint> points = pareto_filter(std::move(improved));
   // Backward, slowest first: each point also tries its slower neighbour's plan repaired
   // down to its time (a minimum-cut speed-up on the measured options), then searched. The
   // forward pass carries what faster plans found to slower points; this carries the
   // structure of slower plans, which single moves rarely reach, to faster ones.
-  for (std::size_t i = points.size() - 1; i-- > 0;) {
+  for (std::size_t i = points.size() - 1; i-- > 0 && !refiner.out_of_work();) {
     const double deadline = points[i].measured.time_s;
     auto repaired = refiner.repair(points[i + 1].option_choice(), deadline);
     if (!repaired) continue;
@@ -226,6 +297,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     }
   }
   points = pareto_filter(std::move(points));
+  refiner.set_work_limit(limit);
   improved.clear();
   previous.clear();
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -235,7 +307,9 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     const FrontierPoint& next = points[i + 1];
     const double drop = points[i].effective_energy_j - next.effective_energy_j;
     const double step_j = options.max_energy_step * next.measured.energy_j;
-    const int fills = step_j > 0 ? std::min(options.max_fills_per_gap, static_cast<int>(drop / step_j)) : 0;
+    const int fills = step_j > 0 && !refiner.out_of_work()
+                          ? std::min(options.max_fills_per_gap, static_cast<int>(drop / step_j))
+                          : 0;
     for (int f = 1; f <= fills; ++f) {
       const double from = points[i].measured.time_s;
       improve_at(from + (next.measured.time_s - from) * f / (fills + 1), {}, next.crawl_step, &next, kRoundsPerFill,

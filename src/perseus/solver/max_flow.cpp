@@ -88,6 +88,13 @@ void FlowNetwork::clear_flow() {
 
 void FlowNetwork::restore_conservation(int s, int t) {
   constexpr double kTolerance = 1e-12;
+  // The imbalances set_capacity noted, recomputed from the flows: exact, whatever a
+  // previous restore left behind.
+  for (int v : unbalanced_nodes_) {
+    double balance = 0.0;
+    for (int p = first_[v]; p < first_[v + 1]; ++p) balance += is_forward_[p] ? -residual_[partner_[p]] : residual_[p];
+    imbalance_[v] = balance;
+  }
   // The networks here are acyclic, so a walk along positive flow from a node with a deficit
   // ends at t or at a node with a surplus; cancelling along it fixes the deficit without
   // unbalancing the nodes in between. Surpluses then walk back to s.

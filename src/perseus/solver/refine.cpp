@@ -60,6 +60,7 @@ double PlanRefiner::effective_energy(const OptionChoice& choice) const {
 }
 
 double PlanRefiner::measured_time(const OptionChoice& choice) const {
+  work_ += 1.0;
   std::vector<double> duration(choice.size());
   for (std::size_t i = 0; i < choice.size(); ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
   return critical_path_length<double>(problem_.dag, duration);
@@ -89,6 +90,7 @@ OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s) 
   std::vector<double> earliest_finish(n), latest_start(n);
   constexpr int kMaxSweeps = 8;
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    work_ += 4.0;  // two passes each way
     bool improved = false;
     // Backward sweep: later operations take the slack in front of them first.
     double length = 0.0;
@@ -141,6 +143,7 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
   const auto right = [](Dag::NodeId v) { return 3 + 2 * v; };
   while (true) {
     for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
+    work_ += 3.0;  // the critical path, both ways, and the capacities (the flow comes on top)
     const double length = critical_path_length<double>(dag, duration, &start);
     if (length <= deadline_s + kTimeEpsilon) return reclaim_slack(std::move(choice), deadline_s);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -211,6 +214,7 @@ std::vector<double> PlanRefiner::slack(const OptionChoice& choice, double deadli
   const std::size_t n = dag.num_nodes();
   std::vector<double> duration(n), start, result(n);
   for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
+  work_ += 2.0;
   critical_path_length<double>(dag, duration, &start);
   const auto& order = dag.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -229,12 +233,12 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
   constexpr int kPartnerWindow = 16;  // exchange partners: this many positions either side on a stage
   constexpr int kMaxShift = 3;        // options faster or slower per move
   constexpr int kSlowdowns[] = {1, 2, 3, 5, 8};  // options slower in a slow-and-repair move
-  for (int round = 0; round < max_rounds; ++round) {
+  for (int round = 0; round < max_rounds && !out_of_work(); ++round) {
     bool improved = false;
     for (int stage = 0; stage < dag.num_stages(); ++stage) {
       const auto nodes = dag.stage_nodes(stage);
       const int count = static_cast<int>(nodes.size());
-      for (int a = 0; a < count; ++a) {
+      for (int a = 0; a < count && !out_of_work(); ++a) {
         const Dag::NodeId u = nodes[a];
         for (int faster = 1; faster <= kMaxShift; ++faster) {
           const auto sped_up = shifted(u, choice[u], faster);
@@ -268,6 +272,7 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
       // than the repair adds (before the final reclaim) to be tried to the end.
       const std::vector<double> room = slack(choice, deadline_s);
       for (const Dag::NodeId v : nodes) {
+        if (out_of_work()) break;
         for (const int slower : kSlowdowns) {
           const auto slowed = shifted(v, choice[v], -slower);
           if (!slowed) break;

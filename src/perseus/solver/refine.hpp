@@ -46,6 +46,16 @@ class PlanRefiner {
 
   // Sum over nodes of energy - p_blocking * time.
   double effective_energy(const OptionChoice& choice) const;
+
+  // Work done so far, in passes over the DAG (one pass: every node and edge visited once):
+  // a machine-independent measure of the refiner's cost, which bounds the search
+  // (FrontierOptions::refine_work_limit) so that the same input always gives the same plans.
+  double work() const { return work_; }
+  // Counts work done outside the refiner (an LP solve) in the same unit.
+  void add_work(double passes) const { work_ += passes; }
+  // local_search stops early once work() reaches this (infinity: no limit).
+  void set_work_limit(double passes) const { work_limit_ = passes; }
+  bool out_of_work() const { return work_ >= work_limit_; }
   // The plan's critical path over measured times.
   double measured_time(const OptionChoice& choice) const;
 
@@ -79,6 +89,8 @@ class PlanRefiner {
     std::vector<std::size_t> dependency_begin;
   };
   mutable FlowNetwork repair_network_;
+  mutable double work_ = 0.0;
+  mutable double work_limit_ = std::numeric_limits<double>::infinity();
   RepairArcs repair_arcs_;
 };
 
