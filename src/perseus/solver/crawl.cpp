@@ -42,6 +42,7 @@ class Crawler {
     for (const OperationOptions& op : problem.operations) tables_.push_back(make_table(op));
     earliest_finish_.resize(n);
     latest_start_.resize(n);
+    was_critical_.assign(n, 1);  // the first step sets every arc
     build_network();
   }
 
@@ -55,6 +56,8 @@ class Crawler {
     result.t_star_q = compute_times();
     result.initial_fitted_cost = total_fitted_cost();
     result.change_begin.push_back(0);
+    // Kept up to date step by step (a step changes a few operations), not re-summed.
+    double fitted_cost = result.initial_fitted_cost;
 
     std::vector<DurationChange> step_changes;
     while (options.max_steps == 0 || result.steps.size() < options.max_steps) {
@@ -62,7 +65,10 @@ class Crawler {
       step_changes.clear();
       double cost_change = 0.0;
       if (!step(&step_changes, &cost_change, &result.stop_reason)) break;
-      for (const DurationChange& c : step_changes) duration_[c.node] = c.duration_q;
+      for (const DurationChange& c : step_changes) {
+        fitted_cost += cost(c.node, c.duration_q) - cost(c.node, duration_[c.node]);
+        duration_[c.node] = c.duration_q;
+      }
       const std::int64_t new_length = compute_times();
       if (new_length != length - 1) {
         // Cannot happen with integer durations (every critical path crosses the cut once
@@ -70,7 +76,7 @@ class Crawler {
         result.stop_reason = "step changed the iteration time by " + std::to_string(new_length - length);
         break;
       }
-      result.steps.push_back({new_length, total_fitted_cost(), cost_change});
+      result.steps.push_back({new_length, fitted_cost, cost_change});
       result.changes.insert(result.changes.end(), step_changes.begin(), step_changes.end());
       result.change_begin.push_back(result.changes.size());
       if (options.progress && result.steps.size() % options.progress_every == 0) {
@@ -81,7 +87,7 @@ class Crawler {
   }
 
  private:
-  // An operation's fitted cost and flow bounds (frontier.md, step 2b) at every duration in
+  // An operation's fitted cost and flow bounds (docs/solver.md, "The crawl", step 2b) at every duration in
   // [min q, max q], computed once: a step then costs table lookups instead of exponentials
   // and floor divisions for every critical arc.
   struct CostTable {
@@ -154,14 +160,14 @@ class Crawler {
 
   bool critical(Dag::NodeId n) const { return earliest_finish_[n] - duration_[n] == latest_start_[n]; }
 
-  // Flow bounds of an operation arc on the critical DAG (frontier.md, step 2b).
+  // Flow bounds of an operation arc on the critical DAG (docs/solver.md, "The crawl", step 2b).
   std::pair<double, double> bounds(Dag::NodeId n) const {
     const CostTable& t = table_of(n);
     const auto i = static_cast<std::size_t>(duration_[n] - t.min_q);
     return {t.lower[i], t.upper[i]};
   }
 
-  // The flow network of the minimum cut (frontier.md, step 2c), built once over the whole
+  // The flow network of the minimum cut (docs/solver.md, "The crawl", step 2c), built once over the whole
   // activity-on-arc graph: arcs off the critical DAG get capacity 0, which is the same as
   // absent, so a step only sets capacities and the flow carries over from the last step.
   // Instead of the reference's two max flows (a feasible flow via a super source and sink,
@@ -196,13 +202,16 @@ class Crawler {
     }
   }
 
-  // Capacities of the current critical DAG (frontier.md, steps 2a-2b).
+  // Capacities of the current critical DAG (docs/solver.md, "The crawl", steps 2a-2b).
+  // A node off the critical DAG now and at the last step has every arc at 0 already.
   void set_capacities() {
     const std::size_t n = dag_.num_nodes();
     constexpr double kUnbounded = FlowNetwork::kUnbounded;
     for (std::size_t i = 0; i < n; ++i) {
       const auto v = static_cast<Dag::NodeId>(i);
       const bool on = critical(v);
+      if (!on && !was_critical_[i]) continue;
+      was_critical_[i] = on;
       const auto [lb, ub] = on ? bounds(v) : std::pair<double, double>{0.0, 0.0};
       network_.set_capacity(op_arc_[i], std::isfinite(ub) ? std::max(0.0, ub - lb) : kUnbounded);
       network_.set_capacity(lower_out_arc_[i], lb);
@@ -321,6 +330,7 @@ class Crawler {
   std::vector<CostTable> tables_;  // per problem operation
   std::vector<std::int64_t> duration_, min_q_, max_q_;
   std::vector<std::int64_t> earliest_finish_, latest_start_;
+  std::vector<char> was_critical_;  // per node, critical at the last set_capacities()
   std::int64_t iteration_length_ = 0;
   MaxFlowAlgorithm algorithm_ = MaxFlowAlgorithm::kDinic;
   FlowNetwork network_;

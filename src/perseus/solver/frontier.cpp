@@ -171,7 +171,10 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
   const double budget = std::max(options.refine_visits_min / std::max(1.0, dag_size),
                                  options.refine_work_per_crawl_step * static_cast<double>(crawl.steps.size()));
-  const double limit = refiner.work() + budget;
+  const double bounded_from = refiner.work();
+  const double limit = bounded_from + budget;
+  frontier.refine_budget = budget;
+  const auto account = [&] { frontier.refine_work = refiner.work() - bounded_from; };
   refiner.set_work_limit(refiner.work() + 0.25 * budget);
   fill_beyond_crawl(refiner, crawl_start, slowest, options.fills_beyond_crawl, &candidates, problem, crawl);
   refiner.set_work_limit(limit);
@@ -211,7 +214,10 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   if (frontier.t_min_lower_bound_j && frontier.points.front().measured.time_s <= t_min + kTimeEpsilon) {
     frontier.points.front().lower_bound_j = frontier.t_min_lower_bound_j;
   }
-  if (!search) return frontier;
+  if (!search) {
+    account();
+    return frontier;
+  }
 
   // Small DAGs: every point, the fastest first, starts a local search from the cheapest of
   // its own plan, the previous point's improved plan (which meets this point's time too, so
@@ -257,11 +263,11 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   const std::size_t count = frontier.points.size();
   const std::size_t stride = (count + options.local_search_max_points - 1) /
                              std::max<std::size_t>(1, options.local_search_max_points);
-  // Half the work left goes to this forward pass, a quarter each to the backward pass and
-  // the gap fills after it. Here it is shared evenly among the searched points still to come
+  // Of the work left, 40% goes to this forward pass, 20% to the backward pass and the rest
+  // to the gap fills after it. Here it is shared evenly among the searched points still to come
   // (T_min, the first, gets kShareAtTMin of it); once it is spent, points only inherit their
   // faster neighbour's plan, reclaimed.
-  const double forward_limit = refiner.work() + 0.5 * std::max(0.0, limit - refiner.work());
+  const double forward_limit = refiner.work() + 0.4 * std::max(0.0, limit - refiner.work());
   std::size_t searched_left = 0;
   for (std::size_t i = 0; i < count; ++i) searched_left += i % stride == 0 || i + 1 == count;
   for (std::size_t i = 0; i < count; ++i) {
@@ -278,7 +284,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
                improved.empty() ? kRoundsAtTMin : (searched ? kRoundsPerPoint : 0), searched);
     if (options.progress) options.progress(done, total);
   }
-  refiner.set_work_limit(refiner.work() + 0.5 * std::max(0.0, limit - refiner.work()));
+  refiner.set_work_limit(refiner.work() + std::max(0.0, limit - refiner.work()) / 3.0);
   std::vector<FrontierPoint> points = pareto_filter(std::move(improved));
   // Backward, slowest first: each point also tries its slower neighbour's plan repaired
   // down to its time (a minimum-cut speed-up on the measured options), then searched. The
@@ -298,18 +304,21 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   }
   points = pareto_filter(std::move(points));
   refiner.set_work_limit(limit);
-  improved.clear();
-  previous.clear();
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    improved.push_back(points[i]);
+  // Gap fills, the widest gaps (in energy) first, so that what the budget leaves unfilled
+  // are the gaps a deadline loses least in.
+  improved = points;
+  std::vector<std::pair<double, std::size_t>> gaps;  // (energy drop in steps, faster point)
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    const double step_j = options.max_energy_step * points[i + 1].measured.energy_j;
+    const double steps = step_j > 0 ? (points[i].effective_energy_j - points[i + 1].effective_energy_j) / step_j : 0;
+    if (steps >= 1.0) gaps.emplace_back(steps, i);
+  }
+  std::stable_sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [steps, i] : gaps) {
+    if (refiner.out_of_work()) break;
     previous = points[i].option_choice();
-    if (i + 1 == points.size()) break;
     const FrontierPoint& next = points[i + 1];
-    const double drop = points[i].effective_energy_j - next.effective_energy_j;
-    const double step_j = options.max_energy_step * next.measured.energy_j;
-    const int fills = step_j > 0 && !refiner.out_of_work()
-                          ? std::min(options.max_fills_per_gap, static_cast<int>(drop / step_j))
-                          : 0;
+    const int fills = std::min(options.max_fills_per_gap, static_cast<int>(steps));
     for (int f = 1; f <= fills; ++f) {
       const double from = points[i].measured.time_s;
       improve_at(from + (next.measured.time_s - from) * f / (fills + 1), {}, next.crawl_step, &next, kRoundsPerFill,
@@ -317,6 +326,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     }
   }
   frontier.points = pareto_filter(std::move(improved));
+  account();
   return frontier;
 }
 

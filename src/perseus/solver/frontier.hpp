@@ -36,6 +36,11 @@ struct Frontier {
   // A proven lower bound on the energy of any plan as fast as T_min (refining only).
   std::optional<double> t_min_lower_bound_j;
   std::size_t candidates = 0;         // plans considered before the Pareto filter
+  // The bounded part of the refinement (FrontierOptions::refine_*): its budget and the work it
+  // took, in passes over the DAG (PlanRefiner::work); the work may exceed the budget by one
+  // local-search move.
+  double refine_budget = 0.0;
+  double refine_work = 0.0;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -101,7 +106,7 @@ std::optional<std::size_t> select_for_deadline(const std::vector<double>& times_
 const FrontierPoint* select_for_deadline(const Frontier& frontier, double deadline_s);
 
 // Energy of running `point` in an iteration stretched to `iteration_s` >= its time: the
-// wait is spent blocking (formats.md, 'Iteration energy').
+// wait is spent blocking (docs/solver.md, "Iteration energy").
 double energy_at(const EnergyProblem& problem, const FrontierPoint& point, double iteration_s);
 
 }  // namespace perseus

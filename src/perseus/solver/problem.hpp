@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "perseus/cost/operation_options.hpp"
+#include "perseus/model/errors.hpp"
 #include "perseus/schedule/dag.hpp"
 
 namespace perseus {

@@ -1,8 +1,8 @@
 // Improving plans on the measured options with the iteration held to a deadline: what the
-// crawl's quantised, fitted view leaves on the table (frontier.md, "Known weaknesses").
+// crawl's quantised, fitted view leaves on the table (docs/solver.md, "Known weaknesses of the reference").
 //
 // At a deadline D a plan's energy is  sum_i (e_i - p_blocking * t_i) + p_blocking * S * D
-// (formats.md, 'Iteration energy', with the GPUs blocking until D), so every method here
+// (docs/solver.md, "Iteration energy", with the GPUs blocking until D), so every method here
 // minimises the plan's effective energy  sum_i (e_i - p_blocking * t_i)  subject to its
 // measured critical path staying within D.
 #pragma once

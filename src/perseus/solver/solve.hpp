@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/solver/crawl.hpp"
 #include "perseus/solver/frontier.hpp"

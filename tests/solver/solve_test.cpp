@@ -1,0 +1,134 @@
+// perseus::solve, the one path from a profile to its frontier: it computes what its parts do,
+// resolves its defaults, reports progress (and stops when progress throws), and keeps the
+// refinement within its work budget with the same plans on every run and thread count.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "perseus/solver/solve.hpp"
+
+namespace perseus {
+namespace {
+
+const std::string kData = PERSEUS_SOURCE_DIR "/data";
+
+Profile bloom() { return Profile::read_csv(kData + "/profiles/bloom-176b+a100-sxm.csv"); }
+
+SolveRequest bloom_request(int microbatches) {
+  SolveRequest request;
+  request.schedule.microbatches = microbatches;
+  request.options = {0.001, 83.64, {}};
+  return request;
+}
+
+void expect_same_points(const Frontier& a, const Frontier& b) {
+  ASSERT_EQ(a.points.size(), b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(a.points[i].choice, b.points[i].choice) << "point " << i;
+    EXPECT_EQ(a.points[i].measured.energy_j, b.points[i].measured.energy_j) << "point " << i;
+  }
+}
+
+TEST(Solve, ComputesWhatItsPartsCompute) {
+  const Profile profile = bloom();
+  const SolveRequest request = bloom_request(12);
+  const Solution solution = solve(profile, request);
+
+  std::vector<Warning> warnings;
+  const EnergyProblem problem = make_problem(profile, {ScheduleKind::k1F1B, 8, 12, 1, false}, request.options, &warnings);
+  const CrawlResult crawl = crawl_frontier(problem);
+  const Frontier frontier = build_frontier(problem, crawl);
+  EXPECT_EQ(solution.crawl.steps.size(), crawl.steps.size());
+  expect_same_points(solution.frontier, frontier);
+  EXPECT_EQ(solution.warnings.size(), warnings.size());
+  EXPECT_GT(solution.crawl_seconds, 0.0);
+  EXPECT_GT(solution.frontier_seconds, 0.0);
+}
+
+TEST(Solve, TakesTheProfilesStagesAndTheDefaultUnitTime) {
+  SolveRequest request;
+  request.schedule.microbatches = 4;
+  request.options.p_blocking = 83.64;
+  EXPECT_EQ(request.schedule.stages, 0);
+  EXPECT_EQ(request.options.unit_time, kDefaultUnitTime);
+  const Solution solution = solve(bloom(), request);
+  EXPECT_EQ(solution.schedule.stages, 8);
+  EXPECT_EQ(solution.problem.num_gpus(), 8);
+  EXPECT_EQ(solution.problem.unit_time, kDefaultUnitTime);
+}
+
+TEST(Solve, RefusesAPowerThatIsNotPositive) {
+  SolveRequest request = bloom_request(4);
+  request.options.p_blocking = 0.0;
+  EXPECT_THROW(solve(bloom(), request), InputError);
+}
+
+TEST(Solve, ReportsTheCrawlThenTheFrontier) {
+  SolveRequest request = bloom_request(24);
+  std::vector<SolveProgress> seen;
+  request.progress = [&](const SolveProgress& p) { seen.push_back(p); };
+  const Solution solution = solve(bloom(), request);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().phase, SolveProgress::Phase::kCrawl);
+  EXPECT_EQ(seen.back().phase, SolveProgress::Phase::kFrontier);
+  bool frontier_started = false;
+  for (const SolveProgress& p : seen) {
+    EXPECT_LE(p.done, p.total);
+    if (p.phase == SolveProgress::Phase::kFrontier) frontier_started = true;
+    else EXPECT_FALSE(frontier_started) << "a crawl report after the frontier's";
+  }
+  // The crawl's total is its step count from the first report on (T* - T_min in units).
+  EXPECT_GE(seen.front().total, solution.crawl.steps.size());
+}
+
+TEST(Solve, StopsWhenProgressThrows) {
+  SolveRequest request = bloom_request(24);
+  std::size_t calls = 0;
+  request.progress = [&](const SolveProgress&) {
+    if (++calls == 2) throw std::runtime_error("cancelled");
+  };
+  EXPECT_THROW(solve(bloom(), request), std::runtime_error);
+  EXPECT_EQ(calls, 2u);
+}
+
+TEST(Solve, RefinementStaysWithinItsBudgetAndIsRepeatable) {
+  // 8 stages x 4 microbatches: 64 nodes, every point searched; unbounded, this took 10 s.
+  SolveRequest request = bloom_request(4);
+  request.frontier.threads = 1;
+  const Solution one = solve(bloom(), request);
+  request.frontier.threads = 3;
+  const Solution three = solve(bloom(), request);
+  const Solution again = solve(bloom(), request);
+  expect_same_points(one.frontier, three.frontier);
+  expect_same_points(three.frontier, again.frontier);
+
+  const Frontier& f = one.frontier;
+  const double size = static_cast<double>(one.problem.dag.num_nodes() + one.problem.dag.num_edges());
+  EXPECT_DOUBLE_EQ(f.refine_budget, std::max(request.frontier.refine_visits_min / size,
+                                             request.frontier.refine_work_per_crawl_step *
+                                                 static_cast<double>(one.crawl.steps.size())));
+  // One local-search move past the budget at most: a few hundred passes on this DAG.
+  EXPECT_LE(f.refine_work, f.refine_budget + 2000.0);
+  EXPECT_GT(f.refine_work, 0.5 * f.refine_budget) << "the budget went unused";
+
+  // What the bound keeps: T_min within 0.1% of the LP relaxation's proven bound there.
+  ASSERT_TRUE(f.t_min_lower_bound_j);
+  EXPECT_LT(f.t_min_point().measured.energy_j, 1.001 * *f.t_min_lower_bound_j);
+}
+
+TEST(Solve, ASmallerBudgetMeansLessWorkNotWorsePlansAtTMin) {
+  SolveRequest request = bloom_request(4);
+  const Solution full = solve(bloom(), request);
+  request.frontier.refine_visits_min /= 10;
+  const Solution small = solve(bloom(), request);
+  EXPECT_LT(small.frontier.refine_work, full.frontier.refine_work);
+  // The T_min plan comes from repairs and the LP's plan before any search: both budgets
+  // stay within 0.2% of the bound there.
+  ASSERT_TRUE(small.frontier.t_min_lower_bound_j);
+  EXPECT_LT(small.frontier.t_min_point().measured.energy_j, 1.002 * *small.frontier.t_min_lower_bound_j);
+}
+
+}  // namespace
+}  // namespace perseus
