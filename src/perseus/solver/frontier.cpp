@@ -17,6 +17,9 @@ constexpr double kLpSolvePasses = 200.0;
 constexpr double kLpSolveVisits = 4.0e4;
 // Of the search's work, the share T_min gets: the plan most users run.
 constexpr double kShareAtTMin = 0.15;
+// What a pass over the DAG costs beyond its nodes and edges, in visits (measured: 0.19 us a
+// pass over 38 nodes and edges, 0.55 us over 176).
+constexpr double kPassOverheadVisits = 35.0;
 
 FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice, std::int64_t step,
                          const CrawlResult& crawl) {
@@ -165,11 +168,14 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     frontier.points = pareto_filter(std::move(candidates));
     return frontier;
   }
-  // What follows is bounded in work (refine_work_*): a quarter for the plans beyond the
-  // crawl's slowest, then T_min, then the local search of small DAGs.
+  // What follows is bounded in work (refine_visits_min, refine_work_per_crawl_step): a
+  // quarter for the plans beyond the crawl's slowest, then T_min, then the local search of
+  // small DAGs.
   for (const auto& helper : helpers) refiner.add_work(helper->work());
   const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
-  const double budget = std::max(options.refine_visits_min / std::max(1.0, dag_size),
+  // A pass costs about as much as visiting 35 more nodes or edges (per-call set-up), which
+  // weighs on small DAGs.
+  const double budget = std::max(options.refine_visits_min / (dag_size + kPassOverheadVisits),
                                  options.refine_work_per_crawl_step * static_cast<double>(crawl.steps.size()));
   const double bounded_from = refiner.work();
   const double limit = bounded_from + budget;
@@ -231,7 +237,6 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   constexpr int kRoundsAtTMin = 8;
   constexpr int kRoundsPerPoint = 2;
   constexpr int kRoundsPerFill = 0;
-  constexpr int kRoundsBackward = 1;
   const auto improve_at = [&](double deadline, const OptionChoice& own, std::int64_t step,
                               const FrontierPoint* slower, int rounds, bool with_relaxation) {
     OptionChoice start = own;
@@ -259,48 +264,57 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     }
   };
   // At most local_search_max_points points (evenly spread, T_min and T* among them) get the
-  // relaxation and the search; the others start from their searched neighbour, reclaimed.
+  // relaxation's plan; the others start from their neighbour's, reclaimed. The work left is
+  // shared: 30% to this forward pass (T_min's local search takes kShareAtTMin of it), 10% to
+  // the backward pass, 30% to local searches where the plans are furthest from their LP
+  // bound, the rest to the gap fills. Once a share is spent, a point only inherits its
+  // faster neighbour's plan, reclaimed.
   const std::size_t count = frontier.points.size();
   const std::size_t stride = (count + options.local_search_max_points - 1) /
                              std::max<std::size_t>(1, options.local_search_max_points);
-  // Of the work left, 40% goes to this forward pass, 20% to the backward pass and the rest
-  // to the gap fills after it. Here it is shared evenly among the searched points still to come
-  // (T_min, the first, gets kShareAtTMin of it); once it is spent, points only inherit their
-  // faster neighbour's plan, reclaimed.
-  const double forward_limit = refiner.work() + 0.4 * std::max(0.0, limit - refiner.work());
-  std::size_t searched_left = 0;
-  for (std::size_t i = 0; i < count; ++i) searched_left += i % stride == 0 || i + 1 == count;
+  const auto share_of_rest = [&](double share) {
+    refiner.set_work_limit(refiner.work() + share * std::max(0.0, limit - refiner.work()));
+  };
+  share_of_rest(0.3);
+  const double forward_limit = refiner.work() + 0.3 * std::max(0.0, limit - refiner.work());
   for (std::size_t i = 0; i < count; ++i) {
     const FrontierPoint& point = frontier.points[i];
-    bool searched = i % stride == 0 || i + 1 == count;
-    if (searched) {
-      const double left = forward_limit - refiner.work();
-      const double share = i == 0 ? kShareAtTMin : 1.0 / static_cast<double>(searched_left);
-      --searched_left;
-      refiner.set_work_limit(refiner.work() + share * std::max(0.0, left));
-      searched = left > 0.0;
-    }
-    improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr,
-               improved.empty() ? kRoundsAtTMin : (searched ? kRoundsPerPoint : 0), searched);
+    if (i == 0) refiner.set_work_limit(refiner.work() + kShareAtTMin * std::max(0.0, forward_limit - refiner.work()));
+    const bool relaxed = (i % stride == 0 || i + 1 == count) && refiner.work() < forward_limit;
+    improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr, i == 0 ? kRoundsAtTMin : 0,
+               relaxed);
+    if (i == 0) refiner.set_work_limit(forward_limit);
     if (options.progress) options.progress(done, total);
   }
-  refiner.set_work_limit(refiner.work() + std::max(0.0, limit - refiner.work()) / 3.0);
+  share_of_rest(1.0 / 7.0);
   std::vector<FrontierPoint> points = pareto_filter(std::move(improved));
   // Backward, slowest first: each point also tries its slower neighbour's plan repaired
-  // down to its time (a minimum-cut speed-up on the measured options), then searched. The
-  // forward pass carries what faster plans found to slower points; this carries the
-  // structure of slower plans, which single moves rarely reach, to faster ones.
-  for (std::size_t i = points.size() - 1; i-- > 0 && !refiner.out_of_work();) {
+  // down to its time (a minimum-cut speed-up on the measured options). The forward pass
+  // carries what faster plans found to slower points; this carries the structure of slower
+  // plans, which single moves rarely reach, to faster ones.
+  const auto replace_if_cheaper = [&](std::size_t i, const OptionChoice& plan) {
     const double deadline = points[i].measured.time_s;
-    auto repaired = refiner.repair(points[i + 1].option_choice(), deadline);
-    if (!repaired) continue;
-    const OptionChoice plan = refiner.local_search(std::move(*repaired), deadline, kRoundsBackward);
     if (refiner.effective_energy(plan) < points[i].effective_energy_j - 1e-9 &&
         refiner.measured_time(plan) <= deadline + kTimeEpsilon) {
       const std::optional<double> bound = points[i].lower_bound_j;  // still holds at this time
       points[i] = make_point(problem, plan, points[i].crawl_step, crawl);
       points[i].lower_bound_j = bound;
     }
+  };
+  for (std::size_t i = points.size() - 1; i-- > 0 && !refiner.out_of_work();) {
+    auto repaired = refiner.repair(points[i + 1].option_choice(), points[i].measured.time_s);
+    if (repaired) replace_if_cheaper(i, *repaired);
+  }
+  // Local search where it can gain most: the points furthest above their LP bound first.
+  share_of_rest(0.5);
+  std::vector<std::pair<double, std::size_t>> loose;  // (gap to the bound, point)
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (points[i].lower_bound_j) loose.emplace_back(points[i].measured.energy_j / *points[i].lower_bound_j, i);
+  }
+  std::stable_sort(loose.begin(), loose.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [gap, i] : loose) {
+    if (refiner.out_of_work()) break;
+    replace_if_cheaper(i, refiner.local_search(points[i].option_choice(), points[i].measured.time_s, kRoundsPerPoint));
   }
   points = pareto_filter(std::move(points));
   refiner.set_work_limit(limit);

@@ -77,11 +77,11 @@ struct FrontierOptions {
   int fills_beyond_crawl = 64;
   // Bound on the refinement beyond reclaiming slack from the crawl's plans (repairs, the LP
   // relaxation, the local search), in passes over the DAG (PlanRefiner::work): the larger of
-  // refine_visits_min / (nodes + edges) and refine_work_per_crawl_step per crawl step.
+  // refine_visits_min / (nodes + edges + 35) and refine_work_per_crawl_step per crawl step.
   // Counted, not timed, so the same input gives the same plans on any machine. The defaults
   // keep a solve within about max(0.5 s, 3x its --no-refine time) on a 2-core machine
   // (docs/solver.md, "Refinement, bounded").
-  double refine_visits_min = 4.5e7;
+  double refine_visits_min = 9.0e7;
   double refine_work_per_crawl_step = 5.0;
   // Threads that reclaim slack from the crawl's plans (each plan is independent); 0: as many
   // as the machine has, at most 4. The plans do not depend on it.
