@@ -143,7 +143,7 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
   const auto right = [](Dag::NodeId v) { return 3 + 2 * v; };
   while (true) {
     for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
-    work_ += 3.0;  // the critical path, both ways, and the capacities (the flow comes on top)
+    work_ += 8.0;  // the critical path both ways, the capacities, and the max flow (about 5)
     const double length = critical_path_length<double>(dag, duration, &start);
     if (length <= deadline_s + kTimeEpsilon) return reclaim_slack(std::move(choice), deadline_s);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

@@ -69,6 +69,7 @@ struct LpRelaxation::Model {
   std::vector<int> deadline_rows;    // one per sink node
   std::vector<double> deadline_offset_ms;  // per deadline row: the sink's slowest time
   double constant_j = 0.0;           // sum of the slowest options' effective energies
+  bool solved_once = false;
 };
 
 LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), model_(std::make_unique<Model>()) {
@@ -150,9 +151,16 @@ bool LpRelaxation::solve_lp(double deadline_s) {
   for (std::size_t r = 0; r < m.deadline_rows.size(); ++r) {
     m.simplex.setRowUpper(m.deadline_rows[r], deadline_ms - m.deadline_offset_ms[r]);
   }
-  // Dual simplex from the previous basis (CLP keeps it between solves): a new deadline
-  // changes only right-hand sides, so few pivots follow.
-  m.simplex.dual();
+  // The first solve: CLP's initialSolve (presolve, then the simplex it picks), 0.1 s instead
+  // of the dual simplex's 0.27 s from the slack basis on 1,536 nodes. Later ones: the dual
+  // simplex from the previous basis (CLP keeps it): a new deadline changes only right-hand
+  // sides, so few pivots follow.
+  if (m.solved_once) {
+    m.simplex.dual();
+  } else {
+    m.simplex.initialSolve();
+    m.solved_once = true;
+  }
   return m.simplex.isProvenOptimal();
 }
 
