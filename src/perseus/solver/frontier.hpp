@@ -81,7 +81,7 @@ struct FrontierOptions {
   // Counted, not timed, so the same input gives the same plans on any machine. The defaults
   // keep a solve within about max(0.5 s, 3x its --no-refine time) on a 2-core machine
   // (docs/solver.md, "Refinement, bounded").
-  double refine_visits_min = 9.0e7;
+  double refine_visits_min = 1.2e8;
   double refine_work_per_crawl_step = 5.0;
   // Threads that reclaim slack from the crawl's plans (each plan is independent); 0: as many
   // as the machine has, at most 4. The plans do not depend on it.

@@ -5,7 +5,7 @@
 // of the problem's options that meets the deadline, and rounding its durations down to
 // options gives a plan that is a good start for a local search (refine.hpp).
 //
-// Solved with COIN-OR CLP's dual simplex; consecutive solves at other deadlines start from
+// Solved with COIN-OR CLP: the first solve with presolve, later ones by the dual simplex from
 // the previous basis (only the deadline rows change).
 #pragma once
 
