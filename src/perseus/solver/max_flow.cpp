@@ -88,8 +88,8 @@ void FlowNetwork::clear_flow() {
 
 void FlowNetwork::restore_conservation(int s, int t) {
   constexpr double kTolerance = 1e-12;
-  // The imbalances set_capacity noted, recomputed from the flows: exact, whatever a
-  // previous restore left behind.
+  // The nodes set_capacity noted, their imbalances recomputed from the flows: the walks
+  // below rely on exact signs, which sums of cut amounts only approximate.
   for (int v : unbalanced_nodes_) {
     double balance = 0.0;
     for (int p = first_[v]; p < first_[v + 1]; ++p) balance += is_forward_[p] ? -residual_[partner_[p]] : residual_[p];
