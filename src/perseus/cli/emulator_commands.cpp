@@ -196,10 +196,9 @@ SolveRequest solve_request(const ProblemArgs& a) {
 Loaded load_problem(const ProblemArgs& a) {
   const SolveRequest request = solve_request(a);
   Profile profile = Profile::read_csv(a.profile);
-  ScheduleSpec spec = request.schedule;
-  if (spec.stages <= 0) spec.stages = profile.num_stages();
+  ScheduleSpec spec;
   std::vector<Warning> warnings;
-  EnergyProblem problem = make_problem(profile, spec, request.options, &warnings);
+  EnergyProblem problem = make_problem(profile, request, &spec, &warnings);
   print_warnings(warnings);
   return {std::move(profile), std::move(problem)};
 }

@@ -111,7 +111,8 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   std::vector<std::pair<OptionChoice, std::int64_t>> pending;
   const auto add_pending = [&] {
     std::vector<FrontierPoint> points(pending.size());
-    const std::size_t stride = helpers.size() + 1;
+    const std::size_t workers = pending.size() > 1 ? helpers.size() : 0;  // beside this thread
+    const std::size_t stride = workers + 1;
     const auto refine_share = [&](const PlanRefiner& r, std::size_t first) {
       for (std::size_t i = first; i < pending.size(); i += stride) {
         OptionChoice& choice = pending[i].first;
@@ -120,13 +121,8 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       }
     };
     std::vector<std::thread> running;
-    for (std::size_t t = 0; t < helpers.size() && pending.size() > 1; ++t) {
-      running.emplace_back(refine_share, std::cref(*helpers[t]), t + 1);
-    }
+    for (std::size_t t = 0; t < workers; ++t) running.emplace_back(refine_share, std::cref(*helpers[t]), t + 1);
     refine_share(refiner, 0);
-    if (running.empty()) {
-      for (std::size_t t = 0; t < helpers.size(); ++t) refine_share(*helpers[t], t + 1);
-    }
     for (std::thread& thread : running) thread.join();
     for (FrontierPoint& point : points) candidates.push_back(std::move(point));
     pending.clear();
@@ -207,9 +203,8 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   // T_min: the crawl's fastest plans take longer than the all-max plan on the measured data
   // (quantisation hides up to a unit per operation); repaired to the all-max time they, and
   // the relaxation's plan there, are much cheaper than the all-max plan with its slack
-  // reclaimed.
-  // The relaxation's plan first (it also gives the lower bound), then the crawl's plans,
-  // the fastest first, while a third of the work left lasts.
+  // reclaimed. The relaxation's plan first (it also gives the lower bound), then the crawl's
+  // plans, the fastest first, while a third of the work left lasts.
   const double t_min = refiner.measured_time(fastest);
   if (auto plan = relaxed_plan(t_min, &frontier.t_min_lower_bound_j)) {
     refiner.set_work_limit(refiner.work() + kShareAtTMin * std::max(0.0, limit - refiner.work()));
@@ -233,15 +228,14 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     return frontier;
   }
 
-  // Small DAGs: every point, the fastest first, starts a local search from the cheapest of
-  // its own plan, the previous point's improved plan (which meets this point's time too, so
-  // improvements carry over to slower points) and the relaxation's plan at its time. Where
-  // two neighbours differ by more than `max_energy_step` of energy, deadlines in between
-  // get plans of their own, so that a deadline between two points loses little.
+  // Small DAGs: every point, the fastest first, takes the cheapest of its own plan, the
+  // previous point's improved plan (which meets this point's time too, so improvements carry
+  // over to slower points) and the relaxation's plan at its time. Where two neighbours
+  // differ by more than `max_energy_step` of energy, deadlines in between get plans of their
+  // own, so that a deadline between two points loses little.
   std::vector<FrontierPoint> improved;
   OptionChoice previous;
-  // Local-search rounds: T_min, the plan most users run, gets more; elsewhere improvements
-  // also arrive from the previous point.
+  // Local-search rounds: T_min, the plan most users run, gets more; the loosest points fewer.
   constexpr int kRoundsAtTMin = 8;
   constexpr int kRoundsPerPoint = 2;
   constexpr int kRoundsPerFill = 0;
@@ -283,7 +277,6 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   const auto share_of_rest = [&](double share) {
     refiner.set_work_limit(refiner.work() + share * std::max(0.0, limit - refiner.work()));
   };
-  share_of_rest(0.3);
   const double forward_limit = refiner.work() + 0.3 * std::max(0.0, limit - refiner.work());
   for (std::size_t i = 0; i < count; ++i) {
     const FrontierPoint& point = frontier.points[i];

@@ -56,14 +56,12 @@ struct FrontierOptions {
   // Improve the crawl's plans on the measured options (off: its plans as they are, as the
   // reference would run them).
   bool refine = true;
-  // DAGs of at most this many nodes get, at every frontier point, the LP relaxation's plan
-  // and a local search (PlanRefiner::local_search); 0 turns it off. It costs about a
-  // thousand reclaim_slack calls per point, so larger pipelines only reclaim slack, and get
-  // the LP relaxation's plan at T_min.
+  // DAGs of at most this many nodes get, at every frontier point, the LP relaxation's plan,
+  // and local searches (PlanRefiner::local_search) within the work budget below; 0 turns it
+  // off. Larger pipelines reclaim slack and get the LP relaxation's plan at T_min.
   std::size_t local_search_max_nodes = 64;
-  // Of those, at most this many frontier points (evenly spread) get the relaxation's plan and
-  // the search; the others start from their searched neighbour's plan. Bounds the solve
-  // time of long frontiers (a point costs milliseconds to tens of milliseconds).
+  // Of those, at most this many frontier points (evenly spread) get the relaxation's plan;
+  // the others start from their neighbour's plan.
   std::size_t local_search_max_points = 1024;
   // Crawl plans, the fastest first, repaired to the all-max time as candidates for T_min.
   std::size_t t_min_repairs = 8;

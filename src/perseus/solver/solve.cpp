@@ -15,13 +15,17 @@ constexpr std::size_t kCrawlProgressEvery = 256;
 
 }  // namespace
 
+EnergyProblem make_problem(const Profile& profile, const SolveRequest& request, ScheduleSpec* resolved,
+                           std::vector<Warning>* warnings) {
+  *resolved = request.schedule;
+  if (resolved->stages <= 0) resolved->stages = profile.num_stages();
+  return make_problem(profile, *resolved, request.options, warnings);
+}
+
 Solution solve(const Profile& profile, const SolveRequest& request) {
-  ScheduleSpec spec = request.schedule;
-  if (spec.stages <= 0) spec.stages = profile.num_stages();
-  std::vector<Warning> warnings;
-  EnergyProblem problem = make_problem(profile, spec, request.options, &warnings);
   SolveRequest resolved = request;
-  resolved.schedule = spec;
+  std::vector<Warning> warnings;
+  EnergyProblem problem = make_problem(profile, request, &resolved.schedule, &warnings);
   Solution solution = solve(std::move(problem), resolved);
   solution.warnings.insert(solution.warnings.begin(), warnings.begin(), warnings.end());
   return solution;

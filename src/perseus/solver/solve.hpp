@@ -49,6 +49,11 @@ struct Solution {
   double solve_seconds() const { return crawl_seconds + frontier_seconds; }
 };
 
+// The problem solve() would solve, without solving it (to emulate a given plan on it): the
+// schedule's stages resolved, bound to the profile. make_problem's errors.
+EnergyProblem make_problem(const Profile& profile, const SolveRequest& request, ScheduleSpec* resolved,
+                           std::vector<Warning>* warnings);
+
 // Throws InputError for input that cannot make a problem (make_problem's errors, a
 // p_blocking or unit time that is not positive) and SolveError when no frontier results.
 Solution solve(const Profile& profile, const SolveRequest& request);
