@@ -112,6 +112,31 @@ def test_written_frontier_reads_back_and_selects_the_same(frontier, tmp_path):
         frontier.write(out)  # exists, and force is off
 
 
+def test_stored_frontier_reads_one_plan_at_a_time(frontier, tmp_path):
+    out = tmp_path / "frontier"
+    frontier.write(out, py="none")
+    assert not list(out.glob("freqs_pipeline_*.py"))
+    stored = perseus.load_frontier(out)
+    assert len(stored) == len(frontier)
+    assert isinstance(stored.times, np.ndarray) and stored.times.dtype == np.float64
+    np.testing.assert_allclose(stored.times, frontier.times, rtol=1e-12)
+    np.testing.assert_allclose(stored.energies, frontier.energies, rtol=1e-12)
+    for i in (0, len(frontier) // 2, len(frontier) - 1):
+        assert stored.plan(i) == frontier.plan(i)
+        assert perseus.parse_freqs_pipeline(stored.freqs_pipeline(i)) == frontier.plan(i)
+    assert stored.plan_json(0)["stages"][0][0]["frequency_mhz"] == frontier.plan(0)[0][0][1]
+    deadline = (frontier.t_min + frontier.t_star) / 2
+    assert stored.select(deadline) == frontier.select(deadline)
+    assert stored.summary["plans"]["count"] == len(frontier)
+    with pytest.raises(IndexError):
+        stored.plan(len(frontier))
+    # A damaged store is a clear error naming it, not a crash.
+    store = out / "plans.bin"
+    store.write_bytes(store.read_bytes()[:-3])
+    with pytest.raises(perseus.InputError, match="plans.bin: truncated"):
+        perseus.load_frontier(out)
+
+
 def test_plan_files_are_data_never_code(tmp_path):
     marker = tmp_path / "pwned"
     text = f"[[('forward', __import__('os').system('touch {marker}'))]]\n"

@@ -6,11 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "child_process.hpp"
+#include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "temp_dir.hpp"
 
@@ -54,8 +56,11 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const std::string command : {"optimize", "select"}) {
-    const CommandResult run = perseus({command, "--help"});
+  for (const std::string command : {"optimize", "select", "plans export", "plans info"}) {
+    std::vector<std::string> args;
+    std::istringstream words(command);
+    for (std::string word; words >> word;) args.push_back(word);
+    const CommandResult run = perseus(with(args, {"--help"}));
     EXPECT_EQ(run.exit_code, 0) << command;
     EXPECT_NE(run.out.find("--"), std::string::npos) << command;
   }
@@ -109,6 +114,81 @@ TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
   const CommandResult too_fast = perseus({"select", "--frontier", out.string(), "--deadline", number(t_min * 0.9)});
   EXPECT_EQ(too_fast.exit_code, 2);
   EXPECT_NE(too_fast.err.find("no plan finishes within"), std::string::npos) << too_fast.err;
+}
+
+// Every plan lives in plans.bin; freqs_pipeline files exist for the few a deployment loads
+// first, and any other is one command away.
+TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
+  testing::TempDir tmp;
+  const fs::path out = tmp.path() / "bloom";
+  const CommandResult run = perseus(with(optimize_args(kBloom, out), {"--timings", "-q"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("Timings (s): profile_read"), std::string::npos) << run.out;
+  const FrontierIndex index = read_frontier_directory(out);
+  const std::size_t points = index.entries.size();
+  ASSERT_GT(points, 600u);
+  EXPECT_EQ(index.plans(), points);
+  std::size_t py_files = 0, bytes = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    py_files += entry.path().extension() == ".py";
+    bytes += fs::file_size(entry.path());
+  }
+  EXPECT_LE(py_files, 8u);
+  EXPECT_GE(py_files, 3u);
+  EXPECT_LT(bytes, 2048 * points);  // the whole output, under 2 KB per frontier point
+
+  // One plan, three ways: export by point, select --py, and the store itself.
+  const std::size_t row = points / 3;
+  const fs::path exported = tmp.path() / "point.py";
+  ASSERT_EQ(perseus({"plans", "export", "--frontier", out.string(), "--point", std::to_string(row), "--out",
+                     exported.string(), "-q"}).exit_code, 0);
+  EXPECT_EQ(read_freqs_pipeline(exported), index.frequencies(row));
+  const CommandResult again = perseus({"plans", "export", "--frontier", out.string(), "--point", "0", "--out",
+                                       exported.string()});
+  EXPECT_EQ(again.exit_code, 2);  // exists: refused without --force, and left as it was
+  EXPECT_EQ(read_freqs_pipeline(exported), index.frequencies(row));
+  const double deadline = index.entries[row].time_s;
+  const fs::path selected = tmp.path() / "sel" / "chosen.py";
+  const CommandResult select = perseus({"select", "--frontier", out.string(), "--deadline", number(deadline), "--py",
+                                        selected.string(), "--json"});
+  ASSERT_EQ(select.exit_code, 0) << select.err;
+  const std::size_t chosen = json::parse(select.out).at("point").get<std::size_t>();
+  EXPECT_EQ(index.entries[chosen].time_s, index.entries[row].time_s);
+  EXPECT_EQ(read_freqs_pipeline(selected), index.frequencies(chosen));
+  const CommandResult as_json = perseus({"plans", "export", "--frontier", out.string(), "--point", "0", "--format",
+                                         "json", "--out", "-"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  EXPECT_EQ(json::parse(as_json.out).at("schema"), "perseus.plan/1");
+
+  // --all writes every plan as optimize used to; info describes the store.
+  const fs::path all = tmp.path() / "all";
+  ASSERT_EQ(perseus({"plans", "export", "--frontier", out.string(), "--all", "--out", all.string(), "-q"}).exit_code, 0);
+  std::size_t all_files = 0;
+  for (const auto& entry : fs::directory_iterator(all)) all_files += entry.path().extension() == ".py";
+  EXPECT_EQ(all_files, points);
+  EXPECT_EQ(read_freqs_pipeline(all / fmt::format("freqs_pipeline_{:05d}.py", points - 1)), index.frequencies(0));
+  const CommandResult info = perseus({"plans", "info", "--frontier", out.string(), "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(json::parse(info.out).at("store").at("record_bytes"), 8 * 24);  // 8 stages x 12 x (F, B)
+
+  // Bad requests: a point beyond the frontier, two choices at once, a directory that is not one.
+  EXPECT_EQ(perseus({"plans", "export", "--frontier", out.string(), "--point", std::to_string(points), "--out", "-"}).exit_code, 2);
+  EXPECT_NE(perseus({"plans", "export", "--frontier", out.string(), "--point", "1", "--all", "--out", "-"}).exit_code, 0);
+  const CommandResult missing = perseus({"plans", "info", "--frontier", (tmp.path() / "nope").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("not a frontier directory"), std::string::npos) << missing.err;
+}
+
+// The directory written by the release before the store (tests/data/frontier-v1) reads.
+TEST(Cli, ReadsADirectoryWrittenBeforeTheStore) {
+  testing::TempDir tmp;
+  const std::string v1 = std::string(PERSEUS_SOURCE_DIR) + "/tests/data/frontier-v1";
+  const CommandResult select = perseus({"select", "--frontier", v1, "--deadline", "2.0", "--json"});
+  ASSERT_EQ(select.exit_code, 0) << select.err;
+  EXPECT_EQ(json::parse(select.out).at("point"), 269);
+  const fs::path exported = tmp.path() / "p.py";
+  ASSERT_EQ(perseus({"plans", "export", "--frontier", v1, "--point", "0", "--out", exported.string(), "-q"}).exit_code, 0);
+  EXPECT_EQ(read_freqs_pipeline(exported), read_freqs_pipeline(v1 + "/freqs_pipeline_00538.py"));
 }
 
 TEST(Cli, BadInputGetsOneClearMessageAndLeavesNothingBehind) {

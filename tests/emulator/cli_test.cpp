@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -106,7 +107,8 @@ TEST(EmulatorCli, EmulatesAClusterWithAStragglerAndWritesEveryOutput) {
   ASSERT_EQ(run.status, 0) << run.out;
   EXPECT_NE(run.out.find("Cluster: 4 pipelines x 8 stages x TP 8 = 256 GPUs"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("pipeline    2 (straggler x1.25"), std::string::npos) << run.out;
-  for (const char* file : {"emulation.json", "timeline.csv", "devices.csv", "trace.json", "timeline.svg"}) {
+  for (const char* file : {"emulation.json", "timeline.csv", "devices.csv", "trace.json", "timeline.svg",
+                           "pipelines/pipeline_00000.json", "pipelines/pipeline_00002.json"}) {
     EXPECT_TRUE(fs::exists(dir.path() / "emu" / file)) << file;
   }
   const nlohmann::json j = nlohmann::json::parse(read(dir / "emu/emulation.json"));
@@ -116,9 +118,13 @@ TEST(EmulatorCli, EmulatesAClusterWithAStragglerAndWritesEveryOutput) {
   const double extrinsic = 3 * 64 * 83.64 * (1.25 * t - t);
   EXPECT_NEAR(j["energy_j"]["extrinsic_blocking"].get<double>(), extrinsic, 1e-6 * extrinsic);
   EXPECT_NEAR(j["pipelines"][0]["energy_j"]["total"].get<double>(), 8 * e + extrinsic / 3, 1e-6 * e);
-  EXPECT_EQ(j["timeline"].size(), 4u * 8 * 24);
+  // The timelines of the notable pipelines (the straggler, and pipeline 0: the fastest and
+  // typical one) are in files of their own.
+  for (const char* file : {"emu/pipelines/pipeline_00000.json", "emu/pipelines/pipeline_00002.json"}) {
+    EXPECT_EQ(nlohmann::json::parse(read(dir / file))["timeline"].size(), 8u * 24) << file;
+  }
   const nlohmann::json trace = nlohmann::json::parse(read(dir / "emu/trace.json"));
-  EXPECT_GT(trace["traceEvents"].size(), 4u * 8 * 24);
+  EXPECT_GT(trace["traceEvents"].size(), 2u * 8 * 24);
   EXPECT_NE(read(dir / "emu/timeline.svg").find("class=\"critical-path\""), std::string::npos);
   // The directory exists now: refused without --force, replaced with it.
   const CliRun again = perseus("emulate" + kProblem + " --out " + dir / "emu -q");
@@ -128,27 +134,134 @@ TEST(EmulatorCli, EmulatesAClusterWithAStragglerAndWritesEveryOutput) {
   expect_no_temporaries(dir.path());
 }
 
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::set<std::string> files_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+// The pipelines timeline.csv and trace.json have instructions of.
+std::set<int> pipelines_in_timeline(const std::string& dir) {
+  std::set<int> pipelines;
+  const auto rows = csv_rows(read(dir + "/timeline.csv"));
+  for (std::size_t i = 1; i < rows.size(); ++i) pipelines.insert(std::stoi(rows[i].at(2)));
+  return pipelines;
+}
+std::set<int> pipelines_in_trace(const std::string& dir) {
+  std::set<int> pipelines;
+  const nlohmann::json trace = nlohmann::json::parse(read(dir + "/trace.json"));
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] != "allreduce") pipelines.insert(e["pid"].get<int>());
+  }
+  return pipelines;
+}
+
+// At cluster scale --out writes every pipeline's figures (emulation.json, devices.csv) but
+// the timelines only of the stragglers, the fastest and a typical pipeline (and the one
+// timeline.svg draws); --trace all writes every timeline, with the same figures.
+TEST(EmulatorCli, TimelinesOfTheNotablePipelinesByDefaultOfEveryOneWithTraceAll) {
+  TempDir dir;
+  const std::string cluster = "emulate" + kProblem + " --baseline envpipe --data-parallel 16 --tensor-parallel 2 "
+                              "--straggler 11:1.2:0.05 --switch-latency 0.01 --p2p-latency 1e-5 --p2p-bandwidth 25e9 "
+                              "--activation-bytes 5e7 --gradient-bytes 5e7 --allreduce-bandwidth 25e9 "
+                              "--allreduce-bytes 1e10 -q --out ";
+  const CliRun notable = perseus(cluster + dir / "notable");
+  ASSERT_EQ(notable.status, 0) << notable.out;
+  EXPECT_NE(notable.out.find("Timelines of pipelines 0 (fastest, typical), 11 (straggler);"), std::string::npos)
+      << notable.out;
+  const CliRun all = perseus(cluster + dir / "all --trace all");
+  ASSERT_EQ(all.status, 0) << all.out;
+  const CliRun six = perseus(cluster + dir / "six --timeline-pipeline 6");
+  ASSERT_EQ(six.status, 0) << six.out;
+
+  EXPECT_EQ(files_in(dir.path() / "notable/pipelines"),
+            (std::set<std::string>{"pipeline_00000.json", "pipeline_00011.json"}));
+  EXPECT_EQ(pipelines_in_timeline(dir / "notable"), (std::set<int>{0, 11}));
+  EXPECT_EQ(pipelines_in_trace(dir / "notable"), (std::set<int>{0, 11}));
+  EXPECT_EQ(files_in(dir.path() / "six/pipelines"),
+            (std::set<std::string>{"pipeline_00000.json", "pipeline_00006.json", "pipeline_00011.json"}));
+  EXPECT_EQ(pipelines_in_timeline(dir / "six"), (std::set<int>{0, 6, 11}));
+  EXPECT_EQ(files_in(dir.path() / "all/pipelines").size(), 16u);
+  std::set<int> every;
+  for (int p = 0; p < 16; ++p) every.insert(p);
+  EXPECT_EQ(pipelines_in_timeline(dir / "all"), every);
+  EXPECT_EQ(pipelines_in_trace(dir / "all"), every);
+
+  // The index of what is where, and the same figures either way.
+  nlohmann::json summary = nlohmann::json::parse(read(dir / "notable/emulation.json"));
+  nlohmann::json full = nlohmann::json::parse(read(dir / "all/emulation.json"));
+  EXPECT_EQ(summary["detail"], "notable");
+  EXPECT_EQ(full["detail"], "all");
+  EXPECT_EQ(summary["fastest_pipeline"], 0);
+  EXPECT_EQ(summary["typical_pipeline"], 0);
+  ASSERT_EQ(summary["detailed_pipelines"].size(), 2u);
+  EXPECT_EQ(summary["detailed_pipelines"][1],
+            nlohmann::json({{"pipeline", 11}, {"notable", {"straggler"}}, {"file", "pipelines/pipeline_00011.json"}}));
+  EXPECT_EQ(full["detailed_pipelines"].size(), 16u);
+  EXPECT_EQ(summary["pipelines"].size(), 16u);
+  EXPECT_FALSE(summary.contains("timeline"));
+  for (nlohmann::json* j : {&summary, &full}) {
+    j->erase("detail");
+    j->erase("detailed_pipelines");
+  }
+  EXPECT_EQ(summary, full);
+  EXPECT_EQ(read(dir / "notable/devices.csv"), read(dir / "all/devices.csv"));
+  EXPECT_EQ(csv_rows(read(dir / "notable/devices.csv")).size(), 16u * 8 + 1);
+  for (const char* file : {"pipeline_00000.json", "pipeline_00011.json"}) {
+    EXPECT_EQ(read(dir / "notable/pipelines/" + file), read(dir / "all/pipelines/" + file)) << file;
+  }
+  // Every pipeline's timeline adds up to the cluster's computation energy (per GPU x TP 2).
+  double computation = 0.0;
+  for (int p = 0; p < 16; ++p) {
+    char name[64];
+    std::snprintf(name, sizeof name, "all/pipelines/pipeline_%05d.json", p);
+    const nlohmann::json pipeline = nlohmann::json::parse(read(dir / name));
+    for (const nlohmann::json& e : pipeline["timeline"]) {
+      computation += 2 * e["energy_j"].get<double>();
+    }
+  }
+  const double expected = full["energy_j"]["computation"].get<double>();
+  EXPECT_NEAR(computation, expected, 1e-9 * expected);
+  expect_no_temporaries(dir.path());
+}
+
 TEST(EmulatorCli, PlansOfPerseusOptimizeEmulateToTheirFrontierFigures) {
   TempDir dir;
   const CliRun optimize = perseus("optimize" + kProblem + " --out " + dir / "frontier --max-plans 5 -q");
   ASSERT_EQ(optimize.status, 0) << optimize.out;
-  // frontier.csv: time,energy,... of every point; the plan files of five of them.
+  // frontier.csv: time,energy,effective_energy,plan,... of every point; five of them have a
+  // plan in plans.bin. Each, exported as a file and emulated, takes its row's time and energy.
   std::istringstream csv(read(dir / "frontier/frontier.csv"));
   std::string line;
   std::getline(csv, line);
   int plans = 0;
-  while (std::getline(csv, line)) {
+  for (int row = 0; std::getline(csv, line); ++row) {
     std::vector<std::string> cells;
     std::stringstream fields(line);
     for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
     if (cells.size() < 4 || cells[3].empty()) continue;
     ++plans;
-    // The profile and schedule come from the frontier's summary.json.
-    const CliRun run = perseus("emulate --plan " + dir / "frontier/" + cells[3] + kProblem + " --json -q");
+    const std::string file = dir / ("plan" + std::to_string(row) + (plans % 2 ? ".py" : ".json"));
+    const CliRun exported = perseus("plans export --frontier " + dir / "frontier --point " + std::to_string(row) +
+                                    " --format " + (plans % 2 ? "py" : "json") + " --out " + file + " -q");
+    ASSERT_EQ(exported.status, 0) << exported.out;
+    const CliRun run = perseus("emulate --plan " + file + kProblem + " --json -q");
     ASSERT_EQ(run.status, 0) << run.out;
     const nlohmann::json j = json_of(run);
-    EXPECT_NEAR(j["iteration_time_s"].get<double>(), std::stod(cells[0]), 1e-9) << cells[3];
-    EXPECT_NEAR(j["energy_j"]["total"].get<double>(), std::stod(cells[1]), 1e-6) << cells[3];
+    EXPECT_NEAR(j["iteration_time_s"].get<double>(), std::stod(cells[0]), 1e-9) << row;
+    EXPECT_NEAR(j["energy_j"]["total"].get<double>(), std::stod(cells[1]), 1e-6) << row;
   }
   EXPECT_EQ(plans, 5);
   // --frontier picks the plan for a deadline, reading the problem from summary.json.
@@ -159,6 +272,8 @@ TEST(EmulatorCli, PlansOfPerseusOptimizeEmulateToTheirFrontierFigures) {
   const CliRun respond = perseus("emulate --frontier " + dir / "frontier --data-parallel 3 --straggler 1:1.1 --respond -q");
   ASSERT_EQ(respond.status, 0) << respond.out;
   EXPECT_NE(respond.out.find("T_opt"), std::string::npos) << respond.out;
+  // ... among the five plans there are, and it says so.
+  EXPECT_NE(respond.out.find("holds plans for 5 of its"), std::string::npos) << respond.out;
 }
 
 TEST(EmulatorCli, BadInputIsRefusedWithAClearMessage) {
@@ -187,6 +302,9 @@ TEST(EmulatorCli, BadInputIsRefusedWithAClearMessage) {
       {"emulate" + kProblem + " --data-parallel 2 --straggler 5:1.2", "does not exist"},
       {"emulate" + kProblem + " --baseline turbo", "--baseline"},
       {"emulate" + kProblem + " --link 0:9:0.01", "stage 9"},
+      {"emulate" + kProblem + " --trace some --out " + dir / "emu", "--trace: expected notable or all, not 'some'"},
+      {"emulate" + kProblem + " --data-parallel 4 --timeline-pipeline 4 --out " + dir / "emu",
+       "--timeline-pipeline 4: there are 4 pipelines (0..3)"},
       {"emulate --profile " + dir / "missing.csv --microbatches 12 --p-blocking 80", "missing.csv"},
       {"emulate --profile " + kBloom + " --p-blocking 80", "give --microbatches"},
       {"compare" + kProblem + " --straggler-ratios 1.1,0.9", "must be >= 1"},

@@ -6,6 +6,7 @@
 
 #include "fixtures.hpp"
 #include "perseus/emulator/emulation_output.hpp"
+#include "perseus/model/errors.hpp"
 
 namespace perseus {
 namespace {
@@ -36,45 +37,81 @@ EmulationResult sample_result() {
   return emulate(problem, plan_from_choice(problem, testing::random_choice(problem, 2)), config);
 }
 
-TEST(EmulationOutput, JsonCarriesTheFiguresAndTheTimeline) {
+// emulation.json: the cluster's figures and a line per pipeline, no instruction.
+TEST(EmulationOutput, SummaryJsonCarriesTheFiguresAndAnIndexOfTheDetail) {
   const EmulationResult r = sample_result();
   std::ostringstream out;
   write_emulation_json(out, r);
   const nlohmann::json j = nlohmann::json::parse(out.str());
-  EXPECT_EQ(j["schema"], "perseus.emulation/1");
+  EXPECT_EQ(j["schema"], "perseus.emulation/2");
   EXPECT_EQ(j["gpus"], 24);
   EXPECT_DOUBLE_EQ(j["iteration_time_s"].get<double>(), r.iteration_time_s);
   EXPECT_DOUBLE_EQ(j["energy_j"]["total"].get<double>(), r.energy.total_j());
   EXPECT_DOUBLE_EQ(j["energy_j"]["extrinsic_blocking"].get<double>(), r.energy.extrinsic_blocking_j);
   EXPECT_DOUBLE_EQ(j["average_power_w"].get<double>(), r.energy.total_j() / r.iteration_time_s);
-  ASSERT_EQ(j["timeline"].size(), r.timeline.size());
   ASSERT_EQ(j["pipelines"].size(), 2u);
   EXPECT_TRUE(j["pipelines"][1]["straggler"].get<bool>());
   EXPECT_EQ(j["allreduce"].size(), 3u);
-  EXPECT_EQ(j["transfers"].size(), r.transfers.size());
+  EXPECT_EQ(j["detail"], "all");
+  EXPECT_EQ(j["fastest_pipeline"], 0);
+  EXPECT_EQ(j["typical_pipeline"], 0);
+  ASSERT_EQ(j["detailed_pipelines"].size(), 2u);
+  EXPECT_EQ(j["detailed_pipelines"][0]["file"], "pipelines/pipeline_00000.json");
+  EXPECT_EQ(j["detailed_pipelines"][0]["notable"], nlohmann::json({"fastest", "typical"}));
+  EXPECT_EQ(j["detailed_pipelines"][1]["notable"], nlohmann::json({"straggler"}));
+  for (const char* key : {"timeline", "transfers", "devices"}) EXPECT_FALSE(j.contains(key)) << key;
+}
+
+// pipelines/pipeline_NNNNN.json: one pipeline's devices, transfers and timeline.
+TEST(EmulationOutput, PipelineJsonCarriesItsTimeline) {
+  const EmulationResult r = sample_result();
   double energy = 0.0;
-  for (const auto& e : j["timeline"]) {
-    energy += e["energy_j"].get<double>();
-    EXPECT_NEAR(e["power_w"].get<double>() * (e["end_s"].get<double>() - e["start_s"].get<double>()),
-                e["energy_j"].get<double>(), 1e-9);
+  std::size_t instructions = 0, transfers = 0;
+  for (int p = 0; p < 2; ++p) {
+    std::ostringstream out;
+    write_pipeline_json(out, r, p);
+    const nlohmann::json j = nlohmann::json::parse(out.str());
+    EXPECT_EQ(j["schema"], "perseus.emulation.pipeline/1");
+    EXPECT_EQ(j["pipeline"], p);
+    EXPECT_EQ(j["straggler"].get<bool>(), p == 1);
+    EXPECT_DOUBLE_EQ(j["energy_j"]["total"].get<double>(), r.pipelines[p].energy.total_j());
+    ASSERT_EQ(j["devices"].size(), 3u);
+    EXPECT_DOUBLE_EQ(j["devices"][2]["energy_j_per_gpu"]["total"].get<double>(), r.devices[p * 3 + 2].energy.total_j());
+    for (const auto& e : j["timeline"]) {
+      EXPECT_EQ(e["pipeline"], p);
+      energy += e["energy_j"].get<double>();
+      EXPECT_NEAR(e["power_w"].get<double>() * (e["end_s"].get<double>() - e["start_s"].get<double>()),
+                  e["energy_j"].get<double>(), 1e-9);
+    }
+    for (const auto& t : j["transfers"]) EXPECT_EQ(t["pipeline"], p);
+    instructions += j["timeline"].size();
+    transfers += j["transfers"].size();
   }
+  EXPECT_EQ(instructions, r.timeline.size());
+  EXPECT_EQ(transfers, r.transfers.size());
   EXPECT_NEAR(energy * 4, r.energy.computation_j, 1e-9 * r.energy.computation_j);
 
   std::ostringstream compact;
-  write_emulation_json(compact, r, {false, false});
+  write_pipeline_json(compact, r, 0, {false, false});
   const nlohmann::json k = nlohmann::json::parse(compact.str());
   EXPECT_FALSE(k.contains("timeline"));
   EXPECT_FALSE(k.contains("transfers"));
+  EXPECT_THROW(pipeline_to_json(r, 2), InputError);
 }
 
 TEST(EmulationOutput, TheStreamedJsonIsTheSameDocumentAsTheTree) {
   const EmulationResult r = sample_result();
   ASSERT_FALSE(r.transfers.empty());
+  std::ostringstream summary;
+  write_emulation_json(summary, r);
+  EXPECT_EQ(nlohmann::json::parse(summary.str()), emulation_to_json(r));
   for (const JsonOutputOptions options : {JsonOutputOptions{true, true}, JsonOutputOptions{false, true},
                                           JsonOutputOptions{true, false}, JsonOutputOptions{false, false}}) {
-    std::ostringstream out;
-    write_emulation_json(out, r, options);
-    EXPECT_EQ(nlohmann::json::parse(out.str()), emulation_to_json(r, options));
+    for (int p = 0; p < 2; ++p) {
+      std::ostringstream out;
+      write_pipeline_json(out, r, p, options);
+      EXPECT_EQ(nlohmann::json::parse(out.str()), pipeline_to_json(r, p, options));
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/solver/crawl.hpp"
@@ -118,6 +119,49 @@ TEST(Service, PointSolutionServesEachRankItsStagesPlan) {
   const ApiResponse wrong = call(service, "POST", "/register_job", testing::job_info(3, 1, 1).dump());
   EXPECT_EQ(wrong.status, 422);
   EXPECT_NE(body_of(wrong).at("detail").get<std::string>().find("2 stages"), std::string::npos);
+}
+
+// PointSolution on a `perseus optimize` directory: one plan of its store, by row or deadline.
+TEST(Service, PointSolutionServesAPlanOfAFrontierDirectory) {
+  TempDir dir;
+  const EnergyProblem problem = perseus::testing::synthetic_problem({ScheduleKind::k1F1B, 2, 3, 1, false}, 10, 4);
+  const CrawlResult crawl = crawl_frontier(problem);
+  const Frontier frontier = build_frontier(problem, crawl);
+  const std::string out = (dir.path() / "frontier").string();
+  write_frontier_directory(out, problem, crawl, frontier, RunInfo{"synthetic.csv", {}, 0.0, {}}, {});
+  const FrontierIndex index = read_frontier_directory(out);
+  const std::size_t last = frontier.points.size() - 1;
+
+  SchedulerConfig by_row = parse_scheduler_config("PointSolution", {{"solution_path", out}, {"plan", last}});
+  EXPECT_EQ(by_row.point_plan, index.frequencies(last));
+  const double deadline = (frontier.points[1].measured.time_s + frontier.points[2].measured.time_s) / 2;
+  SchedulerConfig by_deadline = parse_scheduler_config("PointSolution", {{"solution_path", out}, {"deadline_s", deadline}});
+  EXPECT_EQ(by_deadline.point_plan, index.frequencies(1));
+
+  ServiceOptions options;
+  options.scheduler = by_row;
+  Service service(options);
+  const std::string id = register_job(service, 2, 1, 1, {{"job_metadata", "synthetic"}});
+  register_ranks(service, id, 2, 1, 1, {1410, 1200});
+  const auto answers = fetch_round(service, id, 2);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(answers[r].status, 200) << answers[r].body;
+    EXPECT_EQ(frequencies_of(answers[r]), index.frequencies(last)[static_cast<std::size_t>(r)]) << "rank " << r;
+  }
+
+  const auto refused = [&](const json& args, const std::string& message) {
+    try {
+      parse_scheduler_config("PointSolution", args);
+      ADD_FAILURE() << "accepted " << args.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused({{"solution_path", out}}, "give one of");
+  refused({{"solution_path", out}, {"plan", 0}, {"deadline_s", 1.0}}, "give one of");
+  refused({{"solution_path", out}, {"plan", last + 1}}, "'plan' must be a row");
+  refused({{"solution_path", out}, {"deadline_s", frontier.points[0].measured.time_s / 2}}, "no plan of");
+  refused({{"solution_path", out + "/freqs_pipeline_00000.py"}, {"plan", 0}}, "need a frontier directory");
 }
 
 TEST(Service, PlanFilesAreReadAsDataNeverRun) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -14,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "perseus/cli/commands.hpp"
 #include "perseus/cli/progress.hpp"
@@ -241,6 +243,7 @@ struct EmulateArgs {
   bool force = false;
   bool per_gpu = false;
   int timeline_pipeline = 0;
+  std::string trace = "notable";
   bool json = false;
   bool quiet = false;
 };
@@ -298,6 +301,37 @@ void print_emulation(const EmulationResult& r, const std::string& plan_name) {
                p.energy.total_j());
   }
   if (r.pipelines.size() > shown) fmt::print("  ... ({} pipelines in all)\n", r.pipelines.size());
+  if (r.data_parallel > 1) {
+    fmt::print("Fastest pipeline: {} ({:.6f} s); typical: {}\n", r.fastest_pipeline,
+               r.pipelines[static_cast<std::size_t>(r.fastest_pipeline)].time_s, r.typical_pipeline);
+  }
+}
+
+// Which pipelines keep their timeline: none without --out (only the summary is printed);
+// with it, the notable ones and the one timeline.svg draws, or every one with --trace all.
+void set_detail(EmulationConfig& config, const EmulateArgs& a) {
+  if (a.trace != "notable" && a.trace != "all") {
+    throw InputError(fmt::format("--trace: expected notable or all, not '{}'", a.trace));
+  }
+  config.detail = TimelineDetail::kListed;
+  if (a.out.empty()) return;
+  if (a.data_parallel >= 1 && (a.timeline_pipeline < 0 || a.timeline_pipeline >= a.data_parallel)) {
+    throw InputError(fmt::format("--timeline-pipeline {}: there are {} pipelines (0..{})", a.timeline_pipeline,
+                                 a.data_parallel, a.data_parallel - 1));
+  }
+  config.detail = a.trace == "all" ? TimelineDetail::kAll : TimelineDetail::kNotable;
+  config.detail_pipelines = {a.timeline_pipeline};
+}
+
+// The pipelines with a timeline, and why: "pipelines 0 (fastest, typical), 64 (straggler)".
+std::string detailed_text(const EmulationResult& r) {
+  if (r.detail == TimelineDetail::kAll) return fmt::format("all {} pipelines", r.data_parallel);
+  std::vector<std::string> parts;
+  for (const int p : r.detailed_pipelines) {
+    const auto reasons = notable_reasons(r, p);
+    parts.push_back(reasons.empty() ? std::to_string(p) : fmt::format("{} ({})", p, fmt::join(reasons, ", ")));
+  }
+  return fmt::format("pipelines {}", fmt::join(parts, ", "));
 }
 
 void run_emulate(EmulateArgs a, const ProblemOptions& given) {
@@ -318,6 +352,7 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
   config.data_parallel = a.data_parallel;
   for (const std::string& s : a.stragglers) config.stragglers.push_back(parse_straggler(s));
   config.record_transfers = true;
+  set_detail(config, a);
 
   std::string plan_name;
   EmulationResult result;
@@ -329,11 +364,19 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
     if (config.stragglers.empty()) throw InputError("--respond needs at least one --straggler");
     std::vector<ExecutionPlan> candidates;
     std::vector<std::string> names;
-    for (const FrontierEntry& entry : index->entries) {
-      if (entry.plan_file.empty()) continue;
-      const fs::path path = fs::path(a.frontier) / entry.plan_file;
-      candidates.push_back(plan_from_frequencies(problem, read_freqs_pipeline(path), clocks, a.interpolate));
-      names.push_back(path.string());
+    const std::size_t with_plan = index->plans();
+    if (with_plan < index->entries.size()) {
+      // T_opt is chosen among the plans there are: with some thinned out (--max-plans), the
+      // choice is coarser than the frontier and the energy higher than Perseus's.
+      fmt::print(stderr,
+                 "perseus: warning: {} holds plans for {} of its {} frontier points (written with --max-plans): "
+                 "--respond chooses among those only\n",
+                 a.frontier, with_plan, index->entries.size());
+    }
+    for (std::size_t row = 0; row < index->entries.size(); ++row) {
+      if (!index->has_plan(row)) continue;
+      candidates.push_back(plan_from_frequencies(problem, index->frequencies(row), clocks, a.interpolate));
+      names.push_back(index->plan_name(row));
     }
     if (progress) progress(fmt::format("emulating {} frontier plans to answer the straggler", candidates.size()));
     StragglerResponse response = emulate_straggler_response(problem, candidates, config);
@@ -350,11 +393,8 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
         throw InputError(fmt::format("no plan of {} finishes within {:.6f} s: the fastest takes {:.6f} s", a.frontier,
                                      deadline, index->entries.front().time_s));
       }
-      // A thinned-out directory may lack the plan file of that row: take the next faster one.
-      std::size_t chosen = *row;
-      while (index->entries[chosen].plan_file.empty() && chosen > 0) --chosen;
-      plan_name = (fs::path(a.frontier) / index->entries[chosen].plan_file).string();
-      plan = plan_from_frequencies(problem, read_freqs_pipeline(plan_name), clocks, a.interpolate);
+      plan_name = index->plan_name(*row);
+      plan = plan_from_frequencies(problem, index->frequencies(*row), clocks, a.interpolate);
     } else if (!a.plan.empty()) {
       plan_name = a.plan;
       plan = plan_from_frequencies(problem, read_plan_file(a.plan), clocks, a.interpolate);
@@ -375,17 +415,28 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
     report::TimelinePlotOptions timeline;
     timeline.pipeline = a.timeline_pipeline;
     timeline.title = fmt::format("pipeline {} of {}", a.timeline_pipeline, plan_name);
-    std::vector<std::pair<std::string, std::string>> files = {
-        {"emulation.json", to_text([&](std::ostream& o) { write_emulation_json(o, result); })},
-        {"timeline.csv", to_text([&](std::ostream& o) { write_timeline_csv(o, result, a.per_gpu); })},
-        {"devices.csv", to_text([&](std::ostream& o) { write_devices_csv(o, result); })},
-        {"trace.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, result); })},
-        {"timeline.svg", report::timeline_svg(result, timeline)},
-    };
-    write_directory_atomically(a.out, a.force, files);
+    // Streamed into the staging directory: at --trace all on 131,072 GPUs the files hold
+    // hundreds of MB, which need not be in memory at once.
+    write_directory_atomically(a.out, a.force, [&](const fs::path& staging) {
+      const auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& fill) {
+        std::ofstream file(staging / name, std::ios::binary);
+        if (file) fill(file);
+        file.flush();
+        if (!file) throw InputError(fmt::format("{}: cannot write {}", a.out, name));
+      };
+      write("emulation.json", [&](std::ostream& o) { write_emulation_json(o, result); });
+      write("devices.csv", [&](std::ostream& o) { write_devices_csv(o, result); });
+      write("timeline.csv", [&](std::ostream& o) { write_timeline_csv(o, result, a.per_gpu); });
+      write("trace.json", [&](std::ostream& o) { report::write_chrome_trace(o, result); });
+      write("timeline.svg", [&](std::ostream& o) { o << report::timeline_svg(result, timeline); });
+      fs::create_directory(staging / "pipelines");
+      for (const int p : result.detailed_pipelines) {
+        write(pipeline_file_name(p), [&](std::ostream& o) { write_pipeline_json(o, result, p); });
+      }
+    }, {a.problem.profile, a.plan, a.straggler_plan, a.frontier});
   }
   if (a.json) {
-    nlohmann::json summary = emulation_to_json(result, {false, false});
+    nlohmann::json summary = emulation_to_json(result);
     summary["plan"] = plan_name;
     if (!a.out.empty()) summary["out"] = a.out;
     std::cout << summary.dump(2) << "\n";
@@ -393,7 +444,9 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
   }
   print_emulation(result, plan_name);
   if (!a.out.empty()) {
-    fmt::print("Wrote {}/{{emulation.json, timeline.csv, devices.csv, trace.json, timeline.svg}}\n", a.out);
+    fmt::print("Wrote {}/{{emulation.json, devices.csv, timeline.csv, trace.json, timeline.svg, pipelines/}}\n", a.out);
+    fmt::print("Timelines of {}{}\n", detailed_text(result),
+               a.trace == "all" ? "" : "; --trace all writes every pipeline's");
   }
 }
 
@@ -542,7 +595,7 @@ void run_compare(const CompareArgs& a) {
     if (!rows.empty()) {
       files.emplace_back("large_scale.csv", to_text([&](std::ostream& o) { report::write_large_scale_csv(o, rows); }));
     }
-    write_directory_atomically(a.out, a.force, files);
+    write_directory_atomically(a.out, a.force, files, {a.problem.profile});
   }
   if (a.json) {
     std::cout << json.dump(2) << "\n";
@@ -599,6 +652,7 @@ void run_report(const ReportArgs& r) {
     for (const std::string& w : run->warnings) input.warnings.push_back(w);
   }
   const std::string html = report::html_report(input);
+  check_replaceable_file(a.out, true, {a.problem.profile});  // a file is replaced; a device, a directory or the input never
   write_file_atomically(a.out, html);
 
   if (!r.assets.empty()) {
@@ -607,13 +661,14 @@ void run_report(const ReportArgs& r) {
     report::TimelinePlotOptions t_min_options, t_star_options;
     t_min_options.title = "T_min plan";
     t_star_options.title = "T* plan";
-    write_directory_atomically(r.assets, a.force,
+    write_directory_atomically(r.assets, a.force, std::vector<std::pair<std::string, std::string>>
                     {{"frontier.svg", report::frontier_svg(c)},
                      {"timeline_t_min.svg", report::timeline_svg(t_min_run, t_min_options)},
                      {"timeline_t_star.svg", report::timeline_svg(t_star_run, t_star_options)},
                      {"trace_t_min.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_min_run); })},
                      {"trace_t_star.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_star_run); })},
-                     {"comparison.json", json.dump(2) + "\n"}});
+                     {"comparison.json", json.dump(2) + "\n"}},
+                    {a.problem.profile});
   }
   if (a.json) {
     nlohmann::json out = {{"report", a.out}, {"bytes", html.size()}, {"t_min_s", c.t_min_s}, {"t_star_s", c.t_star_s}};
@@ -654,10 +709,16 @@ void add_emulator_commands(CLI::App& app) {
   em->add_option("--baseline", emulate_args.baseline, "allmax, envpipe or zeus-global:MHZ");
   em->add_flag("--interpolate", emulate_args.interpolate, "Allow clocks between two measured ones (linear in frequency)");
   em->add_option("--out", emulate_args.out,
-                 "Directory for emulation.json, timeline.csv, devices.csv, trace.json (Perfetto) and timeline.svg");
+                 "Directory for emulation.json (summary), devices.csv (every device), timeline.csv, trace.json "
+                 "(Perfetto), timeline.svg and pipelines/pipeline_NNNNN.json (see --trace)");
   em->add_flag("--force", emulate_args.force, "Replace an existing --out directory");
   em->add_flag("--per-gpu", emulate_args.per_gpu, "timeline.csv: one row per GPU instead of per tensor-parallel group");
-  em->add_option("--timeline-pipeline", emulate_args.timeline_pipeline, "The pipeline timeline.svg draws")
+  em->add_option("--timeline-pipeline", emulate_args.timeline_pipeline,
+                 "The pipeline timeline.svg draws (its timeline is written with the notable ones)")
+      ->capture_default_str();
+  em->add_option("--trace", emulate_args.trace,
+                 "Whose timelines --out writes (timeline.csv, trace.json, pipelines/): notable (the stragglers, the "
+                 "fastest and a typical pipeline) or all")
       ->capture_default_str();
   em->add_flag("--json", emulate_args.json, "Print the summary as JSON");
   em->add_flag("-q,--quiet", emulate_args.quiet, "No progress messages");

@@ -536,7 +536,9 @@ void run_plan(PlanArgs& a) {
   if (!a.out.empty()) {
     if (r.solved) {
       RunInfo info{"(synthetic) " + r.profile.source(), r.schedule, 0.0, r.warnings};
-      OutputOptions output{a.force, a.max_plans, nullptr};
+      OutputOptions output;
+      output.force = a.force;
+      output.max_plans = a.max_plans;
       write_frontier_directory(a.out, *r.problem, r.crawl, r.frontier, info, output);
     } else {
       fs::create_directories(a.out);

@@ -1,5 +1,7 @@
 // `perseus optimize` and `perseus select`: the frontier and its plans, and the plan for a deadline.
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -31,12 +33,28 @@ struct OptimizeArgs {
   bool no_refine = false;
   bool data_load = false;
   std::size_t max_plans = 0;
+  std::string py = "some";
+  bool timings = false;
+  bool crawl_csv = false;
   bool json = false;
   bool quiet = false;
 };
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+PyFiles parse_py_files(const std::string& text) {
+  if (text == "some") return PyFiles::kSome;
+  if (text == "all") return PyFiles::kAll;
+  if (text == "none") return PyFiles::kNone;
+  throw InputError("--py: expected some, all or none, not '" + text + "'");
+}
+
 void run_optimize(const OptimizeArgs& args) {
+  const auto started = Clock::now();
+  const PyFiles py = parse_py_files(args.py);
   const Profile profile = Profile::read_csv(args.profile);
+  const double read_seconds = seconds_since(started);
   SolveRequest request;
   request.schedule = {parse_schedule_kind(args.schedule), args.stages, args.microbatches, args.chunks, args.data_load};
   request.options = {args.unit_time, args.p_blocking, {}};
@@ -54,16 +72,35 @@ void run_optimize(const OptimizeArgs& args) {
 
   RunInfo info{args.profile, spec, solve_seconds, {}};
   for (const Warning& w : warnings) info.warnings.push_back(w.message);
-  OutputOptions output{args.force, args.max_plans, nullptr};
+  OutputOptions output;
+  output.force = args.force;
+  output.max_plans = args.max_plans;
+  output.py = py;
+  output.crawl_csv = args.crawl_csv;
+  output.inputs = {args.profile, args.coefficients};
   if (!args.quiet) {
     output.progress = [](std::size_t done, std::size_t total) {
       fmt::print(stderr, "perseus: wrote {}/{} plans\n", done, total);
     };
   }
+  const auto output_started = Clock::now();
   write_frontier_directory(args.out, problem, crawl, frontier, info, output);
+  const double output_seconds = seconds_since(output_started);
 
-  const nlohmann::json summary = make_summary(problem, crawl, frontier, info);
+  // Where the command's time went, in main: the process's start and exit are outside it.
+  const std::vector<std::pair<std::string, double>> timings = {
+      {"profile_read", read_seconds},
+      {"problem", solution.problem_seconds},
+      {"crawl", solution.crawl_seconds},
+      {"refinement", solution.frontier_seconds - frontier.lp_seconds},
+      {"lp_bound", frontier.lp_seconds},
+      {"output", output_seconds},
+      {"total", seconds_since(started)}};
+  nlohmann::json summary = make_summary(problem, crawl, frontier, info);
   if (args.json) {
+    if (args.timings) {
+      for (const auto& [name, seconds] : timings) summary["timings"][name + "_s"] = seconds;
+    }
     std::cout << summary.dump(2) << "\n";
     return;
   }
@@ -84,14 +121,33 @@ void run_optimize(const OptimizeArgs& args) {
                100.0 * (frontier.t_min_point().measured.energy_j / *frontier.t_min_lower_bound_j - 1.0));
   }
   fmt::print("Solved in {:.3f} s; wrote {}\n", solve_seconds, args.out);
+  if (args.timings) {
+    fmt::print("Timings (s):");
+    for (const auto& [name, seconds] : timings) fmt::print(" {} {:.4f}", name, seconds);
+    fmt::print("\n");
+  }
 }
 
 struct SelectArgs {
   std::string frontier;
   double deadline = 0.0;
   double straggler_time = 0.0;
+  std::string py;
+  bool force = false;
   bool json = false;
 };
+
+// Writes `content` to `path` (or stdout for "-"), refusing to replace a file without `force`.
+void write_output_file(const std::string& path, const std::string& content, bool force,
+                       const std::vector<std::filesystem::path>& inputs) {
+  if (path == "-") {
+    std::cout << content;
+    return;
+  }
+  check_replaceable_file(path, force, inputs);
+  prepare_output_parent(path);
+  write_file_atomically(path, content);
+}
 
 void run_select(const SelectArgs& args) {
   const FrontierIndex index = read_frontier_directory(args.frontier);
@@ -106,18 +162,113 @@ void run_select(const SelectArgs& args) {
   const double t_opt = std::min(t_star, requested);
   const double iteration = std::max(requested, entry.time_s);
   const double energy = entry.energy_j + index.p_blocking * index.num_gpus * (iteration - entry.time_s);
-  const auto plan_path = (index.directory / entry.plan_file).string();
+  if (!args.py.empty()) write_output_file(args.py, export_freqs_pipeline(index, *row), args.force, {args.frontier});
   if (args.json) {
-    nlohmann::json out = {{"requested_s", requested}, {"t_star_s", t_star},     {"t_opt_s", t_opt},
+    nlohmann::json out = {{"requested_s", requested},    {"t_star_s", t_star},
+                          {"t_opt_s", t_opt},            {"point", *row},
                           {"plan_time_s", entry.time_s}, {"plan_energy_j", entry.energy_j},
-                          {"energy_at_requested_j", energy}, {"plan_file", plan_path},
-                          {"json_file", (index.directory / entry.json_file).string()}};
+                          {"energy_at_requested_j", energy}, {"plan", index.plan_name(*row)}};
+    if (!entry.plan_file.empty()) out["plan_file"] = (index.directory / entry.plan_file).string();
+    if (!args.py.empty()) out["py"] = args.py;
+    if (args.py != "-") std::cout << out.dump(2) << "\n";
+    return;
+  }
+  if (args.py == "-") return;
+  fmt::print("T_opt = min(T* = {:.4f} s, {:.4f} s) = {:.4f} s\n", t_star, requested, t_opt);
+  fmt::print("plan: point {}, {} ({:.4f} s, {:.1f} J; {:.1f} J over a {:.4f} s iteration)\n", *row,
+             entry.plan_file.empty() ? index.plan_name(*row) : (index.directory / entry.plan_file).string(),
+             entry.time_s, entry.energy_j, energy, iteration);
+  if (!args.py.empty()) fmt::print("wrote {}\n", args.py);
+}
+
+struct ExportArgs {
+  std::string frontier;
+  std::vector<std::size_t> points;
+  double deadline = 0.0;
+  bool all = false;
+  std::string format = "py";
+  std::string out;
+  bool force = false;
+  bool quiet = false;
+};
+
+void run_export(const ExportArgs& args) {
+  if (args.format != "py" && args.format != "json") throw InputError("--format: expected py or json, not '" + args.format + "'");
+  const FrontierIndex index = read_frontier_directory(args.frontier);
+  const auto text_of = [&](std::size_t row) {
+    return args.format == "py" ? export_freqs_pipeline(index, row) : export_plan_json(index, row).dump(1) + "\n";
+  };
+  std::vector<std::size_t> rows = args.points;
+  if (args.deadline > 0.0) {
+    const auto row = select_entry(index, args.deadline);
+    if (!row) {
+      throw InputError(fmt::format("no plan finishes within {:.6f} s: the fastest takes {:.6f} s", args.deadline,
+                                   index.entries.front().time_s));
+    }
+    rows.push_back(*row);
+  }
+  for (std::size_t row : rows) {
+    if (row >= index.entries.size()) {
+      throw InputError(fmt::format("--point {}: the frontier has {} points (0 is the fastest)", row, index.entries.size()));
+    }
+  }
+  if (args.all) {
+    // A directory of files named as optimize names them: a larger number is a faster plan.
+    std::vector<std::pair<std::string, std::string>> files;
+    const std::size_t count = index.entries.size();
+    for (std::size_t row = 0; row < count; ++row) {
+      if (!index.has_plan(row)) continue;
+      const std::string stem = args.format == "py" ? "freqs_pipeline" : "plan";
+      files.emplace_back(fmt::format("{}_{:05d}.{}", stem, count - 1 - row, args.format), text_of(row));
+      if (!args.quiet && (row + 1) % 2000 == 0) fmt::print(stderr, "perseus: exported {}/{} plans\n", row + 1, count);
+    }
+    write_directory_atomically(args.out, args.force, files, {args.frontier});
+    if (!args.quiet) fmt::print("wrote {} plans into {}\n", files.size(), args.out);
+    return;
+  }
+  if (rows.size() != 1) throw InputError("give one of --point, --deadline and --all");
+  write_output_file(args.out, text_of(rows.front()), args.force, {args.frontier});
+  if (!args.quiet && args.out != "-") fmt::print("wrote {} ({})\n", args.out, index.plan_name(rows.front()));
+}
+
+struct InfoArgs {
+  std::string frontier;
+  bool json = false;
+};
+
+void run_info(const InfoArgs& args) {
+  const FrontierIndex index = read_frontier_directory(args.frontier);
+  nlohmann::json out = {{"directory", args.frontier},
+                        {"points", index.entries.size()},
+                        {"plans", index.plans()},
+                        {"t_min_s", index.entries.front().time_s},
+                        {"t_star_s", index.entries.back().time_s}};
+  if (index.store) {
+    const PlanStoreLayout& layout = index.store->layout();
+    out["store"] = {{"file", index.store->path().string()},
+                    {"bytes", std::filesystem::file_size(index.store->path())},
+                    {"stages", layout.stages.size()},
+                    {"instructions", layout.instructions()},
+                    {"clocks_mhz", layout.clocks_mhz},
+                    {"record_bytes", layout.record_bytes()},
+                    {"problem_digest", layout.problem_digest}};
+  } else {
+    out["store"] = nullptr;  // written before the store: one file per plan
+  }
+  if (args.json) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  fmt::print("T_opt = min(T* = {:.4f} s, {:.4f} s) = {:.4f} s\n", t_star, requested, t_opt);
-  fmt::print("plan: {} ({:.4f} s, {:.1f} J; {:.1f} J over a {:.4f} s iteration)\n", plan_path, entry.time_s,
-             entry.energy_j, energy, iteration);
+  fmt::print("{}: {} frontier points, {} with a plan; T_min {:.4f} s, T* {:.4f} s\n", args.frontier,
+             index.entries.size(), index.plans(), index.entries.front().time_s, index.entries.back().time_s);
+  if (index.store) {
+    const PlanStoreLayout& layout = index.store->layout();
+    fmt::print("plans.bin: {} bytes; {} stages, {} instructions per plan, {} clocks ({}..{} MHz), {} bytes per plan\n",
+               out["store"]["bytes"].get<std::size_t>(), layout.stages.size(), layout.instructions(),
+               layout.clocks_mhz.size(), layout.clocks_mhz.front(), layout.clocks_mhz.back(), layout.record_bytes());
+  } else {
+    fmt::print("written before the plan store: one plan file per point\n");
+  }
 }
 
 }  // namespace
@@ -125,6 +276,12 @@ void run_select(const SelectArgs& args) {
 void add_solver_commands(CLI::App& app) {
   static OptimizeArgs optimize;
   CLI::App* cmd = app.add_subcommand("optimize", "Compute the iteration time-energy frontier and its frequency plans");
+  cmd->footer(
+      "Writes into --out: frontier.csv (one row per Pareto-optimal plan, fastest first), plans.bin (every plan, "
+      "compactly: 'perseus plans export' writes any of them as a file), summary.json, "
+      "freqs_pipeline_%05d.py files for the plans deployments load most (--py) and, with --crawl-csv, crawl.csv.\n"
+      "Example: perseus optimize --profile data/profiles/bloom-176b+a100-sxm.csv --microbatches 12 "
+      "--p-blocking 83.64 --out out/bloom");
   cmd->add_option("--profile", optimize.profile, "Profile CSV (stage,instruction,frequency,time,energy)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -143,7 +300,15 @@ void add_solver_commands(CLI::App& app) {
   cmd->add_option("--coefficients", optimize.coefficients,
                   "CSV of fit coefficients (instruction,stage,...,a,b,c) that replace the fits")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--max-plans", optimize.max_plans, "Write at most N plan files, evenly spread (0: all)");
+  cmd->add_option("--max-plans", optimize.max_plans, "Keep at most N plans in plans.bin, evenly spread (0: all)");
+  cmd->add_option("--py", optimize.py,
+                  "Which plans also get a freqs_pipeline_%05d.py file: some (T_min, T*, least energy and 5 more, "
+                  "evenly spread), all, none")
+      ->capture_default_str();
+  cmd->add_flag("--crawl-csv", optimize.crawl_csv,
+                "Also write crawl.csv: every crawl step in the reference solver's terms (time,energy,cost_change)");
+  cmd->add_flag("--timings", optimize.timings,
+                "Print where the time went: profile read, problem (fits), crawl, refinement, LP bound, output");
   cmd->add_flag("--no-refine", optimize.no_refine, "Keep the crawl's plans as they are (no slack reclaiming)");
   cmd->add_flag("--data-load", optimize.data_load, "Add a data-loading operation (profile 'load' rows) per microbatch");
   cmd->add_flag("--json", optimize.json, "Print the summary as JSON");
@@ -157,11 +322,41 @@ void add_solver_commands(CLI::App& app) {
   auto* straggler = sel->add_option("--straggler-time", select.straggler_time, "The straggler's iteration time T', s")
                         ->check(CLI::PositiveNumber);
   deadline->excludes(straggler);
+  sel->add_option("--py", select.py, "Also write the chosen plan as a freqs_pipeline file ('-': standard output)");
+  sel->add_flag("--force", select.force, "Replace an existing --py file");
   sel->add_flag("--json", select.json, "Print the choice as JSON");
   sel->callback([=] {
     if (!deadline->count() && !straggler->count()) throw CLI::ValidationError("give --deadline or --straggler-time");
     run_select(select);
   });
+
+  CLI::App* plans = app.add_subcommand("plans", "The plans of a frontier directory: export them as files, describe the store");
+  plans->require_subcommand(1);
+  static ExportArgs export_args;
+  CLI::App* ex = plans->add_subcommand("export", "Write plans of plans.bin as freqs_pipeline (.py) or perseus.plan/1 (.json) files");
+  ex->footer(
+      "Example: perseus plans export --frontier out/bloom --point 0 --out fastest.py\n"
+      "         perseus plans export --frontier out/bloom --all --format py --out out/bloom-py");
+  ex->add_option("--frontier", export_args.frontier, "A directory written by perseus optimize")->required();
+  auto* point = ex->add_option("--point", export_args.points, "The frontier point (row of frontier.csv, 0: fastest)");
+  auto* by_deadline = ex->add_option("--deadline", export_args.deadline, "The plan for this iteration time, s")
+                          ->check(CLI::PositiveNumber);
+  auto* all = ex->add_flag("--all", export_args.all, "Every plan, as files in the --out directory");
+  point->excludes(by_deadline)->excludes(all);
+  by_deadline->excludes(all);
+  point->expected(1);
+  ex->add_option("--format", export_args.format, "py (freqs_pipeline) or json (perseus.plan/1)")->capture_default_str();
+  ex->add_option("--out", export_args.out, "The file to write ('-': standard output), or a directory with --all")
+      ->required();
+  ex->add_flag("--force", export_args.force, "Replace an existing --out");
+  ex->add_flag("-q,--quiet", export_args.quiet, "No messages");
+  ex->callback([] { run_export(export_args); });
+
+  static InfoArgs info_args;
+  CLI::App* info = plans->add_subcommand("info", "Describe a frontier directory and its plan store");
+  info->add_option("--frontier", info_args.frontier, "A directory written by perseus optimize")->required();
+  info->add_flag("--json", info_args.json, "Print as JSON");
+  info->callback([] { run_info(info_args); });
 }
 
 }  // namespace perseus::cli

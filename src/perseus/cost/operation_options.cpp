@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/NonLinearOptimization>
@@ -390,15 +392,28 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     throw InputError("p_blocking must be a positive, finite power in Watts, got " + number(config.p_blocking));
   }
 
+  // Two passes: options per operation first, then the fits they need (each distinct set of
+  // options once: stages built from the same layers measure the same ones), computed in
+  // parallel (54 Levenberg-Marquardt runs each, most of make_problem's time), then applied in
+  // operation order, so that results, warnings and errors do not depend on the threads.
+  struct Pending {
+    std::string name;
+    std::vector<Candidate> all;
+    Filtered filtered;
+    std::vector<double> qs, es;
+    bool needs_fit = false;
+    std::vector<std::string> warnings;
+  };
   std::vector<OperationOptions> result;
-  // Stages built from the same layers measure the same options: fit each distinct set once.
-  std::map<std::pair<std::vector<double>, std::vector<double>>, FitOutcome> fits;
+  std::vector<Pending> pending;
   bool any_compute_collapsed = false;
   for (const OperationProfile& op : profile.operations()) {
-    const std::string name = operation_name(profile.source(), op.stage, op.kind);
+    Pending& p = pending.emplace_back();
+    p.name = operation_name(profile.source(), op.stage, op.kind);
+    const std::string& name = p.name;
     if (op.measurements.empty()) throw InputError(name + ": no measured options");
 
-    std::vector<Candidate> all;
+    std::vector<Candidate>& all = p.all;
     all.reserve(op.measurements.size());
     for (const Measurement& m : op.measurements) {
       if (!(std::isfinite(m.time_s) && m.time_s > 0.0 && std::isfinite(m.energy_j))) {
@@ -412,9 +427,9 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
       all.push_back({&m, static_cast<std::int64_t>(q)});
     }
 
-    Filtered filtered = pareto_filter(all, 1.0);
+    p.filtered = pareto_filter(all, 1.0);
     // The reference's retry for sparse frontiers: a laxer dominance test keeps more options.
-    if (filtered.options.size() <= 3) filtered = pareto_filter(all, 0.95);
+    if (p.filtered.options.size() <= 3) p.filtered = pareto_filter(all, 0.95);
 
     OperationOptions options;
     options.stage = op.stage;
@@ -423,23 +438,22 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
         op.measurements.begin(), op.measurements.end(), [](const Measurement& a, const Measurement& b) {
           return a.frequency_mhz != b.frequency_mhz ? a.frequency_mhz < b.frequency_mhz : a.time_s > b.time_s;
         });
-    for (const Candidate& c : filtered.options) {
+    for (const Candidate& c : p.filtered.options) {
       // Subtract after filtering, in the reference's order of operations.
       const double effective = c.measurement->energy_j - config.p_blocking * static_cast<double>(c.q) * tau;
       options.options.push_back({*c.measurement, c.q, effective, true});
     }
 
-    if (is_compute(op.kind) && options.options.size() == 1 && filtered.pareto_count > 1) {
+    if (is_compute(op.kind) && options.options.size() == 1 && p.filtered.pareto_count > 1) {
       any_compute_collapsed = true;
-      warn(warnings, name + ": its " + std::to_string(filtered.pareto_count) + " candidate options all quantise to " +
-                         std::to_string(options.options[0].q) + " units of " + number(tau) +
-                         " s; it runs at constant time");
+      p.warnings.push_back(name + ": its " + std::to_string(p.filtered.pareto_count) +
+                           " candidate options all quantise to " + std::to_string(options.options[0].q) +
+                           " units of " + number(tau) + " s; it runs at constant time");
     }
 
-    std::vector<double> qs, es;
     for (const Option& o : options.options) {
-      qs.push_back(static_cast<double>(o.q));
-      es.push_back(o.effective_energy);
+      p.qs.push_back(static_cast<double>(o.q));
+      p.es.push_back(o.effective_energy);
     }
 
     if (const auto it = config.overrides.find({op.stage, op.kind}); it != config.overrides.end()) {
@@ -449,17 +463,44 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
       options.cost = {0.0, 0.0, options.options[0].effective_energy};
     } else if (options.options.size() == 2) {
       options.cost = through_two_points(options.options[0], options.options[1]);
-      warn(warnings, name + ": only two options survive the Pareto filter, too few to fit a*exp(b*q)+c; "
-                            "using an exact curve through both");
+      p.warnings.push_back(name + ": only two options survive the Pareto filter, too few to fit a*exp(b*q)+c; "
+                                  "using an exact curve through both");
     } else {
       if (const auto problem = shape_problem(options.options)) {
-        warn(warnings, name + ": measured " + *problem + "; the exponential fit smooths this over");
+        p.warnings.push_back(name + ": measured " + *problem + "; the exponential fit smooths this over");
       }
-      auto found = fits.find({qs, es});
-      if (found == fits.end()) found = fits.emplace(std::pair(qs, es), fit_exponential(qs, es, tau)).first;
-      const FitOutcome& fit = found->second;
+      p.needs_fit = true;
+    }
+    result.push_back(std::move(options));
+  }
+
+  std::map<std::pair<std::vector<double>, std::vector<double>>, FitOutcome> fits;
+  for (const Pending& p : pending) {
+    if (p.needs_fit) fits.emplace(std::pair(p.qs, p.es), FitOutcome{});
+  }
+  std::vector<std::pair<const std::pair<std::vector<double>, std::vector<double>>, FitOutcome>*> work;
+  for (auto& entry : fits) work.push_back(&entry);
+  std::atomic<std::size_t> next{0};
+  const auto fit_some = [&] {
+    for (std::size_t i = next++; i < work.size(); i = next++) {
+      work[i]->second = fit_exponential(work[i]->first.first, work[i]->first.second, tau);
+    }
+  };
+  {
+    const std::size_t helpers = std::min<std::size_t>(work.size() / 4, std::max(1u, std::thread::hardware_concurrency()) - 1);
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < std::min<std::size_t>(helpers, 3); ++t) threads.emplace_back(fit_some);
+    fit_some();
+  }
+
+  for (std::size_t k = 0; k < result.size(); ++k) {
+    Pending& p = pending[k];
+    OperationOptions& options = result[k];
+    for (const std::string& w : p.warnings) warn(warnings, w);
+    if (p.needs_fit) {
+      const FitOutcome& fit = fits.at({p.qs, p.es});
       if (!fit.cost) {
-        throw SolveError(name + ": cannot fit cost(q) = a*exp(b*q) + c to its " +
+        throw SolveError(p.name + ": cannot fit cost(q) = a*exp(b*q) + c to its " +
                          std::to_string(options.options.size()) + " options: " +
                          (fit.converged == 0 ? std::string("no starting point converged")
                                              : std::to_string(fit.converged) +
@@ -470,13 +511,12 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
       options.cost = *fit.cost;
       const double range = energy_range(options.options);
       if (std::sqrt(fit.mse) > kPoorFitTolerance * range) {
-        warn(warnings, name + ": poor fit, RMS error " + number(std::sqrt(fit.mse)) + " J over an effective-energy range of " +
-                           number(range) + " J");
+        warn(warnings, p.name + ": poor fit, RMS error " + number(std::sqrt(fit.mse)) +
+                           " J over an effective-energy range of " + number(range) + " J");
       }
     }
-    options.fit_mse = mean_squared_error(options.cost, qs, es);
-    add_effective_optima(all, filtered, config.p_blocking, tau, &options.options);
-    result.push_back(std::move(options));
+    options.fit_mse = mean_squared_error(options.cost, p.qs, p.es);
+    add_effective_optima(p.all, p.filtered, config.p_blocking, tau, &options.options);
   }
 
   // A profile measured at one setting is legitimately constant; one whose distinct options all

@@ -28,6 +28,8 @@ EmulationConfig single_pipeline(const EmulationConfig& config) {
   single.data_parallel = 1;
   single.stragglers.clear();
   single.record_transfers = false;
+  single.detail = TimelineDetail::kListed;
+  single.detail_pipelines.clear();
   return single;
 }
 
@@ -221,6 +223,8 @@ Comparison compare_methods(const EnergyProblem& problem, const Frontier& frontie
   EmulationConfig cluster = options.emulation;
   cluster.data_parallel = std::max(2, options.emulation.data_parallel);
   cluster.record_transfers = false;
+  cluster.detail = TimelineDetail::kListed;  // the tables read summaries only
+  cluster.detail_pipelines.clear();
   const int others = cluster.data_parallel - 1;
   const ExecutionPlan max_plan = execution_plan(problem, max_point, run.clocks());
   for (double ratio : options.straggler_ratios) {
@@ -285,6 +289,8 @@ LargeScaleRow large_scale_row(const Profile& profile, const std::string& workloa
   cluster.tensor_parallel = options.tensor_parallel;
   cluster.stragglers.clear();
   cluster.record_transfers = false;
+  cluster.detail = TimelineDetail::kListed;
+  cluster.detail_pipelines.clear();
   report(options.progress, fmt::format("{}, {} microbatches: emulating {} pipelines ({} GPUs)", workload, microbatches,
                                        row.pipelines, row.gpus));
   const PointEmulator run(problem, cluster,

@@ -24,6 +24,10 @@ std::span<const ExecutedInstruction> EmulationResult::device_timeline(int pipeli
   return {timeline.data() + device_begin[device], timeline.data() + device_begin[device + 1]};
 }
 
+bool EmulationResult::has_detail(int pipeline) const {
+  return std::binary_search(detailed_pipelines.begin(), detailed_pipelines.end(), pipeline);
+}
+
 namespace {
 
 void check_amount(double value, const std::string& what) {
@@ -91,6 +95,12 @@ void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
                                    s.slowdown));
     }
     check_amount(s.delay_s, fmt::format("straggler pipeline {}'s delay", s.pipeline));
+  }
+  for (int p : config.detail_pipelines) {
+    if (p < 0 || p >= config.data_parallel) {
+      throw InputError(fmt::format("pipeline {} cannot keep its timeline: it does not exist (there are {} pipelines)",
+                                   p, config.data_parallel));
+    }
   }
 }
 
@@ -180,9 +190,11 @@ class PipelineEngine {
     run_.switches.resize(s);
   }
 
-  const PipelineRun& run(const PipelineInput& input) {
+  // Emulates one pipeline; `record_transfers` keeps its transfers (when the config does).
+  const PipelineRun& run(const PipelineInput& input, bool record_transfers) {
     input_ = input;
     plan_ = input.plan;
+    record_transfers_ = record_transfers && config_.record_transfers;
     std::copy(layout_.pred_count.begin(), layout_.pred_count.end(), remaining_.begin());
     std::fill(ready_.begin(), ready_.end(), input.delay_s);
     std::fill(ready_from_.begin(), ready_from_.end(), Dag::NodeId{-1});
@@ -362,7 +374,7 @@ class PipelineEngine {
       link_free_[link_index] = send + link.occupancy_s(bytes);
       const double arrival = link_free_[link_index] + link.latency_s;
       push(arrival, successor, false, node);
-      if (config_.record_transfers) {
+      if (record_transfers_) {
         run_.transfers.push_back({input_.pipeline, d, e, node, successor, send, arrival, bytes});
       }
     }
@@ -387,6 +399,7 @@ class PipelineEngine {
   const EmulationConfig& config_;
   double latency_;
   PipelineInput input_;
+  bool record_transfers_ = false;
   const ExecutionPlan* plan_ = nullptr;
   std::vector<std::int32_t> remaining_;
   std::vector<double> ready_;
@@ -422,11 +435,119 @@ std::pair<double, double> run_with_instant_switching(const EnergyProblem& proble
   PipelineEngine engine(problem.dag, layout, config, 0.0);
   double sync = 0.0, energy = 0.0;
   for (const PipelineInput& input : inputs) {
-    const PipelineRun& run = engine.run(input);
+    const PipelineRun& run = engine.run(input, false);
     for (double end : run.end) sync = std::max(sync, end);
     for (double e : run.energy) energy += e;
   }
   return {sync, energy};
+}
+
+// Keeps the timelines and transfers of the pipelines given to record(), in any order, and
+// lays them out by pipeline in the result at finish().
+class TimelineRecorder {
+ public:
+  TimelineRecorder(const Dag& dag, const Layout& layout, EmulationResult& result)
+      : dag_(dag), layout_(layout), result_(result) {}
+
+  void record(const PipelineInput& input, const PipelineRun& run) {
+    chunks_.push_back({input.pipeline, result_.timeline.size(), result_.transfers.size()});
+    for (std::int32_t i = 0; i < static_cast<std::int32_t>(layout_.order.size()); ++i) {
+      const Dag::NodeId node = layout_.order[i];
+      result_.timeline.push_back({dag_.instruction(node), input.pipeline, node, run.start[node], run.end[node],
+                                  run.energy[node], input.plan->frequency_mhz[node], run.clock_at_start[node],
+                                  run.outcome[node], run.waited_for[node]});
+    }
+    result_.transfers.insert(result_.transfers.end(), run.transfers.begin(), run.transfers.end());
+  }
+
+  // Orders the recorded pipelines (only the few recorded after the others need moving) and
+  // sets device_begin and detailed_pipelines.
+  void finish() {
+    const bool ordered = std::is_sorted(chunks_.begin(), chunks_.end(),
+                                        [](const Chunk& a, const Chunk& b) { return a.pipeline < b.pipeline; });
+    if (!ordered) {
+      std::vector<std::size_t> timeline_end, transfers_end;
+      for (std::size_t k = 0; k < chunks_.size(); ++k) {
+        timeline_end.push_back(k + 1 < chunks_.size() ? chunks_[k + 1].timeline_begin : result_.timeline.size());
+        transfers_end.push_back(k + 1 < chunks_.size() ? chunks_[k + 1].transfers_begin : result_.transfers.size());
+      }
+      std::vector<std::size_t> by_pipeline(chunks_.size());
+      for (std::size_t k = 0; k < by_pipeline.size(); ++k) by_pipeline[k] = k;
+      std::sort(by_pipeline.begin(), by_pipeline.end(),
+                [&](std::size_t a, std::size_t b) { return chunks_[a].pipeline < chunks_[b].pipeline; });
+      std::vector<ExecutedInstruction> timeline;
+      std::vector<Transfer> transfers;
+      timeline.reserve(result_.timeline.size());
+      transfers.reserve(result_.transfers.size());
+      std::vector<Chunk> chunks;
+      for (std::size_t k : by_pipeline) {
+        chunks.push_back({chunks_[k].pipeline, timeline.size(), transfers.size()});
+        timeline.insert(timeline.end(), result_.timeline.begin() + static_cast<std::ptrdiff_t>(chunks_[k].timeline_begin),
+                        result_.timeline.begin() + static_cast<std::ptrdiff_t>(timeline_end[k]));
+        transfers.insert(transfers.end(),
+                         result_.transfers.begin() + static_cast<std::ptrdiff_t>(chunks_[k].transfers_begin),
+                         result_.transfers.begin() + static_cast<std::ptrdiff_t>(transfers_end[k]));
+      }
+      result_.timeline = std::move(timeline);
+      result_.transfers = std::move(transfers);
+      chunks_ = std::move(chunks);
+    }
+    // A detailed pipeline's devices cover its instructions in stage order; the others' are empty.
+    const int stages = layout_.stages;
+    result_.device_begin.assign(1, 0);
+    result_.device_begin.reserve(static_cast<std::size_t>(result_.data_parallel) * stages + 1);
+    result_.detailed_pipelines.clear();
+    std::size_t next = 0, at = 0;
+    for (int p = 0; p < result_.data_parallel; ++p) {
+      const bool detailed = next < chunks_.size() && chunks_[next].pipeline == p;
+      if (detailed) {
+        result_.detailed_pipelines.push_back(p);
+        ++next;
+      }
+      for (int d = 0; d < stages; ++d) {
+        if (detailed) at += static_cast<std::size_t>(layout_.device_begin[d + 1] - layout_.device_begin[d]);
+        result_.device_begin.push_back(at);
+      }
+    }
+  }
+
+ private:
+  struct Chunk {
+    std::int32_t pipeline;
+    std::size_t timeline_begin, transfers_begin;
+  };
+  const Dag& dag_;
+  const Layout& layout_;
+  EmulationResult& result_;
+  std::vector<Chunk> chunks_;  // in recording order
+};
+
+// The fastest pipeline and a typical one (EmulationResult::fastest_pipeline, typical_pipeline).
+void pick_notable_pipelines(EmulationResult& result) {
+  const auto& pipelines = result.pipelines;
+  std::int32_t fastest = 0;
+  for (const PipelineSummary& p : pipelines) {
+    if (p.time_s < pipelines[fastest].time_s) fastest = p.pipeline;
+  }
+  std::vector<std::pair<double, double>> figures;  // (time, energy) of the non-stragglers
+  for (const PipelineSummary& p : pipelines) {
+    if (!p.straggler) figures.emplace_back(p.time_s, p.energy.total_j());
+  }
+  const bool all_straggle = figures.empty();
+  if (all_straggle) {
+    for (const PipelineSummary& p : pipelines) figures.emplace_back(p.time_s, p.energy.total_j());
+  }
+  const auto median = figures.begin() + static_cast<std::ptrdiff_t>((figures.size() - 1) / 2);
+  std::nth_element(figures.begin(), median, figures.end());
+  std::int32_t typical = 0;
+  for (const PipelineSummary& p : pipelines) {
+    if ((all_straggle || !p.straggler) && std::pair{p.time_s, p.energy.total_j()} == *median) {
+      typical = p.pipeline;
+      break;
+    }
+  }
+  result.fastest_pipeline = fastest;
+  result.typical_pipeline = typical;
 }
 
 }  // namespace
@@ -450,29 +571,35 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
   result.tensor_parallel = config.tensor_parallel;
   result.p_blocking_w = p_blocking;
   result.switch_latency_s = config.switch_latency_s;
-  result.timeline.reserve(layout.order.size() * replicas);
+  result.detail = config.detail;
   result.devices.reserve(static_cast<std::size_t>(replicas) * stages);
-  result.device_begin.push_back(0);
+  result.pipelines.reserve(static_cast<std::size_t>(replicas));
+
+  // Which pipelines keep their timeline from the start; the fastest and the typical one are
+  // known only once every pipeline ran.
+  std::vector<std::uint8_t> detailed(static_cast<std::size_t>(replicas), config.detail == TimelineDetail::kAll);
+  if (config.detail == TimelineDetail::kNotable) {
+    for (const Straggler& s : config.stragglers) detailed[s.pipeline] = 1;
+  }
+  for (int p : config.detail_pipelines) detailed[p] = 1;
+  result.timeline.reserve(layout.order.size() * static_cast<std::size_t>(std::count(detailed.begin(), detailed.end(), 1)));
+  TimelineRecorder recorder(problem.dag, layout, result);
 
   PipelineEngine engine(problem.dag, layout, config, config.switch_latency_s);
   for (const PipelineInput& input : inputs) {
-    const PipelineRun& run = engine.run(input);
+    const PipelineRun& run = engine.run(input, detailed[input.pipeline]);
+    if (detailed[input.pipeline]) recorder.record(input, run);
     PipelineSummary summary{input.pipeline, input.straggler, input.slowdown, input.delay_s, 0.0, {}};
     for (int d = 0; d < stages; ++d) {
       DeviceSummary device{input.pipeline, d, 0.0, input.delay_s, {}, run.switches[d], 0, 0};
       for (std::int32_t i = layout.device_begin[d]; i < layout.device_begin[d + 1]; ++i) {
         const Dag::NodeId node = layout.order[i];
-        const ExecutedInstruction executed{problem.dag.instruction(node), input.pipeline, node, run.start[node],
-                                           run.end[node], run.energy[node], input.plan->frequency_mhz[node],
-                                           run.clock_at_start[node], run.outcome[node], run.waited_for[node]};
-        result.timeline.push_back(executed);
-        device.busy_s += executed.end_s - executed.start_s;
-        device.finish_s = std::max(device.finish_s, executed.end_s);
-        device.energy.computation_j += executed.energy_j;
-        device.late_switches += executed.switch_outcome != SwitchOutcome::kNone;
-        device.missed_switches += executed.switch_outcome == SwitchOutcome::kMissed;
+        device.busy_s += run.end[node] - run.start[node];
+        device.finish_s = std::max(device.finish_s, run.end[node]);
+        device.energy.computation_j += run.energy[node];
+        device.late_switches += run.outcome[node] != SwitchOutcome::kNone;
+        device.missed_switches += run.outcome[node] == SwitchOutcome::kMissed;
       }
-      result.device_begin.push_back(result.timeline.size());
       summary.time_s = std::max(summary.time_s, device.finish_s);
       result.devices.push_back(device);
     }
@@ -480,7 +607,6 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
       DeviceSummary& device = result.devices[result.devices.size() - stages + d];
       device.energy.intrinsic_blocking_j = p_blocking * (summary.time_s - device.busy_s);
     }
-    result.transfers.insert(result.transfers.end(), run.transfers.begin(), run.transfers.end());
     result.sync_time_s = std::max(result.sync_time_s, summary.time_s);
     result.pipelines.push_back(summary);
   }
@@ -512,6 +638,17 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
     result.late_switches += device.late_switches;
     result.missed_switches += device.missed_switches;
   }
+
+  pick_notable_pipelines(result);
+  if (config.detail == TimelineDetail::kNotable) {
+    // The engine is deterministic: running these again gives the runs their summaries came from.
+    for (const std::int32_t p : {result.fastest_pipeline, result.typical_pipeline}) {
+      if (detailed[p]) continue;
+      detailed[p] = 1;
+      recorder.record(inputs[p], engine.run(inputs[p], true));
+    }
+  }
+  recorder.finish();
 
   if (result.late_switches > 0) {
     const auto [instant_sync, instant_energy] = run_with_instant_switching(problem, layout, config, inputs);
@@ -573,6 +710,8 @@ StragglerResponse emulate_straggler_response(const EnergyProblem& problem, std::
   single.data_parallel = 1;
   single.stragglers.clear();
   single.record_transfers = false;
+  single.detail = TimelineDetail::kListed;  // only times and energies are compared
+  single.detail_pipelines.clear();
   StragglerResponse response;
   // Effective energy (above idling) decides: waiting until T' costs p_blocking per GPU
   // whatever runs, so over [0, T'] the plan with the least of it uses the least energy.

@@ -62,6 +62,15 @@ struct Straggler {
 // Default of EmulationConfig::switching_warning_fraction: 0.1%.
 inline constexpr double kSwitchingWarningFraction = 1e-3;
 
+// Which pipelines keep their per-instruction timeline and transfers in the result. Every
+// pipeline is emulated and keeps its summary and exact per-device energies either way; at
+// 2,048 pipelines the timelines of all of them are most of the memory and of what is written.
+enum class TimelineDetail : std::uint8_t {
+  kAll,      // every pipeline
+  kNotable,  // the stragglers, the fastest pipeline, a typical one, and EmulationConfig::detail_pipelines
+  kListed,   // only EmulationConfig::detail_pipelines (none: summaries only)
+};
+
 struct EmulationConfig {
   int data_parallel = 1;    // D pipelines
   int tensor_parallel = 1;  // GPUs per stage; they run in lockstep, so energy scales by it
@@ -77,7 +86,9 @@ struct EmulationConfig {
   LinkSpec allreduce;
   double allreduce_bytes = 0.0;
   std::vector<Straggler> stragglers;
-  bool record_transfers = true;  // keep every transfer on a link that is not free
+  bool record_transfers = true;  // keep every transfer on a link that is not free (of detailed pipelines)
+  TimelineDetail detail = TimelineDetail::kAll;
+  std::vector<int> detail_pipelines;  // kept in detail besides what `detail` selects; each in [0, D)
   // The "switches more often than it can pay for" warning fires only when late switches cost
   // more than this fraction of the iteration time (the slowest pipeline's delay against
   // instant switching) or of the iteration energy (extra computation energy): a 47 us delay
@@ -161,15 +172,24 @@ struct EmulationResult {
   int tensor_parallel = 1;
   double p_blocking_w = 0.0;
   double switch_latency_s = 0.0;
+  TimelineDetail detail = TimelineDetail::kAll;  // what EmulationConfig::detail asked for
   double iteration_time_s = 0.0;  // T_iteration: until the last gradient all-reduce ends
   double sync_time_s = 0.0;       // T_sync: the slowest pipeline's own iteration
   EnergySplit energy;             // all GPUs
   std::int64_t switches = 0, late_switches = 0, missed_switches = 0;
   std::vector<PipelineSummary> pipelines;
   std::vector<DeviceSummary> devices;         // pipeline-major: index pipeline * S + stage
-  std::vector<ExecutedInstruction> timeline;  // by pipeline, then stage, then execution order
+  // The pipeline that finished first, and a typical one: among the non-stragglers (all
+  // pipelines if every one straggles), the lowest-numbered whose time and energy are their
+  // median's. With every non-straggler running alike, both are the first non-straggler.
+  std::int32_t fastest_pipeline = 0;
+  std::int32_t typical_pipeline = 0;
+  // Pipelines with a timeline (EmulationConfig::detail), ascending; the others' devices
+  // have empty ranges in `timeline`, and no transfers.
+  std::vector<std::int32_t> detailed_pipelines;
+  std::vector<ExecutedInstruction> timeline;  // of detailed pipelines: by pipeline, then stage, then execution order
   std::vector<std::size_t> device_begin;      // D * S + 1 offsets into `timeline`
-  std::vector<Transfer> transfers;
+  std::vector<Transfer> transfers;            // of detailed pipelines, by pipeline
   std::vector<AllReduce> allreduces;          // one per stage when D > 1
   std::vector<std::string> warnings;          // e.g. a plan that switches more than it can pay for
                                               // (see EmulationConfig::switching_warning_fraction)
@@ -183,19 +203,24 @@ struct EmulationResult {
   int num_gpus() const { return data_parallel * stages * tensor_parallel; }
   double average_power_w() const { return iteration_time_s > 0.0 ? energy.total_j() / iteration_time_s : 0.0; }
   double average_power_per_gpu_w() const { return average_power_w() / num_gpus(); }
-  // Instructions of one device in execution order.
+  // Instructions of one device in execution order (none for a pipeline without detail).
   std::span<const ExecutedInstruction> device_timeline(int pipeline, int stage) const;
+  bool has_detail(int pipeline) const;  // whether `pipeline` kept its timeline
 };
 
 // The critical path of one pipeline as emulated: indices into result.timeline, first to
 // last, following `waited_for` back from the instruction that ends last. Every instruction
-// on it starts when the previous one ends (on its device) or its output arrives.
+// on it starts when the previous one ends (on its device) or its output arrives. Empty for a
+// pipeline without detail.
 std::vector<std::size_t> critical_path(const EmulationResult& result, int pipeline);
 
 // Emulates one iteration. Non-straggler pipelines run `plan`; stragglers run
-// `straggler_plan` (default: `plan`). Throws InputError for a plan of the wrong size and a
-// bad configuration (D or T below 1, negative or non-finite latencies, bandwidths or sizes,
-// a straggler outside [0, D), listed twice, with a slowdown below 1 or a negative delay).
+// `straggler_plan` (default: `plan`). Every pipeline is emulated; those `config.detail`
+// selects keep their timelines (the fastest and the typical one, known only at the end,
+// are emulated once more for it: the engine is deterministic, so that is the same run).
+// Throws InputError for a plan of the wrong size and a bad configuration (D or T below 1,
+// negative or non-finite latencies, bandwidths or sizes, a straggler outside [0, D), listed
+// twice, with a slowdown below 1 or a negative delay, a detail pipeline outside [0, D)).
 EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan, const EmulationConfig& config,
                         const ExecutionPlan* straggler_plan = nullptr);
 

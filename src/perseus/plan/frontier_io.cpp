@@ -1,5 +1,6 @@
 #include "perseus/plan/frontier_io.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -60,24 +61,114 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
   };
 }
 
+PlanStoreLayout plan_store_layout(const EnergyProblem& problem) {
+  PlanStoreLayout layout;
+  // FNV-1a over everything the plans depend on: a store copied from another run disagrees.
+  std::uint64_t hash = 1469598103934665603ull;
+  const auto mix = [&hash](const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
+  };
+  const auto mix_value = [&mix](const auto& value) { mix(&value, sizeof(value)); };
+  mix_value(problem.unit_time);
+  mix_value(problem.p_blocking);
+  layout.stages.resize(static_cast<std::size_t>(problem.dag.num_stages()));
+  for (int s = 0; s < problem.dag.num_stages(); ++s) {
+    for (Dag::NodeId n : problem.dag.stage_nodes(s)) {
+      const Instruction& instruction = problem.dag.instruction(n);
+      layout.stages[static_cast<std::size_t>(s)].push_back(instruction);
+      mix_value(s);
+      mix_value(instruction.kind);
+      mix_value(instruction.microbatch);
+      mix_value(instruction.chunk);
+      mix_value(problem.node_operation[n]);
+    }
+  }
+  for (const OperationOptions& operation : problem.operations) {
+    for (const Option& option : operation.options) {
+      layout.clocks_mhz.push_back(option.measurement.frequency_mhz);
+      mix_value(option.measurement.frequency_mhz);
+      mix_value(option.measurement.time_s);
+      mix_value(option.measurement.energy_j);
+    }
+  }
+  std::sort(layout.clocks_mhz.begin(), layout.clocks_mhz.end());
+  layout.clocks_mhz.erase(std::unique(layout.clocks_mhz.begin(), layout.clocks_mhz.end()), layout.clocks_mhz.end());
+  layout.problem_digest = fmt::format("fnv1a64:{:016x}", hash);
+  return layout;
+}
+
+std::vector<std::string> freqs_pipeline_comments(const EnergyProblem& problem, const FrontierPoint& point) {
+  std::vector<std::string> comments = {
+      fmt::format("Measured iteration time: {:.6f} s", point.measured.time_s),
+      fmt::format("Measured iteration energy: {:.4f} J", point.measured.energy_j),
+      fmt::format("Effective energy (above blocking): {:.4f} J", point.effective_energy_j)};
+  if (point.crawl_step >= 0) {
+    comments.push_back(fmt::format("Iteration {} planned time: {} units", point.crawl_step + 1, point.planned_time_q));
+    comments.push_back(fmt::format("Iteration {} total cost with P2P: {:.2f}", point.crawl_step + 1, point.fitted_energy_j));
+  }
+  return comments;
+}
+
+std::vector<int> plan_clocks(const EnergyProblem& problem, const FrontierPoint& point) {
+  std::vector<int> clocks;
+  clocks.reserve(point.choice.size());
+  for (int s = 0; s < problem.dag.num_stages(); ++s) {
+    for (Dag::NodeId n : problem.dag.stage_nodes(s)) {
+      clocks.push_back(problem.options_of(n).options[point.choice[n]].measurement.frequency_mhz);
+    }
+  }
+  return clocks;
+}
+
 namespace {
 
-// Indices of the frontier points that get plan files: all, or `max_plans` spread evenly
-// with both ends always included.
-std::vector<char> plans_to_write(std::size_t points, std::size_t max_plans) {
-  std::vector<char> keep(points, max_plans == 0 ? 1 : 0);
-  if (max_plans == 0 || points == 0) return keep;
-  if (max_plans == 1) {
+// `count` indices spread evenly over 0..points-1, both ends included.
+void spread(std::vector<char>& keep, std::size_t count) {
+  const std::size_t points = keep.size();
+  if (count == 0 || points == 0) return;
+  if (count == 1) {
     keep[0] = 1;
-    return keep;
+    return;
   }
-  for (std::size_t k = 0; k < max_plans; ++k) {
-    keep[static_cast<std::size_t>(std::llround(static_cast<double>(k) * (points - 1) / (max_plans - 1)))] = 1;
+  for (std::size_t k = 0; k < count; ++k) {
+    keep[static_cast<std::size_t>(std::llround(static_cast<double>(k) * (points - 1) / (count - 1)))] = 1;
+  }
+}
+
+// Indices of the frontier points kept in the store: all, or `max_plans` spread evenly.
+std::vector<char> plans_to_store(std::size_t points, std::size_t max_plans) {
+  std::vector<char> keep(points, max_plans == 0 ? 1 : 0);
+  spread(keep, max_plans);
+  return keep;
+}
+
+// Indices of the stored points that also get a freqs_pipeline file.
+std::vector<char> plans_for_py(const Frontier& frontier, const std::vector<char>& stored, const OutputOptions& options) {
+  const std::size_t points = frontier.points.size();
+  if (options.py == PyFiles::kAll) return stored;
+  std::vector<char> keep(points, 0);
+  if (options.py == PyFiles::kNone) return keep;
+  keep.front() = keep.back() = 1;  // T_min and T*
+  std::size_t least = 0;
+  for (std::size_t i = 1; i < points; ++i) {
+    if (frontier.points[i].measured.energy_j < frontier.points[least].measured.energy_j) least = i;
+  }
+  keep[least] = 1;
+  spread(keep, std::min(points, options.py_spread));
+  // Only points with a plan in the store: a thinned-out one moves to the nearest faster stored.
+  for (std::size_t i = 0; i < points; ++i) {
+    if (!keep[i] || stored[i]) continue;
+    keep[i] = 0;
+    std::size_t j = i;
+    while (j > 0 && !stored[j]) --j;
+    keep[j] = 1;
   }
   return keep;
 }
 
-std::string format_double(double value) { return fmt::format("{:.17g}", value); }
+// The shortest text that reads back as the same double (fmt's default): exact, and compact.
+std::string format_double(double value) { return fmt::format("{}", value); }
 
 // Inside the staging directory: a failed write must fail the whole output, not leave a
 // short file behind to be renamed into place.
@@ -88,49 +179,61 @@ void write_file(const fs::path& path, std::string_view content) {
   if (!out) throw InputError(path.string() + ": write failed (disk full?)");
 }
 
+std::string py_file_name(std::size_t points, std::size_t row) {
+  return fmt::format("freqs_pipeline_{:05d}.py", points - 1 - row);  // larger number: faster plan
+}
+
 void write_directory_contents(const fs::path& dir, const EnergyProblem& problem, const CrawlResult& crawl,
                               const Frontier& frontier, const RunInfo& info, const OutputOptions& options) {
-  fs::create_directories(dir / "plans");
   const std::size_t count = frontier.points.size();
-  const std::vector<char> keep = plans_to_write(count, options.max_plans);
+  const std::vector<char> stored = plans_to_store(count, options.max_plans);
+  const std::vector<char> py = plans_for_py(frontier, stored, options);
+  const std::size_t store_size = static_cast<std::size_t>(std::count(stored.begin(), stored.end(), 1));
+  const PlanStoreLayout layout = plan_store_layout(problem);
+  PlanStoreWriter store(dir / "plans.bin", layout, store_size);
 
-  std::string csv = "time,energy,effective_energy,plan_file,json_file,planned_time,fitted_energy,crawl_step,lower_bound\n";
+  std::string csv = "time,energy,effective_energy,plan,plan_file,planned_time,fitted_energy,crawl_step,lower_bound\n";
+  csv.reserve(count * 160);
+  std::size_t record = 0;
+  std::vector<std::string> py_files;
   for (std::size_t i = 0; i < count; ++i) {
     const FrontierPoint& point = frontier.points[i];
-    const std::size_t number = count - 1 - i;  // larger number: faster plan
-    std::string py, js;
-    if (keep[i]) {
-      py = fmt::format("freqs_pipeline_{:05d}.py", number);
-      js = fmt::format("plans/plan_{:05d}.json", number);
-      const Plan plan = make_plan(problem, point.option_choice());
-      std::vector<std::string> comments = {
-          fmt::format("Measured iteration time: {:.6f} s", point.measured.time_s),
-          fmt::format("Measured iteration energy: {:.4f} J", point.measured.energy_j),
-          fmt::format("Effective energy (above blocking): {:.4f} J", point.effective_energy_j)};
-      if (point.crawl_step >= 0) {
-        comments.push_back(fmt::format("Iteration {} planned time: {} units", point.crawl_step + 1, point.planned_time_q));
-        comments.push_back(fmt::format("Iteration {} total cost with P2P: {:.2f}", point.crawl_step + 1, point.fitted_energy_j));
-      }
-      write_file(dir / py, plan_to_freqs_pipeline(plan, comments));
-      write_file(dir / js, plan_to_json(plan).dump(1) + "\n");
+    std::string plan_column, py_name;
+    if (stored[i]) {
+      store.add(plan_clocks(problem, point));
+      plan_column = std::to_string(record++);
+    }
+    if (py[i]) {
+      py_name = py_file_name(count, i);
+      write_file(dir / py_name, plan_to_freqs_pipeline(make_plan(problem, point.option_choice()),
+                                                       freqs_pipeline_comments(problem, point)));
+      py_files.push_back(py_name);
     }
     csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", format_double(point.measured.time_s),
-                       format_double(point.measured.energy_j), format_double(point.effective_energy_j), py, js,
-                       point.planned_time_q >= 0 ? format_double(point.planned_time_q * problem.unit_time) : "",
+                       format_double(point.measured.energy_j), format_double(point.effective_energy_j), plan_column,
+                       py_name, point.planned_time_q >= 0 ? format_double(point.planned_time_q * problem.unit_time) : "",
                        point.crawl_step >= 0 ? format_double(point.fitted_energy_j) : "",
                        point.crawl_step >= 0 ? std::to_string(point.crawl_step + 1) : "",
                        point.lower_bound_j ? format_double(*point.lower_bound_j) : "");
-    if (options.progress && (i + 1) % 500 == 0) options.progress(i + 1, count);
+    if (options.progress && (i + 1) % 2000 == 0) options.progress(i + 1, count);
   }
+  store.finish();
   write_file(dir / "frontier.csv", csv);
 
-  std::string crawl_csv = "time,energy,cost_change\n";
-  for (const CrawlStep& step : crawl.steps) {
-    crawl_csv += fmt::format("{},{},{}\n", format_double(static_cast<double>(step.time_q) * problem.unit_time),
-                             format_double(crawl.reference_energy(step, problem)), format_double(step.cost_change));
+  if (options.crawl_csv) {
+    std::string crawl_csv = "time,energy,cost_change\n";
+    for (const CrawlStep& step : crawl.steps) {
+      crawl_csv += fmt::format("{},{},{}\n", format_double(static_cast<double>(step.time_q) * problem.unit_time),
+                               format_double(crawl.reference_energy(step, problem)), format_double(step.cost_change));
+    }
+    write_file(dir / "crawl.csv", crawl_csv);
   }
-  write_file(dir / "crawl.csv", crawl_csv);
-  write_file(dir / "summary.json", make_summary(problem, crawl, frontier, info).dump(2) + "\n");
+  nlohmann::json summary = make_summary(problem, crawl, frontier, info);
+  summary["plans"] = {{"store", "plans.bin"},
+                      {"count", store_size},
+                      {"problem_digest", layout.problem_digest},
+                      {"freqs_pipeline_files", py_files}};
+  write_file(dir / "summary.json", summary.dump(2) + "\n");
 }
 
 }  // namespace
@@ -138,9 +241,12 @@ void write_directory_contents(const fs::path& dir, const EnergyProblem& problem,
 void write_frontier_directory(const fs::path& dir, const EnergyProblem& problem, const CrawlResult& crawl,
                               const Frontier& frontier, const RunInfo& info, const OutputOptions& options) {
   if (frontier.points.empty()) throw SolveError("the frontier has no points");
-  write_directory_atomically(dir, options.force, [&](const fs::path& staging) {
-    write_directory_contents(staging, problem, crawl, frontier, info, options);
-  });
+  std::vector<fs::path> inputs = options.inputs;
+  inputs.emplace_back(info.profile);
+  write_directory_atomically(
+      dir, options.force,
+      [&](const fs::path& staging) { write_directory_contents(staging, problem, crawl, frontier, info, options); },
+      inputs);
 }
 
 namespace {
@@ -181,32 +287,152 @@ FrontierIndex read_frontier_directory(const fs::path& dir) {
   std::istringstream in(read_text_file(csv_path));
   std::string line;
   std::getline(in, line);
-  if (line.rfind("time,energy,effective_energy,plan_file,json_file", 0) != 0) {
-    throw InputError(csv_path.string() + ":1: expected the header 'time,energy,effective_energy,plan_file,json_file,...'");
+  // Columns by name: the store's layout (plan, plan_file) and the one before it (plan_file, json_file).
+  const std::vector<std::string> header = split_csv_line(line);
+  const auto column = [&header](std::string_view name) -> std::optional<std::size_t> {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  const auto plan_column = column("plan"), py_column = column("plan_file"), json_column = column("json_file");
+  if (header.size() < 3 || header[0] != "time" || header[1] != "energy" || header[2] != "effective_energy" ||
+      !py_column || (!plan_column && !json_column)) {
+    throw InputError(csv_path.string() +
+                     ":1: expected the header 'time,energy,effective_energy,plan,plan_file,...' (or, before the plan "
+                     "store, 'time,energy,effective_energy,plan_file,json_file,...')");
   }
   int number = 1;
+  std::size_t with_plan = 0;
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
     const std::string where = csv_path.string() + ":" + std::to_string(number);
     const auto fields = split_csv_line(line);
-    if (fields.size() < 5) throw InputError(where + ": expected at least 5 fields");
+    if (fields.size() != header.size()) {
+      throw InputError(fmt::format("{}: expected {} fields, found {}", where, header.size(), fields.size()));
+    }
     FrontierEntry entry{parse_number(fields[0], where + ": time"), parse_number(fields[1], where + ": energy"),
-                        parse_number(fields[2], where + ": effective_energy"), fields[3], fields[4]};
+                        parse_number(fields[2], where + ": effective_energy"), std::nullopt, fields[*py_column],
+                        json_column ? fields[*json_column] : std::string()};
+    if (plan_column && !fields[*plan_column].empty()) {
+      const std::string& text = fields[*plan_column];
+      std::size_t record = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), record);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        throw InputError(where + ": plan: expected a record number, got '" + text + "'");
+      }
+      if (record != with_plan) {
+        throw InputError(fmt::format("{}: plan: expected record {} (records follow the rows), got {}", where,
+                                     with_plan, record));
+      }
+      entry.plan = record;
+    }
+    if (entry.plan || (!plan_column && !entry.plan_file.empty())) ++with_plan;
     if (!index.entries.empty() && entry.time_s < index.entries.back().time_s) {
       throw InputError(where + ": times must be ascending (fastest first)");
     }
     index.entries.push_back(std::move(entry));
   }
   if (index.entries.empty()) throw InputError(csv_path.string() + ": no frontier points");
+  if (!plan_column) return index;  // written before the store: plans are files
+
+  const fs::path store_path = dir / "plans.bin";
+  std::string digest;
+  std::size_t announced = 0;
+  try {
+    const nlohmann::json& plans = index.summary.at("plans");
+    digest = plans.at("problem_digest").get<std::string>();
+    announced = plans.at("count").get<std::size_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(summary_path.string() + ": 'plans' (the store's count and problem_digest): " + e.what());
+  }
+  auto store = std::make_shared<PlanStore>(store_path);
+  if (store->size() != with_plan || announced != with_plan) {
+    throw InputError(fmt::format("{}: holds {} plans, but frontier.csv has {} rows with a plan (summary.json says {})",
+                                 store_path.string(), store->size(), with_plan, announced));
+  }
+  if (store->layout().problem_digest != digest) {
+    throw InputError(fmt::format("{}: written for another problem (digest {}; summary.json of this directory says {}): "
+                                 "a store from another run?",
+                                 store_path.string(), store->layout().problem_digest, digest));
+  }
+  if (static_cast<int>(store->layout().stages.size()) != index.num_gpus) {
+    throw InputError(fmt::format("{}: plans of {} stages, summary.json says {} GPUs", store_path.string(),
+                                 store->layout().stages.size(), index.num_gpus));
+  }
+  index.store = std::move(store);
   return index;
+}
+
+bool FrontierIndex::has_plan(std::size_t row) const {
+  const FrontierEntry& e = entries.at(row);
+  return store ? e.plan.has_value() : !e.plan_file.empty();
+}
+
+std::size_t FrontierIndex::plans() const {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) n += has_plan(i);
+  return n;
+}
+
+PipelineFrequencies FrontierIndex::frequencies(std::size_t row) const {
+  if (!has_plan(row)) {
+    throw InputError(fmt::format("{}: frontier point {} has no plan (thinned out with --max-plans)",
+                                 directory.string(), row));
+  }
+  const FrontierEntry& e = entries[row];
+  if (store) return store->frequencies(*e.plan);
+  return read_plan_file(directory / e.plan_file);
+}
+
+std::string FrontierIndex::plan_name(std::size_t row) const {
+  const FrontierEntry& e = entries.at(row);
+  if (store && e.plan) return fmt::format("{}, plan {}", (directory / "plans.bin").string(), *e.plan);
+  return (directory / e.plan_file).string();
+}
+
+std::string export_freqs_pipeline(const FrontierIndex& index, std::size_t row) {
+  const FrontierEntry& e = index.entries.at(row);
+  return freqs_pipeline_text(index.frequencies(row),
+                             {fmt::format("Measured iteration time: {:.6f} s", e.time_s),
+                              fmt::format("Measured iteration energy: {:.4f} J", e.energy_j),
+                              fmt::format("Effective energy (above blocking): {:.4f} J", e.effective_energy_j),
+                              fmt::format("Frontier point {} (fastest first): {}", row, index.plan_name(row))});
+}
+
+nlohmann::json export_plan_json(const FrontierIndex& index, std::size_t row) {
+  const FrontierEntry& e = index.entries.at(row);
+  if (!index.store && !e.json_file.empty()) {  // an older directory: its own JSON plan
+    try {
+      return nlohmann::json::parse(read_text_file(index.directory / e.json_file));
+    } catch (const nlohmann::json::exception& error) {
+      throw InputError(fmt::format("{}: {}", (index.directory / e.json_file).string(), error.what()));
+    }
+  }
+  const PipelineFrequencies frequencies = index.frequencies(row);
+  nlohmann::json stages = nlohmann::json::array();
+  for (std::size_t s = 0; s < frequencies.size(); ++s) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t k = 0; k < frequencies[s].size(); ++k) {
+      nlohmann::json entry = {{"instruction", frequencies[s][k].first}};
+      if (index.store) {
+        const Instruction& instruction = index.store->layout().stages[s][k];
+        entry["microbatch"] = instruction.microbatch;
+        entry["chunk"] = instruction.chunk;
+      }
+      entry["frequency_mhz"] = frequencies[s][k].second;
+      list.push_back(std::move(entry));
+    }
+    stages.push_back(std::move(list));
+  }
+  return {{"schema", "perseus.plan/1"}, {"time_s", e.time_s}, {"energy_j", e.energy_j}, {"stages", std::move(stages)}};
 }
 
 std::optional<std::size_t> select_entry(const FrontierIndex& index, double deadline_s) {
   std::vector<double> times;
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < index.entries.size(); ++i) {
-    if (index.entries[i].plan_file.empty()) continue;  // thinned out: no plan to serve
+    if (!index.has_plan(i)) continue;  // thinned out: no plan to serve
     times.push_back(index.entries[i].time_s);
     rows.push_back(i);
   }

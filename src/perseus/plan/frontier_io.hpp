@@ -1,15 +1,23 @@
 // The output directory of `perseus optimize`, and reading it back for `perseus select`.
 //
-// DIR/frontier.csv        time,energy,effective_energy,plan_file,json_file,planned_time,fitted_energy,
-//                         crawl_step,lower_bound
-// DIR/crawl.csv           every crawl step in the reference's terms: time,energy,cost_change
-// DIR/summary.json        T_min, T*, energies, savings, inputs, timings
-// DIR/freqs_pipeline_%05d.py and DIR/plans/plan_%05d.json, one per frontier point;
-//                         a larger number is a faster plan.
+// DIR/frontier.csv        time,energy,effective_energy,plan,plan_file,planned_time,fitted_energy,
+//                         crawl_step,lower_bound: one row per frontier point, fastest first;
+//                         `plan` is the point's record in plans.bin, `plan_file` its
+//                         freqs_pipeline file where one was written
+// DIR/plans.bin           every plan, compactly (plan_store.hpp)
+// DIR/crawl.csv           with OutputOptions::crawl_csv: every crawl step in the reference's
+//                         terms, time,energy,cost_change (ten times the frontier's rows at 0.1 ms)
+// DIR/summary.json        T_min, T*, energies, savings, inputs, timings, the store's identity
+// DIR/freqs_pipeline_%05d.py  the plans existing deployments load, for the points a user
+//                         needs (OutputOptions::py); a larger number is a faster plan.
+//
+// Directories written before the store (plan_file,json_file columns, one freqs_pipeline file
+// and one plans/plan_%05d.json per point) still read.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,8 +25,10 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/plan_store.hpp"
 #include "perseus/solver/crawl.hpp"
 #include "perseus/solver/frontier.hpp"
+#include "perseus/model/frequencies.hpp"
 
 namespace perseus {
 
@@ -30,11 +40,32 @@ struct RunInfo {
   std::vector<std::string> warnings;
 };
 
+// Which frontier points get a freqs_pipeline_%05d.py file besides their record in plans.bin.
+enum class PyFiles {
+  kNone,
+  kSome,  // T_min, T*, the least-energy point and OutputOptions::py_spread more, evenly spread
+  kAll,
+};
+
 struct OutputOptions {
   bool force = false;          // replace an existing directory
-  std::size_t max_plans = 0;   // write at most this many plan files, evenly spread (0: all)
+  std::size_t max_plans = 0;   // keep at most this many plans in plans.bin, evenly spread (0: all)
+  PyFiles py = PyFiles::kSome;
+  std::size_t py_spread = 5;
+  bool crawl_csv = false;      // also write crawl.csv
+  // Files the run read, which the output must never replace (RunInfo::profile is one too).
+  std::vector<std::filesystem::path> inputs;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
+
+// What plans.bin records for `problem`: its instructions per stage, every clock its options
+// use, and a digest of the problem (layout, measurements, p_blocking, unit time) that ties a
+// store to the directory it was written with.
+PlanStoreLayout plan_store_layout(const EnergyProblem& problem);
+// The comment lines of a point's freqs_pipeline file: its measured figures and crawl step.
+std::vector<std::string> freqs_pipeline_comments(const EnergyProblem& problem, const FrontierPoint& point);
+// A point's plan in record order (stage-major, execution order).
+std::vector<int> plan_clocks(const EnergyProblem& problem, const FrontierPoint& point);
 
 nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& crawl,
                             const Frontier& frontier, const RunInfo& info);
@@ -50,20 +81,39 @@ struct FrontierEntry {
   double time_s = 0.0;
   double energy_j = 0.0;
   double effective_energy_j = 0.0;
-  std::string plan_file;  // relative to the directory; empty when thinned out
-  std::string json_file;
+  std::optional<std::size_t> plan;  // record in plans.bin; none when thinned out (--max-plans)
+  std::string plan_file;            // freqs_pipeline file relative to the directory, if written
+  std::string json_file;            // directories written before the store: the JSON plan
 };
 
+// A frontier directory, read: frontier.csv and summary.json at once, plans on demand.
 struct FrontierIndex {
   std::filesystem::path directory;
   std::vector<FrontierEntry> entries;  // fastest first
   nlohmann::json summary;
   double p_blocking = 0.0;
   int num_gpus = 0;
+  std::shared_ptr<const PlanStore> store;  // null for directories written before the store
+
+  // Whether row `row` has a plan to run (not thinned out).
+  bool has_plan(std::size_t row) const;
+  std::size_t plans() const;  // rows with a plan
+  // Row `row`'s plan: one record of plans.bin (or, in an older directory, its plan file).
+  // Throws InputError when the row has none or the plan cannot be read.
+  PipelineFrequencies frequencies(std::size_t row) const;
+  // How to name row `row`'s plan in messages: "DIR/plans.bin, plan 42" or the file's path.
+  std::string plan_name(std::size_t row) const;
 };
 
-// Throws InputError naming the file and line of anything malformed.
+// Throws InputError naming the file and line of anything malformed, and when plans.bin does
+// not belong to frontier.csv (plan count, problem digest) or is truncated.
 FrontierIndex read_frontier_directory(const std::filesystem::path& dir);
+
+// Row `row`'s plan as a freqs_pipeline file (with its measured figures as comments), and as
+// perseus.plan/1 JSON (instruction, microbatch, chunk and clock per instruction; the
+// per-instruction time and energy are the profile's). InputError when the row has no plan.
+std::string export_freqs_pipeline(const FrontierIndex& index, std::size_t row);
+nlohmann::json export_plan_json(const FrontierIndex& index, std::size_t row);
 
 // The plan for T_opt = min(T*, deadline); nullopt when T_min is slower than the deadline.
 std::optional<std::size_t> select_entry(const FrontierIndex& index, double deadline_s);

@@ -283,12 +283,22 @@ PYBIND11_MODULE(_perseus, m) {
            py::arg("index"), py::arg("iteration_s"),
            "Energy of point `index` in an iteration stretched to `iteration_s` (waiting for a straggler)")
       .def("write",
-           [](const SolvedFrontier& f, const std::filesystem::path& directory, bool force, std::size_t max_plans) {
-             write_frontier_directory(directory, f.problem, f.crawl, f.frontier, f.info,
-                                      OutputOptions{force, max_plans, nullptr});
+           [](const SolvedFrontier& f, const std::filesystem::path& directory, bool force, std::size_t max_plans,
+              const std::string& py_files, bool crawl_csv) {
+             OutputOptions options;
+             options.force = force;
+             options.crawl_csv = crawl_csv;
+             options.max_plans = max_plans;
+             if (py_files == "some") options.py = PyFiles::kSome;
+             else if (py_files == "all") options.py = PyFiles::kAll;
+             else if (py_files == "none") options.py = PyFiles::kNone;
+             else throw InputError("py: expected 'some', 'all' or 'none', not '" + py_files + "'");
+             write_frontier_directory(directory, f.problem, f.crawl, f.frontier, f.info, options);
            },
-           py::arg("directory"), py::arg("force") = false, py::arg("max_plans") = 0, GilRelease(),
-           "Writes frontier.csv, summary.json, crawl.csv and every plan, as `perseus optimize --out` does")
+           py::arg("directory"), py::arg("force") = false, py::arg("max_plans") = 0, py::arg("py") = "some",
+           py::arg("crawl_csv") = false, GilRelease(),
+           "Writes frontier.csv, plans.bin (every plan), summary.json, freqs_pipeline files for `py` of the "
+           "plans (and crawl.csv with crawl_csv), as `perseus optimize --out` does")
       .def("summary",
            [](const SolvedFrontier& f) { return to_python(make_summary(f.problem, f.crawl, f.frontier, f.info)); });
 
@@ -306,6 +316,7 @@ PYBIND11_MODULE(_perseus, m) {
             d["time_s"] = e.time_s;
             d["energy_j"] = e.energy_j;
             d["effective_energy_j"] = e.effective_energy_j;
+            d["plan"] = e.plan ? py::cast(*e.plan) : py::none();
             d["plan_file"] = e.plan_file;
             d["json_file"] = e.json_file;
             entries.append(d);
@@ -313,6 +324,53 @@ PYBIND11_MODULE(_perseus, m) {
           return entries;
         },
         py::arg("directory"), "The points of a frontier directory (frontier.csv), fastest first");
+
+  // A frontier directory read back: its figures at once, each plan from plans.bin on demand.
+  const auto stored_figure = [](double FrontierEntry::*field) {
+    return [field](const FrontierIndex& index) {
+      py::array_t<double> out(static_cast<py::ssize_t>(index.entries.size()));
+      auto view = out.mutable_unchecked<1>();
+      for (std::size_t i = 0; i < index.entries.size(); ++i) view(static_cast<py::ssize_t>(i)) = index.entries[i].*field;
+      return out;
+    };
+  };
+  const auto stored_row = [](const FrontierIndex& index, std::size_t i) {
+    if (i >= index.entries.size()) {
+      throw py::index_error("frontier point " + std::to_string(i) + " of " + std::to_string(index.entries.size()));
+    }
+    return i;
+  };
+  py::class_<FrontierIndex>(m, "StoredFrontier",
+                            "A directory written by `perseus optimize` (or Frontier.write): frontier.csv and "
+                            "summary.json read at once, each plan read from plans.bin only when asked for")
+      .def("__len__", [](const FrontierIndex& index) { return index.entries.size(); })
+      .def_property_readonly("directory", [](const FrontierIndex& index) { return index.directory; })
+      .def_property_readonly("times", stored_figure(&FrontierEntry::time_s),
+                             "Iteration time of each point, s (a float64 numpy array, fastest first)")
+      .def_property_readonly("energies", stored_figure(&FrontierEntry::energy_j),
+                             "Iteration energy of each point, J (a float64 numpy array)")
+      .def_property_readonly("effective_energies", stored_figure(&FrontierEntry::effective_energy_j),
+                             "Energy of each point less p_blocking x stages x time, J (a float64 numpy array)")
+      .def_property_readonly("t_min", [](const FrontierIndex& index) { return index.entries.front().time_s; })
+      .def_property_readonly("t_star", [](const FrontierIndex& index) { return index.entries.back().time_s; })
+      .def_property_readonly("summary", [](const FrontierIndex& index) { return to_python(index.summary); })
+      .def("has_plan", [=](const FrontierIndex& index, std::size_t i) { return index.has_plan(stored_row(index, i)); },
+           py::arg("index"), "False for a point thinned out with --max-plans")
+      .def("plan", [=](const FrontierIndex& index, std::size_t i) { return index.frequencies(stored_row(index, i)); },
+           py::arg("index"), "Per stage, the (instruction, MHz) list in execution order (one read of plans.bin)")
+      .def("plan_json",
+           [=](const FrontierIndex& index, std::size_t i) { return to_python(export_plan_json(index, stored_row(index, i))); },
+           py::arg("index"), "The plan as perseus.plan/1 JSON (a dict)")
+      .def("freqs_pipeline",
+           [=](const FrontierIndex& index, std::size_t i) { return export_freqs_pipeline(index, stored_row(index, i)); },
+           py::arg("index"), "The plan in the freqs_pipeline_%05d.py format existing deployments load")
+      .def("select", [](const FrontierIndex& index, double deadline_s) { return select_entry(index, deadline_s); },
+           py::arg("deadline_s"),
+           "Index of the plan for T_opt = min(T*, deadline) among the points with a plan; None when even T_min "
+           "is slower");
+  m.def("load_frontier", &read_frontier_directory, py::arg("directory"),
+        "Opens a frontier directory (a StoredFrontier): plans are read from plans.bin one at a time, on demand; "
+        "directories written before the store read too");
   m.def("select",
         [](const std::filesystem::path& directory, double deadline_s) {
           return select_entry(read_frontier_directory(directory), deadline_s);

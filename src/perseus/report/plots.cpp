@@ -158,6 +158,11 @@ std::string timeline_svg(const EmulationResult& result, const TimelinePlotOption
   if (options.pipeline < 0 || options.pipeline >= result.data_parallel) {
     throw InputError(fmt::format("pipeline {} does not exist (there are {})", options.pipeline, result.data_parallel));
   }
+  if (!result.has_detail(options.pipeline)) {
+    throw InputError(fmt::format("pipeline {} kept no timeline to draw (emulated with EmulationConfig::detail "
+                                 "not selecting it)",
+                                 options.pipeline));
+  }
   const int stages = result.stages;
   const int p = options.pipeline;
   const double left = 74, right = 24, top = options.title.empty() ? 14 : 34, bottom = 74;

@@ -36,7 +36,7 @@ struct TimelinePlotOptions {
 // One row per stage, one rectangle per instruction at its emulated start and duration,
 // filled by its power (idle time is the row's background at p_blocking), labelled F/B/R/L
 // with the microbatch where it fits; instructions whose clock switch came late are outlined.
-// Throws InputError for a pipeline the result does not have.
+// Throws InputError for a pipeline the result does not have or kept no timeline of.
 std::string timeline_svg(const EmulationResult& result, const TimelinePlotOptions& options = {});
 
 }  // namespace perseus::report

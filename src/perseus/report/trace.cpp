@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "perseus/emulator/emulation_output.hpp"
 
@@ -45,21 +46,28 @@ void write_chrome_trace(std::ostream& out, const EmulationResult& result, const 
   out << fmt::format(
       "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"generator\":\"perseus emulate\",\"stages\":{},"
       "\"data_parallel\":{},\"tensor_parallel\":{},\"gpus\":{},\"iteration_time_s\":{},\"energy_j\":{},"
-      "\"p_blocking_w\":{}}},\"traceEvents\":[",
+      "\"p_blocking_w\":{},\"pipelines_traced\":{}}},\"traceEvents\":[",
       stages, result.data_parallel, tp, result.num_gpus(), result.iteration_time_s, result.energy.total_j(),
-      result.p_blocking_w);
+      result.p_blocking_w, result.detailed_pipelines.size());
   {
     EventWriter w(out);
     std::vector<char> critical(result.timeline.size(), 0);
-    for (int p = 0; p < result.data_parallel; ++p) {
+    for (const int p : result.detailed_pipelines) {
       for (std::size_t i : critical_path(result, p)) critical[i] = 1;
     }
-    for (const PipelineSummary& pipeline : result.pipelines) {
-      const int p = pipeline.pipeline;
+    // Only the pipelines that kept their timeline: a process each.
+    for (const int p : result.detailed_pipelines) {
+      const PipelineSummary& pipeline = result.pipelines[static_cast<std::size_t>(p)];
       const std::string name = pipeline.straggler ? fmt::format("pipeline {} (straggler x{:g}, +{:g} s)", p,
                                                                 pipeline.slowdown, pipeline.delay_s)
                                                   : fmt::format("pipeline {}", p);
       w.event(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"{}"}}}})", p, name);
+      // Why it is here (Perfetto shows labels beside the name): "straggler", "fastest", "typical".
+      const std::vector<std::string> reasons = notable_reasons(result, p);
+      if (!reasons.empty()) {
+        w.event(R"({{"name":"process_labels","ph":"M","pid":{},"tid":0,"args":{{"labels":"{}"}}}})", p,
+                fmt::join(reasons, ","));
+      }
       w.event(R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", p, p);
       for (int s = 0; s < stages; ++s) {
         const long long first = (static_cast<long long>(p) * stages + s) * tp;
@@ -90,9 +98,11 @@ void write_chrome_trace(std::ostream& out, const EmulationResult& result, const 
       }
     }
     if (options.transfers && !result.transfers.empty()) {
-      // Every pipeline runs the same DAG: its nodes' instructions from the first pipeline.
+      // Every pipeline runs the same DAG: its nodes' instructions from the first traced one,
+      // which the timeline starts with (transfers are kept only for traced pipelines).
       std::vector<Instruction> instruction_of;
-      const std::size_t first_pipeline_end = result.device_begin[static_cast<std::size_t>(stages)];
+      const std::size_t first_pipeline_end =
+          result.device_begin[static_cast<std::size_t>(result.detailed_pipelines.front() + 1) * stages];
       for (std::size_t i = 0; i < first_pipeline_end; ++i) {
         const ExecutedInstruction& e = result.timeline[i];
         if (static_cast<std::size_t>(e.node) >= instruction_of.size()) instruction_of.resize(e.node + 1);

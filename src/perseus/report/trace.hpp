@@ -13,8 +13,8 @@ struct TraceOptions {
   bool transfers = true;       // transfers on links, one thread per link
 };
 
-// {"displayTimeUnit": "ms", "otherData": {...}, "traceEvents": [...]}: "X" events for
-// instructions (args: microbatch, chunk, frequency, clock at start, power, energy per GPU,
+// {"displayTimeUnit": "ms", "otherData": {...}, "traceEvents": [...]}, of the pipelines that
+// kept their timeline (EmulationResult::detailed_pipelines): "X" events for instructions (args: microbatch, chunk, frequency, clock at start, power, energy per GPU,
 // switch outcome, whether it is on the critical path), transfers and gradient all-reduces
 // (a process of their own), "C" events for power, "M" events naming processes and threads.
 // Times in microseconds.

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/frontier_io.hpp"
 #include "perseus/server/web_page.hpp"
 
 namespace perseus::server {
@@ -149,12 +150,42 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
     }
   };
   if (name == "PointSolution") {
-    check_keys(args, name, {"solution_path"});
+    check_keys(args, name, {"solution_path", "plan", "deadline_s"});
     if (!args.contains("solution_path") || !args.at("solution_path").is_string()) {
-      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: PointSolution needs {\"solution_path\": \"freqs_pipeline_%05d.py\"}");
+      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: PointSolution needs {\"solution_path\": \"freqs_pipeline_%05d.py\"} "
+                       "or {\"solution_path\": \"FRONTIER_DIR\", \"plan\": ROW or \"deadline_s\": S}");
     }
     config.point_plan_path = args.at("solution_path").get<std::string>();
-    config.point_plan = read_freqs_pipeline(config.point_plan_path);  // parsed as data, never evaluated
+    if (std::filesystem::is_directory(config.point_plan_path)) {
+      // A `perseus optimize` directory: one plan of its store, by row or by deadline.
+      const FrontierIndex index = read_frontier_directory(config.point_plan_path);
+      std::optional<std::size_t> row;
+      if (args.contains("plan") == args.contains("deadline_s")) {
+        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: with a frontier directory, give one of \"plan\" (the row of "
+                         "frontier.csv, 0: fastest) and \"deadline_s\"");
+      }
+      if (args.contains("plan")) {
+        const json& plan = args.at("plan");
+        if (!plan.is_number_unsigned() || plan.get<std::size_t>() >= index.entries.size()) {
+          throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: 'plan' must be a row of {}'s frontier.csv, 0..{}",
+                                       config.point_plan_path, index.entries.size() - 1));
+        }
+        row = plan.get<std::size_t>();
+      } else {
+        row = select_entry(index, positive_arg(args, "deadline_s"));
+        if (!row) {
+          throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: no plan of {} finishes within the deadline",
+                                       config.point_plan_path));
+        }
+      }
+      config.point_plan = index.frequencies(*row);
+      config.point_plan_path = index.plan_name(*row);
+    } else {
+      if (args.contains("plan") || args.contains("deadline_s")) {
+        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'plan' and 'deadline_s' need a frontier directory as solution_path");
+      }
+      config.point_plan = read_freqs_pipeline(config.point_plan_path);  // parsed as data, never evaluated
+    }
   } else if (name == "InVivoProfiling") {
     check_keys(args, name,
                {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "max_energy_rises",

@@ -34,7 +34,10 @@ class logger;
 namespace perseus::server {
 
 // How jobs are scheduled, as ZEUS_PFO_SCHEDULER / ZEUS_PFO_SCHEDULER_ARGS give it.
-//   PointSolution   {"solution_path": "freqs_pipeline_00042.py"}: serve that plan.
+//   PointSolution   {"solution_path": "freqs_pipeline_00042.py"}: serve that plan; or
+//                   {"solution_path": "FRONTIER_DIR", "plan": ROW} / {..., "deadline_s": S}:
+//                   serve that row of a `perseus optimize` directory's plans.bin, or the
+//                   plan for T_opt = min(T*, S).
 //   InVivoProfiling {"p_blocking": W, "unit_time": s, "schedule": "1f1b", "microbatches": M,
 //                    "chunks": v, "max_energy_rises": 5, "iterations_per_frequency": 2}:
 //                   profile every clock, highest to lowest, then compute the frontier and

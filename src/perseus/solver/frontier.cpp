@@ -1,6 +1,7 @@
 #include "perseus/solver/frontier.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -190,7 +191,9 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       std::max({kLpSolvePasses, kLpSolveVisits / dag_size, dag_size * dag_size / kLpQuadraticVisits});
   // The relaxation's plan at `deadline`, rounded to options and made to meet it.
   const auto relaxed_plan = [&](double deadline, std::optional<double>* bound) -> std::optional<OptionChoice> {
+    const auto lp_started = std::chrono::steady_clock::now();
     const auto relaxed = relaxation.solve(deadline);
+    frontier.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - lp_started).count();
     refiner.add_work(lp_solve_work);
     if (!relaxed) return std::nullopt;
     *bound = relaxed->lower_bound_j;

@@ -41,6 +41,7 @@ struct Frontier {
   // local-search move.
   double refine_budget = 0.0;
   double refine_work = 0.0;
+  double lp_seconds = 0.0;            // of the refinement, in LP relaxation solves
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a

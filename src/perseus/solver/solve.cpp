@@ -25,14 +25,17 @@ EnergyProblem make_problem(const Profile& profile, const SolveRequest& request, 
 Solution solve(const Profile& profile, const SolveRequest& request) {
   SolveRequest resolved = request;
   std::vector<Warning> warnings;
+  const auto started = Clock::now();
   EnergyProblem problem = make_problem(profile, request, &resolved.schedule, &warnings);
+  const double problem_seconds = seconds_since(started);
   Solution solution = solve(std::move(problem), resolved);
+  solution.problem_seconds = problem_seconds;
   solution.warnings.insert(solution.warnings.begin(), warnings.begin(), warnings.end());
   return solution;
 }
 
 Solution solve(EnergyProblem problem, const SolveRequest& request) {
-  Solution solution{request.schedule, std::move(problem), {}, {}, {}, 0.0, 0.0};
+  Solution solution{request.schedule, std::move(problem), {}, {}, {}, 0.0, 0.0, 0.0};
   const EnergyProblem& p = solution.problem;
 
   CrawlOptions crawl_options;

@@ -43,8 +43,9 @@ struct Solution {
   CrawlResult crawl;
   Frontier frontier;
   std::vector<Warning> warnings;  // suspicious but usable input (make_problem's)
+  double problem_seconds = 0.0;   // binding the schedule to the profile: options and fits
   double crawl_seconds = 0.0;
-  double frontier_seconds = 0.0;
+  double frontier_seconds = 0.0;  // refinement and Pareto filter, LP bound included
 
   double solve_seconds() const { return crawl_seconds + frontier_seconds; }
 };

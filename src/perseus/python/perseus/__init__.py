@@ -9,6 +9,8 @@ The solver::
     frontier.plan(0)                          # T_min: per stage [("forward", 1410), ...]
     frontier.select(deadline_s=3.2)           # the plan for T_opt = min(T*, T')
     frontier.write("out/bloom")               # as `perseus optimize --out`
+    stored = perseus.load_frontier("out/bloom")
+    stored.plan(42)                           # one plan, read from out/bloom/plans.bin
 
 The runtime: :class:`PipelineFrequencyOptimizer` (hooks mirroring the existing Perseus
 optimizer's) in a training engine, :class:`Server` to run a server in this process,
@@ -32,6 +34,8 @@ from perseus._perseus import (  # noqa: F401  (re-exported)
     ServerConnection,
     ServerError,
     SolveError,
+    StoredFrontier,
+    load_frontier,
     optimize,
     parse_freqs_pipeline,
     read_freqs_pipeline,
