@@ -40,7 +40,7 @@ for spec in "${cases[@]}"; do
   for ((r = 0; r < runs; r++)); do
     out="$work/$name"
     /usr/bin/time -f "%e %M" -o "$work/time" "$perseus" optimize --profile "$profile" --microbatches "$microbatches" \
-      --p-blocking "$p_blocking" --unit-time "$unit_time" --out "$out" --force -q --timings >"$work/stdout"
+      --p-blocking "$p_blocking" --unit-time "$unit_time" --out "$out" --force -q --timings >"$work/stdout" 2>/dev/null
     read -r wall rss <"$work/time"
     timings=$(grep '^Timings' "$work/stdout" | sed 's/^Timings (s): //')
     rows+=("$wall $rss $timings")

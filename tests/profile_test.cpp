@@ -288,11 +288,20 @@ TEST(ProfileCsv, BadValuesNameLineColumnAndValue) {
   expect_error(with_row("0,forward,1395,0.05,\n"), 3, "energy", "got ''");
   expect_error(with_row("one,forward,1395,0.05,24\n"), 3, "stage", "got 'one'");
   // Negative, zero, NaN, infinity.
-  expect_error(with_row("0,forward,1395,-0.05,24\n"), 3, "time", "positive");
-  expect_error(with_row("0,forward,1395,0,24\n"), 3, "time", "positive");
+  expect_error(with_row("0,forward,1395,-0.05,24\n"), 3, "time", "from 1e-09 to 1e+06");
+  expect_error(with_row("0,forward,1395,0,24\n"), 3, "time", "from 1e-09 to 1e+06");
   expect_error(with_row("0,forward,1395,0.0e0,24\n"), 3, "time", "got '0.0e0'");
-  expect_error(with_row("0,forward,1395,0.05,-1\n"), 3, "energy", "non-negative");
-  expect_error(with_row("-1,forward,1395,0.05,24\n"), 3, "stage", "non-negative integer");
+  expect_error(with_row("0,forward,1395,0.05,-1\n"), 3, "energy", "up to 1e+12");
+  expect_error(with_row("-1,forward,1395,0.05,24\n"), 3, "stage", "stage index 0..1023");
+  // Beyond what any measurement can be: the limits are stated (model/limits.hpp).
+  expect_error(with_row("0,forward,1395,1e-320,24\n"), 3, "time", "got '1e-320'");
+  expect_error(with_row("0,forward,1395,2e6,24\n"), 3, "time", "to 1e+06");
+  expect_error(with_row("0,forward,1395,0.05,0\n"), 3, "energy", "positive for forward");
+  expect_error(with_row("0,backward,1395,0.05,0.0\n"), 3, "energy", "positive for forward");
+  expect_error(with_row("0,forward,1395,0.05,1e300\n"), 3, "energy", "got '1e300'");
+  EXPECT_EQ(parse_error(kHeader + ok_row + "0,backward,1410,0.1,48\n0,load,1410,0.01,0\n"), "");  // loads may cost 0 J
+  expect_error(with_row("100000,forward,1395,0.05,24\n"), 3, "stage", "perseus plans at most 1024 stages");
+  expect_error(with_row("0,forward,100001,0.05,24\n"), 3, "frequency", "at most 100000");
   expect_error(with_row("0,forward,1395,nan,24\n"), 3, "time", "finite");
   expect_error(with_row("0,forward,1395,0.05,inf\n"), 3, "energy", "finite");
   expect_error(with_row("0,forward,1395,0.05,-infinity\n"), 3, "energy", "finite");
@@ -328,6 +337,12 @@ TEST(ProfileCsv, ReadCsvNamesThePathAndMissingFiles) {
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(missing.string()), std::string::npos) << e.what();
+  }
+  try {
+    Profile::read_csv(std::filesystem::temp_directory_path());
+    FAIL() << "read a directory";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory, not a CSV file"), std::string::npos) << e.what();
   }
   const TempFile crlf("crlf.csv", "stage,instruction,frequency,time,energy\r\n0,forward,1410,0.05,24\r\n");
   EXPECT_EQ(Profile::read_csv(crlf.path()).find(0, InstructionKind::kForward)->measurements[0].energy_j, 24.0);

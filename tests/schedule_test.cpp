@@ -258,6 +258,20 @@ TEST(ScheduleTest, RejectsBadSpecs) {
   EXPECT_THROW(build(ScheduleKind::k1F1BEarlyRecompute, 4, 8, 2), InputError);
   EXPECT_THROW(build(ScheduleKind::kInterleaved1F1B, 4, 6, 2), InputError);
   EXPECT_THROW(build(ScheduleKind::kInterleaved1F1B, 1 << 16, 1 << 16, 1), InputError);
+  // The limits (model/limits.hpp) are checked before any work, and stated in the message.
+  const auto message_of = [](ScheduleKind kind, int stages, int microbatches, int chunks) {
+    try {
+      build(kind, stages, microbatches, chunks);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(built)");
+  };
+  EXPECT_NE(message_of(ScheduleKind::k1F1B, 100000, 4, 1).find("must be 1..1024, got 100000"), std::string::npos);
+  EXPECT_NE(message_of(ScheduleKind::k1F1B, 4, 70000, 1).find("must be 1..65536"), std::string::npos);
+  EXPECT_NE(message_of(ScheduleKind::kInterleaved1F1B, 4, 8, 65).find("must be 1..64"), std::string::npos);
+  EXPECT_NE(message_of(ScheduleKind::k1F1B, 1024, 65536, 1).find("more than the 2097152"), std::string::npos);
+  EXPECT_NO_THROW(build(ScheduleKind::k1F1B, 2, 20000));
   EXPECT_NO_THROW(build(ScheduleKind::kInterleaved1F1B, 4, 8, 2));
   try {
     build(ScheduleKind::kInterleaved1F1B, 4, 6, 2);

@@ -153,6 +153,10 @@ def test_bad_profiles_name_the_line():
     profile = perseus.Profile.parse_csv(synthetic_csv(2), "two-stages")
     with pytest.raises(perseus.InputError):  # 3 stages asked of a 2-stage profile
         perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, stages=3)
+    with pytest.raises(perseus.InputError, match="stages must be 0"):
+        perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, stages=-1)
+    with pytest.raises(perseus.InputError, match="1..65536"):
+        perseus.optimize(profile, microbatches=70000, p_blocking=P_BLOCKING)
 
 
 def test_the_bundled_bloom_profile():
@@ -167,3 +171,15 @@ def test_the_bundled_bloom_profile():
     assert 2.7 < frontier.t_min < 2.9 and 3.436 < frontier.t_star < 4.5
     assert frontier.energies[0] > frontier.energies[-1]
     assert all(len(stage) == 24 for stage in frontier.plan(0))
+
+
+def test_nonsense_numbers_and_paths_are_input_errors(frontier, tmp_path):
+    with pytest.raises(perseus.InputError, match="deadline"):
+        frontier.select(float("nan"))
+    with pytest.raises(perseus.InputError, match="iteration time"):
+        frontier.energy_at(0, float("nan"))
+    with pytest.raises(perseus.InputError, match="empty path"):
+        frontier.write("")
+    with pytest.raises(perseus.InputError, match="current directory"):
+        frontier.write(".", force=True)
+    assert not list(tmp_path.parent.glob(".perseus-tmp-*"))

@@ -179,6 +179,34 @@ TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
   EXPECT_NE(missing.err.find("not a frontier directory"), std::string::npos) << missing.err;
 }
 
+// A frontier directory's damage is found by select, not by the deployment that loads the plan.
+TEST(Cli, SelectRefusesNonsenseDeadlinesAndDamagedPlans) {
+  testing::TempDir tmp;
+  const std::string v1 = std::string(PERSEUS_SOURCE_DIR) + "/tests/data/frontier-v1";
+  const CommandResult nan = perseus({"select", "--frontier", v1, "--deadline", "nan"});
+  EXPECT_EQ(nan.exit_code, 2);
+  EXPECT_NE(nan.err.find("got nan"), std::string::npos) << nan.err;
+  const CommandResult tiny = perseus({"select", "--frontier", v1, "--deadline", "1e-300"});
+  EXPECT_EQ(tiny.exit_code, 2);
+  EXPECT_NE(tiny.err.find("within 1e-300 s"), std::string::npos) << tiny.err;  // not 300 zeros
+
+  // A copy of the older directory whose chosen plan file is missing, then damaged, then outside.
+  const fs::path copy = tmp.path() / "v1";
+  fs::copy(v1, copy, fs::copy_options::recursive);
+  fs::remove(copy / "freqs_pipeline_00269.py");
+  const CommandResult missing = perseus({"select", "--frontier", copy.string(), "--deadline", "2.0"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("freqs_pipeline_00269.py"), std::string::npos) << missing.err;
+  std::ofstream(copy / "freqs_pipeline_00269.py") << "[[('forward', 1410)";
+  EXPECT_EQ(perseus({"select", "--frontier", copy.string(), "--deadline", "2.0"}).exit_code, 2);
+  std::string csv = read_text_file(copy / "frontier.csv");
+  csv.replace(csv.find("freqs_pipeline_00269.py"), 23, "../../../../etc/passwd");
+  std::ofstream(copy / "frontier.csv", std::ios::trunc) << csv;
+  const CommandResult outside = perseus({"select", "--frontier", copy.string(), "--deadline", "2.0"});
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_NE(outside.err.find("outside the frontier directory"), std::string::npos) << outside.err;
+}
+
 // The directory written by the release before the store (tests/data/frontier-v1) reads.
 TEST(Cli, ReadsADirectoryWrittenBeforeTheStore) {
   testing::TempDir tmp;
@@ -228,6 +256,18 @@ TEST(Cli, BadInputGetsOneClearMessageAndLeavesNothingBehind) {
       {with(optimize_args(kBloom, tmp.path() / "empty.csv" / "out"), {}), "cannot create the output's directory"},
       {{"select", "--frontier", (tmp.path() / "nothing").string(), "--deadline", "3"}, "not a frontier directory"},
       {{"select", "--frontier", (tmp.path() / "nothing").string()}, "--deadline or --straggler-time"},
+      // Sizes beyond the limits are refused at once, naming the limit.
+      {with(optimize_args(kBloom, out), {"--stages", "100000"}), "--stages: Value 100000 not in range 1 to 1024"},
+      {with(optimize_args(kBloom, out), {"--stages", "0"}), "--stages: Value 0 not in range"},
+      {optimize_args(bad_profile("far.csv", header + "100000,forward,1410,0.1,30\n"), out), "at most 1024 stages"},
+      {optimize_args(bad_profile("tiny.csv", header + "0,forward,1410,1e-320,30\n"), out), "tiny.csv:2"},
+      {optimize_args(bad_profile("free.csv", header + "0,forward,1410,0.1,0\n"), out), "free.csv:2"},
+      // Outputs that would destroy something: the input, the current directory, nothing at all.
+      {with(optimize_args(kBloom, kBloom), {"--force"}), "would replace the input"},
+      {with(optimize_args(kBloom, ""), {"--force"}), "empty path"},
+      {with(optimize_args(kBloom, "."), {"--force"}), "current directory"},
+      {with(optimize_args(kBloom, "/"), {"--force"}), "current directory, one above it or the root"},
+      {with(optimize_args(kBloom, tmp.path()), {"--force"}), "perseus did not write it"},
   };
   for (const Case& c : cases) {
     const CommandResult run = perseus(c.args);

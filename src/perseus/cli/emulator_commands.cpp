@@ -24,6 +24,7 @@
 #include "perseus/emulator/emulation_output.hpp"
 #include "perseus/emulator/emulator.hpp"
 #include "perseus/model/errors.hpp"
+#include "perseus/model/limits.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/bundled_profiles.hpp"
@@ -82,9 +83,13 @@ ProblemOptions add_problem_flags(CLI::App* cmd, ProblemArgs& a, bool required) {
   o.profile = cmd->add_option("--profile", a.profile, "Profile CSV (stage,instruction,frequency,time,energy)");
   o.schedule = cmd->add_option("--schedule", a.schedule, "1f1b, gpipe, interleaved-1f1b or 1f1b-recompute")
                    ->capture_default_str();
-  o.stages = cmd->add_option("--stages", a.stages, "Pipeline stages S (default: the profile's)");
-  o.microbatches = cmd->add_option("--microbatches", a.microbatches, "Microbatches M per iteration");
-  o.chunks = cmd->add_option("--chunks", a.chunks, "Model chunks per device v (interleaved-1f1b)")->capture_default_str();
+  o.stages = cmd->add_option("--stages", a.stages, "Pipeline stages S (default: the profile's)")
+                 ->check(CLI::Range(1, limits::kMaxStages));
+  o.microbatches = cmd->add_option("--microbatches", a.microbatches, "Microbatches M per iteration")
+                       ->check(CLI::Range(1, limits::kMaxMicrobatches));
+  o.chunks = cmd->add_option("--chunks", a.chunks, "Model chunks per device v (interleaved-1f1b)")
+                 ->capture_default_str()
+                 ->check(CLI::Range(1, limits::kMaxChunks));
   cmd->add_flag("--data-load", a.data_load, "Add a data-loading operation (profile 'load' rows) per microbatch");
   o.p_blocking = cmd->add_option("--p-blocking", a.p_blocking, "GPU power while blocked, W (A100 83.64, A40 70.38)");
   o.unit_time = cmd->add_option("--unit-time", a.unit_time, "Time quantum tau of the solver, s (1e-3 A100, 1e-4 A40)")
@@ -387,10 +392,10 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
   } else {
     ExecutionPlan plan;
     if (index) {
-      const double deadline = a.deadline > 0.0 ? a.deadline : index->entries.front().time_s;
+      const double deadline = a.deadline != 0.0 ? a.deadline : index->entries.front().time_s;
       const auto row = select_entry(*index, deadline);
       if (!row) {
-        throw InputError(fmt::format("no plan of {} finishes within {:.6f} s: the fastest takes {:.6f} s", a.frontier,
+        throw InputError(fmt::format("no plan of {} finishes within {:g} s: the fastest takes {:g} s", a.frontier,
                                      deadline, index->entries.front().time_s));
       }
       plan_name = index->plan_name(*row);

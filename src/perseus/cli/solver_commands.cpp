@@ -11,6 +11,7 @@
 #include "perseus/cli/progress.hpp"
 #include "perseus/cost/operation_options.hpp"
 #include "perseus/model/errors.hpp"
+#include "perseus/model/limits.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
@@ -151,11 +152,16 @@ void write_output_file(const std::string& path, const std::string& content, bool
 
 void run_select(const SelectArgs& args) {
   const FrontierIndex index = read_frontier_directory(args.frontier);
-  const double requested = args.deadline > 0 ? args.deadline : args.straggler_time;
+  const double requested = args.deadline != 0.0 ? args.deadline : args.straggler_time;  // NaN reaches the check
   const auto row = select_entry(index, requested);
   if (!row) {
-    throw InputError(fmt::format("no plan finishes within {:.6f} s: the fastest takes {:.6f} s", requested,
+    throw InputError(fmt::format("no plan finishes within {:g} s: the fastest takes {:g} s", requested,
                                  index.entries.front().time_s));
+  }
+  // The plan is read, not only named: a missing or damaged one is an error here, not at deployment.
+  const PipelineFrequencies plan = index.frequencies(*row);
+  if (static_cast<int>(plan.size()) != index.num_gpus) {
+    throw InputError(fmt::format("{}: has {} stages, the frontier {}", index.plan_name(*row), plan.size(), index.num_gpus));
   }
   const FrontierEntry& entry = index.entries[*row];
   const double t_star = index.entries.back().time_s;
@@ -199,10 +205,10 @@ void run_export(const ExportArgs& args) {
     return args.format == "py" ? export_freqs_pipeline(index, row) : export_plan_json(index, row).dump(1) + "\n";
   };
   std::vector<std::size_t> rows = args.points;
-  if (args.deadline > 0.0) {
+  if (args.deadline != 0.0) {
     const auto row = select_entry(index, args.deadline);
     if (!row) {
-      throw InputError(fmt::format("no plan finishes within {:.6f} s: the fastest takes {:.6f} s", args.deadline,
+      throw InputError(fmt::format("no plan finishes within {:g} s: the fastest takes {:g} s", args.deadline,
                                    index.entries.front().time_s));
     }
     rows.push_back(*row);
@@ -277,9 +283,14 @@ void add_solver_commands(CLI::App& app) {
   static OptimizeArgs optimize;
   CLI::App* cmd = app.add_subcommand("optimize", "Compute the iteration time-energy frontier and its frequency plans");
   cmd->footer(
-      "Writes into --out: frontier.csv (one row per Pareto-optimal plan, fastest first), plans.bin (every plan, "
+      std::string("Writes into --out: frontier.csv (one row per Pareto-optimal plan, fastest first), plans.bin (every plan, "
       "compactly: 'perseus plans export' writes any of them as a file), summary.json, "
-      "freqs_pipeline_%05d.py files for the plans deployments load most (--py) and, with --crawl-csv, crawl.csv.\n"
+      "freqs_pipeline_%05d.py files for the plans deployments load most (--py) and, with --crawl-csv, crawl.csv.\n") +
+      fmt::format("Limits: at most {} stages, {} chunks, {} microbatches and {} instructions per iteration; "
+                  "profile rows: stage 0..{}, clocks up to {} MHz, times from {:g} to {:g} s, energies up to {:g} J.\n",
+                  limits::kMaxStages, limits::kMaxChunks, limits::kMaxMicrobatches, limits::kMaxInstructions,
+                  limits::kMaxStages - 1, limits::kMaxFrequencyMhz, limits::kMinTimeS, limits::kMaxTimeS,
+                  limits::kMaxEnergyJ) +
       "Example: perseus optimize --profile data/profiles/bloom-176b+a100-sxm.csv --microbatches 12 "
       "--p-blocking 83.64 --out out/bloom");
   cmd->add_option("--profile", optimize.profile, "Profile CSV (stage,instruction,frequency,time,energy)")
@@ -287,9 +298,14 @@ void add_solver_commands(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--schedule", optimize.schedule, "1f1b, gpipe, interleaved-1f1b or 1f1b-recompute")
       ->capture_default_str();
-  cmd->add_option("--stages", optimize.stages, "Pipeline stages S (default: the profile's)");
-  cmd->add_option("--microbatches", optimize.microbatches, "Microbatches M per iteration")->required();
-  cmd->add_option("--chunks", optimize.chunks, "Model chunks per device v (interleaved-1f1b)")->capture_default_str();
+  cmd->add_option("--stages", optimize.stages, "Pipeline stages S (default: the profile's)")
+      ->check(CLI::Range(1, limits::kMaxStages));
+  cmd->add_option("--microbatches", optimize.microbatches, "Microbatches M per iteration")
+      ->required()
+      ->check(CLI::Range(1, limits::kMaxMicrobatches));
+  cmd->add_option("--chunks", optimize.chunks, "Model chunks per device v (interleaved-1f1b)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, limits::kMaxChunks));
   cmd->add_option("--p-blocking", optimize.p_blocking, "GPU power while blocked, W (A100 83.64, A40 70.38)")
       ->required();
   cmd->add_option("--unit-time", optimize.unit_time,

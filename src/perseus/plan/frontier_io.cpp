@@ -327,6 +327,15 @@ FrontierIndex read_frontier_directory(const fs::path& dir) {
       }
       entry.plan = record;
     }
+    // Plan files live in the directory: a name that leads out of it is damage, not a plan.
+    for (const std::string* name : {&entry.plan_file, &entry.json_file}) {
+      const fs::path relative(*name);
+      const bool escapes = relative.is_absolute() || std::any_of(relative.begin(), relative.end(),
+                                                                 [](const fs::path& part) { return part == ".."; });
+      if (!name->empty() && escapes) {
+        throw InputError(fmt::format("{}: plan file '{}' lies outside the frontier directory", where, *name));
+      }
+    }
     if (entry.plan || (!plan_column && !entry.plan_file.empty())) ++with_plan;
     if (!index.entries.empty() && entry.time_s < index.entries.back().time_s) {
       throw InputError(where + ": times must be ascending (fastest first)");

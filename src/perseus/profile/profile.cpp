@@ -12,7 +12,10 @@
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "perseus/model/errors.hpp"
+#include "perseus/model/limits.hpp"
 
 namespace perseus {
 namespace csv {
@@ -94,6 +97,8 @@ std::string Table::field_error(const Row& row, int column, std::string_view expe
 }
 
 std::string read_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw InputError(path.string() + ": is a directory, not a CSV file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open the file for reading");
   std::ostringstream text;
@@ -211,7 +216,6 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kRequiredColumns = {"stage", "instruction", "frequency", "time", "energy"};
 constexpr std::array<std::string_view, 4> kRankColumns = {"rank", "dp_rank", "pp_rank", "tp_rank"};
-constexpr long long kMaxStage = 1 << 20;  // far beyond any pipeline; keeps later allocations sane
 
 // Rows of one (stage, instruction, knob) across ranks.
 struct Group {
@@ -264,21 +268,40 @@ Profile Profile::parse_csv(std::string_view text, std::string source_name) {
     }
   }
 
+  if (static_cast<std::int64_t>(table.rows.size()) > limits::kMaxProfileRows) {
+    throw InputError(fmt::format("{}: {} rows, more than the {} a profile may have", table.source, table.rows.size(),
+                                 limits::kMaxProfileRows));
+  }
+  static const std::string stage_expected =
+      fmt::format("a stage index 0..{} (perseus plans at most {} stages)", limits::kMaxStages - 1, limits::kMaxStages);
+  static const std::string frequency_expected =
+      fmt::format("a positive integer frequency in MHz, at most {}", limits::kMaxFrequencyMhz);
+  static const std::string time_expected =
+      fmt::format("a time in seconds from {:g} to {:g}", limits::kMinTimeS, limits::kMaxTimeS);
+  static const std::string energy_expected =
+      fmt::format("an energy in Joules up to {:g}, positive for forward, backward and recompute", limits::kMaxEnergyJ);
   std::map<std::pair<int, InstructionKind>, OperationGroups> operations;
   for (const csv::Row& row : table.rows) {
-    const auto stage = static_cast<int>(
-        csv::parse_integer(table, row, stage_col, 0, kMaxStage, "a non-negative integer stage index"));
+    const auto stage =
+        static_cast<int>(csv::parse_integer(table, row, stage_col, 0, limits::kMaxStages - 1, stage_expected));
     const std::optional<InstructionKind> kind = parse_instruction_kind(row.fields[instruction_col]);
     if (!kind) {
       throw InputError(table.field_error(row, instruction_col,
                                          "one of forward, backward, recompute, load, communication"));
     }
-    const auto frequency = static_cast<int>(csv::parse_integer(
-        table, row, frequency_col, 1, std::numeric_limits<int>::max(), "a positive integer frequency in MHz"));
+    const auto frequency = static_cast<int>(
+        csv::parse_integer(table, row, frequency_col, 1, limits::kMaxFrequencyMhz, frequency_expected));
     const double time = csv::parse_finite(table, row, time_col);
-    if (time <= 0.0) throw InputError(table.field_error(row, time_col, "a positive time in seconds"));
+    if (!(time >= limits::kMinTimeS && time <= limits::kMaxTimeS)) {
+      throw InputError(table.field_error(row, time_col, time_expected));
+    }
     const double energy = csv::parse_finite(table, row, energy_col);
-    if (energy < 0.0) throw InputError(table.field_error(row, energy_col, "a non-negative energy in Joules"));
+    // Computation draws power; a load or a transfer measured as costing nothing may.
+    const bool computes = *kind == InstructionKind::kForward || *kind == InstructionKind::kBackward ||
+                          *kind == InstructionKind::kRecompute;
+    if (energy < 0.0 || (computes && energy == 0.0) || energy > limits::kMaxEnergyJ) {
+      throw InputError(table.field_error(row, energy_col, energy_expected));
+    }
 
     std::string knob = std::to_string(frequency);
     for (int c : knob_cols) knob += "|" + table.header[c] + "=" + row.fields[c];

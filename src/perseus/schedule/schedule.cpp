@@ -8,6 +8,7 @@
 #include <string>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/model/limits.hpp"
 
 namespace perseus {
 namespace {
@@ -125,16 +126,17 @@ void validate(const ScheduleSpec& spec) {
                              "solves it on a steady-state window (perseus plan --schedule " +
                      std::string(to_string(spec.kind)) + ")");
   }
-  if (spec.stages < 1) {
-    throw InputError(where + "the number of stages must be at least 1, got " + std::to_string(spec.stages));
+  if (spec.stages < 1 || spec.stages > limits::kMaxStages) {
+    throw InputError(where + "the number of stages must be 1.." + std::to_string(limits::kMaxStages) + ", got " +
+                     std::to_string(spec.stages));
   }
-  if (spec.microbatches < 1) {
-    throw InputError(where + "the number of microbatches must be at least 1, got " +
-                     std::to_string(spec.microbatches));
+  if (spec.microbatches < 1 || spec.microbatches > limits::kMaxMicrobatches) {
+    throw InputError(where + "the number of microbatches must be 1.." + std::to_string(limits::kMaxMicrobatches) +
+                     ", got " + std::to_string(spec.microbatches));
   }
-  if (spec.chunks < 1) {
-    throw InputError(where + "the number of model chunks per device must be at least 1, got " +
-                     std::to_string(spec.chunks));
+  if (spec.chunks < 1 || spec.chunks > limits::kMaxChunks) {
+    throw InputError(where + "the number of model chunks per device must be 1.." + std::to_string(limits::kMaxChunks) +
+                     ", got " + std::to_string(spec.chunks));
   }
   if (spec.chunks > 1 && spec.kind != ScheduleKind::kInterleaved1F1B) {
     throw InputError(where + std::to_string(spec.chunks) +
@@ -144,13 +146,15 @@ void validate(const ScheduleSpec& spec) {
     throw InputError(where + "the number of microbatches (" + std::to_string(spec.microbatches) +
                      ") must be a multiple of the number of stages (" + std::to_string(spec.stages) + ")");
   }
-  // Node ids are 32-bit: at most 3 instructions per (virtual stage, microbatch) plus loads.
+  // Memory and time grow with the instructions: at most 3 per (virtual stage, microbatch)
+  // (forward, backward, recompute) plus loads.
   const std::int64_t instructions = 3 * static_cast<std::int64_t>(spec.stages) * spec.chunks * spec.microbatches +
                                     spec.microbatches;
-  if (instructions > std::numeric_limits<std::int32_t>::max()) {
+  if (instructions > limits::kMaxInstructions) {
     throw InputError(where + "too large: " + std::to_string(spec.stages) + " stages x " +
                      std::to_string(spec.chunks) + " chunks x " + std::to_string(spec.microbatches) +
-                     " microbatches exceeds the supported number of instructions");
+                     " microbatches may take up to " + std::to_string(instructions) + " instructions, more than the " +
+                     std::to_string(limits::kMaxInstructions) + " perseus plans for");
   }
 }
 

@@ -2,14 +2,25 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "perseus/model/errors.hpp"
 #include "perseus/solver/relaxation.hpp"
 
 namespace perseus {
 namespace {
+
+// "%g": a number in an error message, never 309 digits of a huge one.
+std::string short_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
 
 // Slack comparisons tolerate float noise in summed measured times.
 constexpr double kTimeEpsilon = 1e-9;
@@ -356,6 +367,9 @@ const FrontierPoint& Frontier::least_energy_point() const {
 
 std::optional<std::size_t> select_for_deadline(const std::vector<double>& times_fastest_first,
                                                double deadline_s) {
+  if (!(deadline_s > 0.0)) {  // NaN too
+    throw InputError("a deadline must be a positive number of seconds, got " + short_number(deadline_s));
+  }
   if (times_fastest_first.empty()) return std::nullopt;
   const double target = std::min(times_fastest_first.back(), deadline_s) + kTimeEpsilon;
   const auto after = std::upper_bound(times_fastest_first.begin(), times_fastest_first.end(), target);
@@ -372,6 +386,9 @@ const FrontierPoint* select_for_deadline(const Frontier& frontier, double deadli
 }
 
 double energy_at(const EnergyProblem& problem, const FrontierPoint& point, double iteration_s) {
+  if (!(iteration_s >= 0.0) || !std::isfinite(iteration_s)) {
+    throw InputError("an iteration time must be a finite number of seconds >= 0, got " + short_number(iteration_s));
+  }
   const double wait = std::max(0.0, iteration_s - point.measured.time_s);
   return point.measured.energy_j + problem.p_blocking * problem.num_gpus() * wait;
 }

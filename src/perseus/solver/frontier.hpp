@@ -99,13 +99,15 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl,
 // The plan to run when the iteration may take up to `deadline_s` (a straggler's time T'):
 // the slowest frontier point no slower than T_opt = min(T*, deadline), found by binary
 // search in `times_fastest_first` (a frontier's times, ascending; the last is T*).
-// nullopt if even T_min is slower than the deadline.
+// nullopt if even T_min is slower than the deadline; InputError unless deadline_s > 0 (NaN
+// included; infinity means T*).
 std::optional<std::size_t> select_for_deadline(const std::vector<double>& times_fastest_first,
                                                double deadline_s);
 const FrontierPoint* select_for_deadline(const Frontier& frontier, double deadline_s);
 
 // Energy of running `point` in an iteration stretched to `iteration_s` >= its time: the
-// wait is spent blocking (docs/solver.md, "Iteration energy").
+// wait is spent blocking (docs/solver.md, "Iteration energy"). InputError for a negative,
+// infinite or NaN iteration_s.
 double energy_at(const EnergyProblem& problem, const FrontierPoint& point, double iteration_s);
 
 }  // namespace perseus

@@ -18,7 +18,10 @@ constexpr std::size_t kCrawlProgressEvery = 256;
 EnergyProblem make_problem(const Profile& profile, const SolveRequest& request, ScheduleSpec* resolved,
                            std::vector<Warning>* warnings) {
   *resolved = request.schedule;
-  if (resolved->stages <= 0) resolved->stages = profile.num_stages();
+  if (resolved->stages < 0) {
+    throw InputError("stages must be 0 (the profile's) or a positive count, got " + std::to_string(resolved->stages));
+  }
+  if (resolved->stages == 0) resolved->stages = profile.num_stages();
   return make_problem(profile, *resolved, request.options, warnings);
 }
 
