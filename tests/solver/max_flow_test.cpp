@@ -3,6 +3,8 @@
 // capacity changes ends where a fresh network does.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <limits>
 #include <random>
 
@@ -123,6 +125,39 @@ TEST(FlowNetwork, ClearFlowStartsOver) {
   flow.clear_flow();
   for (int a = 0; a < flow.num_arcs(); ++a) EXPECT_EQ(flow.flow(a), 0.0);
   EXPECT_NEAR(flow.run(0, net.nodes - 1, 1e-9), first, 1e-9);
+}
+
+// No recursion whose depth grows with the input: a path of 200,000 arcs (a pipeline of many
+// microbatches has paths that long) augments on a thread with a 256 KiB stack, which a
+// recursive search (about a hundred bytes a level) would overflow.
+TEST(FlowNetwork, LongPathsNeedNoDeepStack) {
+  struct Work {
+    double value = -1.0;
+    std::vector<char> side;
+  } work;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t thread;
+  const auto body = [](void* arg) -> void* {
+    auto* w = static_cast<Work*>(arg);
+    constexpr int kNodes = 200'001;
+    FlowNetwork flow;
+    flow.reset(kNodes);
+    std::vector<int> arcs;
+    for (int u = 0; u + 1 < kNodes; ++u) arcs.push_back(flow.add_arc(u, u + 1));
+    for (std::size_t a = 0; a < arcs.size(); ++a) flow.set_capacity(arcs[a], a == arcs.size() / 2 ? 0.5 : 2.0);
+    w->value = flow.run(0, kNodes - 1, 1e-9);
+    w->side = flow.source_side();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, body, &work), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  EXPECT_DOUBLE_EQ(work.value, 0.5);  // the bottleneck in the middle
+  ASSERT_EQ(work.side.size(), 200'001u);
+  EXPECT_TRUE(work.side[100'000]);    // the cut lies just after the bottleneck's tail
+  EXPECT_FALSE(work.side[100'001]);
 }
 
 }  // namespace
