@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -93,11 +94,16 @@ TEST_F(HttpFixture, TheProtocolEndToEnd) {
   ASSERT_TRUE(straggler);
   ASSERT_EQ(straggler->status, 200) << straggler->body;
 
+  // GET /schedule moves the barrier: it needs the token as well.
+  auto anonymous = client().Get(("/schedule/" + id + "?rank=0").c_str());
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+
   // A round over four connections: '+' in the id survives the URL.
   std::vector<std::future<std::pair<int, std::string>>> answers;
   for (int r = 0; r < 4; ++r) {
     answers.push_back(std::async(std::launch::async, [&, r] {
-      httplib::Client own = client();
+      httplib::Client own = client("tok");
       auto res = own.Get(("/schedule/" + id + "?rank=" + std::to_string(r)).c_str());
       return res ? std::pair(res->status, res->body) : std::pair(-1, std::string());
     }));
@@ -152,6 +158,100 @@ TEST_F(HttpFixture, OversizedBodiesAndMalformedHttpAreRefusedWithJson) {
   auto healthy = c.Get("/healthz");
   ASSERT_TRUE(healthy);
   EXPECT_EQ(healthy->status, 200);
+}
+
+// Clients that send a request a byte at a time, each byte well within the per-read timeout:
+// until each connection is closed by the server, what it sent and when it was closed.
+class Dribblers {
+ public:
+  Dribblers(int port, int count, std::chrono::milliseconds every) {
+    for (int i = 0; i < count; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(static_cast<uint16_t>(port));
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+      fds_.push_back(fd);
+    }
+    closed_after_.assign(fds_.size(), -1.0);
+    thread_ = std::thread([this, every] {
+      const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(1000, 'a');
+      const auto start = std::chrono::steady_clock::now();
+      for (std::size_t sent = 0; !stop_ && sent < request.size(); ++sent) {
+        for (std::size_t i = 0; i < fds_.size(); ++i) {
+          if (closed_after_[i] >= 0) continue;
+          char byte;
+          const ssize_t got = ::recv(fds_[i], &byte, 1, MSG_DONTWAIT);
+          const bool gone = got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+                            ::send(fds_[i], &request[sent], 1, MSG_NOSIGNAL) < 0;
+          // An answer (a 408) also counts: the server is done with the request.
+          if (gone || got > 0) {
+            closed_after_[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          }
+        }
+        if (std::all_of(closed_after_.begin(), closed_after_.end(), [](double t) { return t >= 0; })) break;
+        std::this_thread::sleep_for(every);
+      }
+    });
+  }
+  ~Dribblers() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (int fd : fds_) ::close(fd);
+  }
+  // Seconds from the start to each connection's close; -1 if still open.
+  std::vector<double> wait() {
+    if (thread_.joinable()) thread_.join();
+    return closed_after_;
+  }
+
+ private:
+  std::vector<int> fds_;
+  std::vector<double> closed_after_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST_F(HttpFixture, ClientsTricklingBytesAreDroppedAndHealthzStillAnswers) {
+  HttpOptions http;
+  http.request_timeout_s = 1.0;  // per read: 30 s, far more than the 100 ms between bytes
+  start(options_with(1.0), http);
+  {
+    // The default thread count: twenty tricklers hold twenty threads, /healthz gets its own.
+    Dribblers dribblers(server_->port(), 20, 100ms);
+    std::this_thread::sleep_for(300ms);
+    const auto start = std::chrono::steady_clock::now();
+    auto healthy = client().Get("/healthz");
+    ASSERT_TRUE(healthy);
+    EXPECT_EQ(healthy->status, 200);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+    // Each is dropped about a second after it was taken up, while still sending.
+    for (double closed : dribblers.wait()) {
+      EXPECT_GT(closed, 0.8);
+      EXPECT_LT(closed, 3.0);
+    }
+  }
+  server_->stop();
+  service_->shutdown();
+  server_.reset();
+  service_.reset();
+
+  // Four threads, eight tricklers: without a whole-request deadline they would hold every
+  // thread for as long as they trickle, and /healthz would wait forever.
+  http.max_threads = 4;
+  start(options_with(1.0), http);
+  Dribblers dribblers(server_->port(), 8, 100ms);
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  auto healthy = client().Get("/healthz");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.5);
+  for (double closed : dribblers.wait()) EXPECT_GE(closed, 0.0);
+  // Those dropped mid-headers were told why.
+  const std::string metrics = client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("status=\"408\""), std::string::npos) << metrics;
 }
 
 // Bodies that are wrong in every way the routes can meet.

@@ -78,6 +78,20 @@ TEST(Protocol, JobInfoNamesTheFieldOfEveryTypeError) {
   job = valid_job();
   job["pp_degree"] = json(18446744073709551615ull);
   EXPECT_EQ(status_of([&] { parse_job_info(job); }), 422);
+  // Sizes beyond the solver's limits are refused before anything is allocated for them.
+  job = valid_job();
+  job["pp_degree"] = 4096;
+  job["dp_degree"] = 1;
+  job["tp_degree"] = 1;
+  job["world_size"] = 4096;
+  EXPECT_EQ(status_of([&] { parse_job_info(job); }), 422);
+  job["pp_degree"] = 1024;
+  job["world_size"] = 1024;
+  EXPECT_EQ(parse_job_info(job).pp_degree, 1024);
+  job["microbatches"] = 65536;  // 1024 stages x 65,536 microbatches: far beyond the instruction limit
+  EXPECT_EQ(status_of([&] { parse_job_info(job); }), 422);
+  job["microbatches"] = 65537;
+  EXPECT_EQ(status_of([&] { parse_job_info(job); }), 422);
 }
 
 TEST(Protocol, JobMetadataThatWouldBreakUrlsIsRefused) {
@@ -139,6 +153,40 @@ TEST(Protocol, ProfilingResult) {
   bad = body;
   bad["energy_breakdown"] = {{"for/ward", json::array()}};
   EXPECT_EQ(status_of([&] { parse_profiling_result(bad); }), 422);
+}
+
+TEST(Protocol, ImplausibleMeasurementsAreRefusedNamingTheFieldAndTheLimit) {
+  const auto detail = [](const json& body) { return detail_of([&] { parse_profiling_result(body); }); };
+  // 1e308 summed twice is infinity: such a value failed the job's profile for good.
+  std::string d = detail({{"rank", 0}, {"iter_time", {1.0, 1e308}}});
+  EXPECT_EQ(d, "ProfilingResult.iter_time[1]: 1e+308 s is beyond any plausible measurement: at most 86400 s (one day)");
+  d = detail({{"rank", 0}, {"iter_energy", {2e9}}});
+  EXPECT_EQ(d, "ProfilingResult.iter_energy[0]: 2e+09 J is beyond any plausible measurement: at most 1e+09 J");
+  d = detail({{"rank", 0}, {"energy_breakdown", {{"forward", {{1.0, 1e300}}}}}});
+  EXPECT_NE(d.find("ProfilingResult.energy_breakdown.forward[0][1]: 1e+300 J"), std::string::npos) << d;
+  d = detail({{"rank", 0}, {"time_breakdown", {{"backward", {{-1e-300}}}}}});
+  EXPECT_EQ(d, "ProfilingResult.time_breakdown.backward[0][0]: must not be negative, got -1e-300 s");
+  EXPECT_EQ(detail({{"rank", 0}, {"iter_time", {0.0}}}), "ProfilingResult.iter_time[0]: must be positive, got 0");
+  EXPECT_EQ(status_of([] { parse_profiling_result({{"rank", 0}, {"iter_time", {-1e308}}}); }), 422);
+  // Zero is possible where a short span reads no time or energy; the limits themselves pass.
+  const json edge = {{"rank", 0},
+                     {"iter_time", {86400.0}},
+                     {"iter_energy", {0.0, 1e9}},
+                     {"time_breakdown", {{"forward", {{0.0, 86400.0}}}}},
+                     {"energy_breakdown", {{"forward", {{0.0, 1e9}}}}}};
+  EXPECT_EQ(status_of([&] { parse_profiling_result(edge); }), 0);
+}
+
+TEST(Protocol, LogfmtValuesCannotEndTheirFieldOrLine) {
+  EXPECT_EQ(logfmt_value("2024-01-01-00-00-00+dp1+pp2+tp1+Frontier"), "2024-01-01-00-00-00+dp1+pp2+tp1+Frontier");
+  EXPECT_EQ(logfmt_value(""), R"("")");
+  EXPECT_EQ(logfmt_value("a b"), R"("a b")");
+  EXPECT_EQ(logfmt_value("k=v"), R"("k=v")");
+  EXPECT_EQ(logfmt_value(R"(x" level=error)"), R"("x\" level=error")");
+  EXPECT_EQ(logfmt_value("a\\b"), R"("a\\b")");
+  EXPECT_EQ(logfmt_value("one\ntwo\r\t"), R"("one\ntwo\r\t")");
+  EXPECT_EQ(logfmt_value(std::string("nul\0bell\a", 9)), R"("nul\u0000bell\u0007")");
+  EXPECT_EQ(logfmt_value("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 passes as is
 }
 
 TEST(Protocol, StragglerNotice) {

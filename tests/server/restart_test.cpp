@@ -192,6 +192,84 @@ TEST(ServeProcess, SurvivesSigkillAndServesTheSamePlans) {
   EXPECT_EQ(JobStore(db).check_consistency(), "ok");
 }
 
+// Waits up to 20 s for `text` in the server's log.
+bool wait_for_log(ServerProcess& server, const std::string& text, std::size_t times = 1) {
+  for (int i = 0; i < 2000; ++i) {
+    const std::string log = server.log();
+    std::size_t found = 0;
+    for (std::size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++found;
+    if (found >= times) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST(ServeProcess, AComputationThatKeepsKillingTheServerIsMarkedFailed) {
+  TempDir dir;
+  const std::string db = (dir.path() / "server.db").string();
+  const std::vector<std::string> args = {"serve", "--port", "0", "--db", db, "--token", "restart-token"};
+  std::string id;
+  {
+    ServerProcess server(args);
+    const int port = server.wait_for_port();
+    ASSERT_GT(port, 0) << server.log();
+    httplib::Client c = client(port);
+    id = json::parse(c.Post("/register_job", testing::job_info(8, 1, 1).dump(), "application/json")->body)
+             .get<std::string>();
+    // A computation of seconds (2 us crawl steps), so that it is surely under way when killed.
+    const std::string csv = profile_to_csv(perseus::testing::synthetic_profile(8, 6, 21));
+    auto uploaded = c.Post(("/profile/" + id + "?p_blocking=80&microbatches=12&unit_time=0.000002").c_str(), csv,
+                           "text/csv");
+    ASSERT_TRUE(uploaded);
+    ASSERT_EQ(uploaded->status, 202) << uploaded->body;
+    // What a computation that crashes the server (or brings the OOM killer) looks like.
+    ASSERT_TRUE(wait_for_log(server, "event=frontier_started")) << server.log();
+    server.kill_and_wait(SIGKILL);
+  }
+  {
+    ServerProcess server(args);  // the restart tries once more...
+    ASSERT_GT(server.wait_for_port(), 0) << server.log();
+    ASSERT_TRUE(wait_for_log(server, "event=frontier_started")) << server.log();
+    EXPECT_NE(server.log().find("attempt=2"), std::string::npos) << server.log();
+    server.kill_and_wait(SIGKILL);
+  }
+  for (int start = 0; start < 2; ++start) {  // ...and then no more: the job fails, the server serves
+    ServerProcess server(args);
+    const int port = server.wait_for_port();
+    ASSERT_GT(port, 0) << server.log();
+    const json jobs = json::parse(client(port).Get("/api/jobs")->body).at("jobs");
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_EQ(jobs[0].at("phase"), "failed");
+    EXPECT_EQ(jobs[0].at("error"), "frontier computation did not finish in 2 attempts (crashed?)");
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(server.log().find("event=frontier_started"), std::string::npos) << server.log();
+    EXPECT_EQ(client(port).Get("/healthz")->status, 200);
+    const int status = server.kill_and_wait(SIGTERM);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << server.log();
+  }
+}
+
+TEST(ServeProcess, ASecondServerOnTheSameDatabaseRefusesToStart) {
+  TempDir dir;
+  const std::string db = (dir.path() / "server.db").string();
+  ServerProcess first({"serve", "--port", "0", "--db", db});
+  const int port = first.wait_for_port();
+  ASSERT_GT(port, 0) << first.log();
+  {
+    ServerProcess second({"serve", "--port", "0", "--db", db});
+    ASSERT_TRUE(wait_for_log(second, "is in use")) << second.log();
+    const int status = second.kill_and_wait(0);  // already exiting: only waits
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << second.log();
+    EXPECT_EQ(second.log().find("event=listening"), std::string::npos) << second.log();
+    const std::regex message("perseus: error: " + db + " is in use by another perseus server \\(pid \\d+\\)");
+    EXPECT_TRUE(std::regex_search(second.log(), message)) << second.log();
+  }
+  EXPECT_EQ(client(port).Get("/healthz")->status, 200);  // the first serves on
+  EXPECT_EQ(first.kill_and_wait(SIGTERM), 0);
+  ServerProcess third({"serve", "--port", "0", "--db", db});
+  EXPECT_GT(third.wait_for_port(), 0) << third.log();
+}
+
 TEST(ServeProcess, RefusesBadSettingsWithAClearMessage) {
   TempDir dir;
   const std::string db = (dir.path() / "x.db").string();

@@ -6,9 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
@@ -296,6 +299,40 @@ TEST(Service, InVivoProfilingAccumulatesIterationsAcrossResults) {
   EXPECT_NEAR(forward->measurements[0].energy_j, 30.0, 1e-9);
 }
 
+// A forged or broken measurement is refused at the door: it once summed to infinity and
+// failed the job's profile for good.
+TEST(Service, ImplausibleMeasurementsAreRefusedAndProfilingGoesOn) {
+  ServiceOptions options;
+  options.scheduler = parse_scheduler_config(
+      "InVivoProfiling", {{"p_blocking", 80.0}, {"microbatches", 1}, {"iterations_per_frequency", 1}});
+  options.barrier_timeout_s = 20.0;
+  Service service(options);
+  const std::string id = register_job(service, 1, 1, 1);
+  register_ranks(service, id, 1, 1, 1, {1410, 1350});
+  const auto result = [](double time, double energy) {
+    return json({{"rank", 0},
+                 {"iter_time", {time}},
+                 {"iter_energy", {energy}},
+                 {"time_breakdown", {{"forward", {{time / 3}}}, {"backward", {{time / 2}}}}},
+                 {"energy_breakdown", {{"forward", {{energy / 3}}}, {"backward", {{energy / 2}}}}}})
+        .dump();
+  };
+  for (int clock = 0; clock < 2; ++clock) {
+    for (const ApiResponse& a : fetch_round(service, id, 1)) ASSERT_EQ(a.status, 200) << a.body;
+    const ApiResponse huge = call(service, "POST", "/result/" + id, result(1.0, 1e308));
+    EXPECT_EQ(huge.status, 422);
+    EXPECT_EQ(body_of(huge).at("detail"),
+              "ProfilingResult.iter_energy[0]: 1e+308 J is beyond any plausible measurement: at most 1e+09 J");
+    EXPECT_EQ(call(service, "POST", "/result/" + id, result(-1.0, 100.0)).status, 422);
+    EXPECT_EQ(call(service, "POST", "/result/" + id, result(1e6, 100.0)).status, 422);
+    ASSERT_EQ(call(service, "POST", "/result/" + id, result(1.0 + clock * 0.1, 300.0 - clock)).status, 200);
+  }
+  ASSERT_TRUE(service.wait_until_idle(60s));
+  const json job = job_entry(service, id);
+  EXPECT_EQ(job.at("phase"), "frontier") << job.dump();
+  EXPECT_EQ(job.at("error"), "");
+}
+
 TEST(Service, ABarrierThatTimesOutNamesTheMissingRanks) {
   ServiceOptions options = frontier_options();
   options.barrier_timeout_s = 0.2;
@@ -412,8 +449,20 @@ TEST(Service, TokenGuardsStateChangesAndOnlyThem) {
   // Reading needs no token.
   EXPECT_EQ(call(service, "GET", "/info").status, 200);
   EXPECT_EQ(call(service, "GET", "/healthz").status, 200);
+  EXPECT_EQ(call(service, "GET", "/api/jobs").status, 200);
+  EXPECT_EQ(call(service, "GET", "/metrics").status, 200);
+  EXPECT_EQ(call(service, "GET", "/").status, 200);
   EXPECT_EQ(call(service, "POST", "/register_rank/" + id, rank.dump(), {}, "Bearer s3cret").status, 200);
-  EXPECT_EQ(call(service, "GET", "/schedule/" + id, "", {{"rank", "0"}}).status, 200);
+  // GET /schedule moves the barrier and the persisted round count: it needs the token too.
+  // (Without it, one request with round=2000000001 set the job's round count.)
+  const ApiResponse anonymous = call(service, "GET", "/schedule/" + id, "", {{"rank", "0"}, {"round", "2000000001"}});
+  EXPECT_EQ(anonymous.status, 401) << anonymous.body;
+  EXPECT_EQ(job_entry(service, id).at("rounds"), 0);
+  EXPECT_EQ(service.store().load_all().at(0).state.value("round", -1), 0);
+  EXPECT_EQ(call(service, "GET", "/schedule/" + id, "", {{"rank", "0"}}, "Bearer s3cret").status, 200);
+  EXPECT_EQ(job_entry(service, id).at("rounds"), 1);
+  EXPECT_EQ(body_of(call(service, "GET", "/info")).at("token_required_for"),
+            json::array({"/register_job", "/register_rank", "/schedule", "/result", "/profile", "/straggler"}));
 }
 
 TEST(Service, StragglerOnlyScopeLeavesTheExistingProtocolOpen) {
@@ -426,7 +475,8 @@ TEST(Service, StragglerOnlyScopeLeavesTheExistingProtocolOpen) {
   // With the token it gets past authentication (and fails for want of a frontier).
   EXPECT_EQ(call(service, "POST", "/straggler", R"({"id": 0, "degree": 2})", {}, "Bearer s3cret").status, 409);
   EXPECT_EQ(body_of(call(service, "GET", "/info")).at("token_required_for"), json::array({"/straggler"}));
-  (void)id;
+  register_ranks(service, id, 1, 1, 1, {1410});
+  EXPECT_EQ(call(service, "GET", "/schedule/" + id, "", {{"rank", "0"}}).status, 200);
 }
 
 TEST(Service, IdleJobsExpire) {
@@ -663,6 +713,250 @@ TEST(Service, AComputationCutShortByAStopResumesAfterRestart) {
   const auto answers = fetch_round(second, id, 2);
   EXPECT_EQ(frequencies_of(answers[0]), expected.plan(0)[0]);
   EXPECT_EQ(frequencies_of(answers[1]), expected.plan(0)[1]);
+}
+
+// ---- failures are final, and crashes are not retried forever ----
+
+StoredJob stored_job(Service& service, const std::string& id) {
+  for (StoredJob& job : service.store().load_all()) {
+    if (job.job_id == id) return std::move(job);
+  }
+  ADD_FAILURE() << "job " << id << " is not in the database";
+  return {};
+}
+
+// A crawl step of 2 us: 8 stages, M = 12 take seconds (1.5 s on the development machine),
+// long enough to be stopped midway.
+constexpr const char* kSlowUnitTime = "0.000002";
+
+TEST(Service, AStopMidComputationIsNotCountedAsAFailedAttempt) {
+  TempDir dir;
+  ServiceOptions options = frontier_options();
+  options.db_path = (dir.path() / "server.db").string();
+  std::string id;
+  for (int start = 0; start < 3; ++start) {
+    Service service(options);
+    if (start == 0) {
+      id = register_job(service, 8, 1, 1);
+      register_ranks(service, id, 8, 1, 1, kFrequencies);
+      const ApiResponse uploaded =
+          call(service, "POST", "/profile/" + id, profile_to_csv(perseus::testing::synthetic_profile(8, 6, 21)),
+               {{"p_blocking", "80"}, {"unit_time", kSlowUnitTime}, {"microbatches", "12"}});
+      ASSERT_EQ(uploaded.status, 202) << uploaded.body;
+    }
+    // The attempt is counted (and persisted) before the computation starts...
+    for (int i = 0; i < 2000 && stored_job(service, id).state.value("compute_attempts", 0) == 0; ++i) {
+      std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_EQ(stored_job(service, id).state.value("compute_attempts", 0), 1) << "start " << start;
+    service.shutdown();
+    // ...and given back when a stop cuts it short: three stops, and the job still computes.
+    const StoredJob stored = stored_job(service, id);
+    EXPECT_EQ(stored.state.value("compute_attempts", -1), 0) << "start " << start;
+    EXPECT_EQ(stored.state.value("phase", ""), "computing") << "start " << start;
+    EXPECT_EQ(service.metrics().frontier_computations(false), 0u);
+  }
+}
+
+TEST(Service, AComputationThatThrowsFailsTheJobForGoodAcrossRestarts) {
+  TempDir dir;
+  ServiceOptions options = frontier_options();
+  options.db_path = (dir.path() / "server.db").string();
+  const std::string good_csv = profile_to_csv(perseus::testing::synthetic_profile(2, 6, 3));
+  std::string id;
+  {
+    Service first(options);
+    id = register_job(first, 2, 1, 1);
+    register_ranks(first, id, 2, 1, 1, kFrequencies);
+    upload(first, id, good_csv, 4);
+    ASSERT_TRUE(first.wait_until_idle(60s));
+    // A job left computing by a stop, with a profile its computation cannot read (one an
+    // older server accepted, say): the computation throws.
+    const StoredJob job = stored_job(first, id);
+    json state = job.state;
+    state["phase"] = "computing";
+    first.store().save_profile(id, "stage,instruction,frequency,time,energy\n0,forward,1410,-1,1\n",
+                               job.profile_params, state);
+  }
+  std::string error;
+  {
+    Service second(options);
+    ASSERT_TRUE(second.wait_until_idle(60s));
+    const json job = job_entry(second, id);
+    EXPECT_EQ(job.at("phase"), "failed");
+    error = job.at("error").get<std::string>();
+    EXPECT_EQ(error.rfind("frontier computation failed: ", 0), 0u) << error;
+    EXPECT_EQ(second.metrics().frontier_computations(false), 1u);
+    EXPECT_EQ(stored_job(second, id).state.value("phase", ""), "failed");  // persisted
+    // The ranks run on at the highest clock.
+    for (const ApiResponse& answer : fetch_round(second, id, 2)) {
+      ASSERT_EQ(answer.status, 200) << answer.body;
+      for (const auto& [name, mhz] : frequencies_of(answer)) EXPECT_EQ(mhz, 1410);
+    }
+  }
+  {
+    Service third(options);
+    ASSERT_TRUE(third.wait_until_idle(60s));
+    const json job = job_entry(third, id);
+    EXPECT_EQ(job.at("phase"), "failed");
+    EXPECT_EQ(job.at("error"), error);
+    EXPECT_EQ(third.metrics().frontier_computations(false) + third.metrics().frontier_computations(true), 0u);
+    // A new profile is a new start.
+    upload(third, id, good_csv, 4);
+    ASSERT_TRUE(third.wait_until_idle(60s));
+    EXPECT_EQ(job_entry(third, id).at("phase"), "frontier");
+    EXPECT_EQ(job_entry(third, id).at("error"), "");
+  }
+}
+
+TEST(Service, AComputationStartedTwiceWithoutFinishingIsNotStartedAgain) {
+  TempDir dir;
+  ServiceOptions options = frontier_options();
+  options.db_path = (dir.path() / "server.db").string();
+  std::string id;
+  // The state a server killed mid-computation leaves: phase computing, `attempts` started.
+  const auto crashed = [&](int attempts) {
+    Service service(options);
+    const StoredJob job = stored_job(service, id);
+    json state = job.state;
+    state["phase"] = "computing";
+    state["compute_attempts"] = attempts;
+    service.store().save_profile(id, *job.profile_csv, job.profile_params, state);
+    service.shutdown();
+  };
+  {
+    Service first(options);
+    id = register_job(first, 2, 1, 1);
+    register_ranks(first, id, 2, 1, 1, kFrequencies);
+    upload(first, id, profile_to_csv(perseus::testing::synthetic_profile(2, 6, 5)), 4);
+    ASSERT_TRUE(first.wait_until_idle(60s));
+    ASSERT_EQ(stored_job(first, id).state.value("compute_attempts", -1), 0);
+  }
+  crashed(1);  // one crash: the next start tries again, and this time it finishes
+  {
+    Service second(options);
+    ASSERT_TRUE(second.wait_until_idle(60s));
+    EXPECT_EQ(job_entry(second, id).at("phase"), "frontier");
+    EXPECT_EQ(second.metrics().frontier_computations(true), 1u);
+    EXPECT_EQ(stored_job(second, id).state.value("compute_attempts", -1), 0);
+  }
+  crashed(2);  // two: the computation is what takes the server down
+  for (int start = 0; start < 2; ++start) {
+    Service service(options);
+    ASSERT_TRUE(service.wait_until_idle(60s));
+    const json job = job_entry(service, id);
+    EXPECT_EQ(job.at("phase"), "failed");
+    EXPECT_EQ(job.at("error"), "frontier computation did not finish in 2 attempts (crashed?)");
+    EXPECT_EQ(service.metrics().frontier_computations(false) + service.metrics().frontier_computations(true), 0u);
+    EXPECT_EQ(stored_job(service, id).state.value("phase", ""), "failed");
+  }
+}
+
+TEST(Service, ASecondServiceOnTheSameDatabaseRefusesToStart) {
+  TempDir dir;
+  ServiceOptions options = frontier_options();
+  options.db_path = (dir.path() / "server.db").string();
+  auto first = std::make_unique<Service>(options);
+  const std::string id = register_job(*first, 1, 1, 1);
+  try {
+    Service second(options);
+    FAIL() << "a second service opened a database in use";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), options.db_path + " is in use by another perseus server (pid " +
+                                         std::to_string(::getpid()) + "); stop it, or give this one another --db");
+  }
+  // Another name of the same file is the same database.
+  std::filesystem::create_symlink(options.db_path, dir.path() / "alias.db");
+  ServiceOptions alias = options;
+  alias.db_path = (dir.path() / "alias.db").string();
+  EXPECT_THROW(Service{alias}, InputError);
+  // The first is untouched and serves on; once it stops, a new one starts and has its job.
+  EXPECT_EQ(first->job_count(), 1u);
+  EXPECT_EQ(call(*first, "GET", "/healthz").status, 200);
+  first.reset();
+  Service third(options);
+  EXPECT_EQ(third.job_count(), 1u);
+  EXPECT_FALSE(job_entry(third, id).is_null());
+  // ":memory:" databases are each their own.
+  Service memory_a(frontier_options()), memory_b(frontier_options());
+}
+
+// One logfmt line as key/value pairs; a key without '=' or an unterminated quote is an error.
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_logfmt(const std::string& line) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] == ' ') {
+      ++i;
+      continue;
+    }
+    const std::size_t eq = line.find('=', i);
+    const std::size_t space = line.find(' ', i);
+    if (eq == std::string::npos || (space != std::string::npos && space < eq)) return std::nullopt;
+    std::string key = line.substr(i, eq - i), value;
+    i = eq + 1;
+    if (i < line.size() && line[i] == '"') {
+      for (++i;; ++i) {
+        if (i >= line.size()) return std::nullopt;
+        if (line[i] == '"') break;
+        if (line[i] == '\\' && i + 1 < line.size()) ++i;
+        value += line[i];
+      }
+      ++i;
+    } else {
+      const std::size_t end = std::min(line.find(' ', i), line.size());
+      value = line.substr(i, end - i);
+      if (value.find('"') != std::string::npos) return std::nullopt;
+      i = end;
+    }
+    fields.emplace_back(std::move(key), std::move(value));
+  }
+  return fields;
+}
+
+TEST(Service, UserInputCannotForgeLogFieldsOrLines) {
+  std::ostringstream out;
+  auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");  // perseus serve's
+  logger->set_level(spdlog::level::debug);
+  ServiceOptions options = frontier_options();
+  options.logger = logger;
+  Service service(options);
+  // Quotes, spaces and '=' are allowed in job_metadata, which becomes part of the job id.
+  const std::string metadata = R"(x" level=error event=forged note="a b=c)";
+  const std::string id = register_job(service, 1, 1, 1, {{"job_metadata", metadata}, {"microbatches", 1}});
+  ASSERT_TRUE(id.ends_with("+" + metadata)) << id;
+  register_ranks(service, id, 1, 1, 1, {1410});
+  EXPECT_EQ(call(service, "GET", "/schedule/" + id, "", {{"rank", "0"}}).status, 200);
+  // A path with a line break (httplib decodes %0A), echoed back in a 404's detail.
+  EXPECT_EQ(call(service, "GET", "/schedule/nope\nts=0 level=error event=forged \"", "", {{"rank", "0"}}).status, 404);
+  EXPECT_EQ(call(service, "POST", "/register_rank/" + id, "{\"rank\": \"\\\" event=forged\"}").status, 422);
+  logger->flush();
+  std::istringstream lines(out.str());
+  std::string line;
+  int register_lines = 0, count = 0;
+  while (std::getline(lines, line)) {
+    ++count;
+    const auto fields = parse_logfmt(line);
+    ASSERT_TRUE(fields) << line;
+    std::map<std::string, int> keys;
+    for (const auto& [key, value] : *fields) {
+      ++keys[key];
+      EXPECT_NE(value, "forged") << line;
+      if (key == "job_id") EXPECT_TRUE(value == id || value.find("nope") == 0) << line;
+    }
+    EXPECT_EQ(fields->front().first, "ts") << line;
+    EXPECT_EQ(keys["level"], 1) << line;
+    EXPECT_EQ(keys["event"], 1) << line;
+    if (line.find("event=register_job") != std::string::npos) {
+      ++register_lines;
+      std::vector<std::string> names;
+      for (const auto& [key, value] : *fields) names.push_back(key);
+      EXPECT_EQ(names, (std::vector<std::string>{"ts", "level", "event", "job_id", "world_size", "scheduler"})) << line;
+    }
+  }
+  EXPECT_EQ(register_lines, 1);
+  EXPECT_GE(count, 6);  // register_job, register_rank, deploy, and a request line each
 }
 
 // ---- in-vivo profiling ----

@@ -119,7 +119,9 @@ void insert_loads(std::vector<Instruction>& stage0) {
   stage0 = std::move(out);
 }
 
-void validate(const ScheduleSpec& spec) {
+}  // namespace
+
+void validate_schedule(const ScheduleSpec& spec) {
   const std::string where = "schedule " + std::string(to_string(spec.kind)) + ": ";
   if (spec.kind == ScheduleKind::kPipeDream || spec.kind == ScheduleKind::kPipeDream2BW) {
     throw InputError(where + "asynchronous (no flush), so it has no flushed iteration to build; the planner "
@@ -158,8 +160,6 @@ void validate(const ScheduleSpec& spec) {
   }
 }
 
-}  // namespace
-
 std::string_view to_string(ScheduleKind kind) {
   for (const KindName& entry : kKindNames) {
     if (entry.kind == kind) return entry.name;
@@ -191,7 +191,7 @@ std::size_t Schedule::num_instructions() const {
 }
 
 Schedule make_schedule(const ScheduleSpec& spec) {
-  validate(spec);
+  validate_schedule(spec);
   const int S = spec.stages;
   const int M = spec.microbatches;
   Schedule schedule{spec, {}};

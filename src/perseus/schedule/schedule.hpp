@@ -48,9 +48,12 @@ struct Schedule {
   std::size_t num_instructions() const;
 };
 
-// Throws InputError for an asynchronous kind (PipeDream, PipeDream-2BW: no flushed iteration
-// to build), S < 1, M < 1, v < 1, v > 1 with a non-interleaved kind, or M not a multiple of S
-// for interleaved 1F1B.
+// Checks a spec without building anything, in O(1): throws InputError for an asynchronous
+// kind (PipeDream, PipeDream-2BW: no flushed iteration to build), S, M or v outside 1..their
+// limit (model/limits.hpp), more instructions than limits::kMaxInstructions, v > 1 with a
+// non-interleaved kind, or M not a multiple of S for interleaved 1F1B.
+void validate_schedule(const ScheduleSpec& spec);
+// The schedule of `spec`, after validate_schedule's checks (its errors).
 Schedule make_schedule(const ScheduleSpec& spec);
 
 }  // namespace perseus

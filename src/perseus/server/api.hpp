@@ -39,4 +39,10 @@ ApiResponse json_response(int status, const nlohmann::json& body);
 // {"detail": detail}, the error body of the existing server.
 ApiResponse error_response(int status, std::string_view detail);
 
+// `value` as one logfmt value: bare when it is safe, else quoted with \" \\ \n \r \t and
+// \u00XX escaped, so that user input (job ids carry job_metadata, paths, error texts that
+// echo bodies) can never end the value or forge fields and lines. Every log line that
+// carries such a value writes it through this.
+std::string logfmt_value(std::string_view value);
+
 }  // namespace perseus::server

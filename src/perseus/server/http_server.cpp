@@ -1,9 +1,18 @@
 #include "perseus/server/http_server.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <list>
@@ -75,6 +84,125 @@ class ElasticThreadPool final : public httplib::TaskQueue {
   bool stopping_ = false;
 };
 
+using Clock = std::chrono::steady_clock;
+
+std::chrono::microseconds microseconds_of(time_t sec, time_t usec) {
+  return std::chrono::seconds(sec) + std::chrono::microseconds(usec);
+}
+
+// Waits up to `timeout` (<= 0: not at all) for `events` on `fd`; true when they came.
+bool wait_for(int fd, short events, std::chrono::microseconds timeout) {
+  pollfd p{fd, events, 0};
+  const auto until = Clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
+    if (n > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+void address_of(int fd, bool peer, std::string& ip, int& port) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  const int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length)
+                      : ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (rc != 0) return;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+    ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+    port = ntohs(in.sin_port);
+  } else if (address.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+    port = ntohs(in6.sin6_port);
+  }
+  ip = text;
+}
+
+// A connection's socket as httplib reads a request from it, with one deadline for the whole
+// request: every read waits at most until then (httplib's own stream bounds each read only,
+// so a byte every few seconds kept a request, and its worker thread, alive forever).
+// Buffered like httplib's SocketStream: the request line is read a byte at a time.
+class DeadlineStream final : public httplib::Stream {
+ public:
+  DeadlineStream(int fd, Clock::time_point deadline, std::chrono::microseconds read_timeout,
+                 std::chrono::microseconds write_timeout)
+      : fd_(fd), deadline_(deadline), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+
+  bool is_readable() const override {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline_ - Clock::now());
+    if (left.count() <= 0) {
+      expired_ = true;
+      return false;
+    }
+    if (wait_for(fd_, POLLIN, std::min(read_timeout_, left))) return true;
+    expired_ = expired_ || Clock::now() >= deadline_;
+    return false;
+  }
+
+  bool is_writable() const override {
+    if (!wait_for(fd_, POLLOUT, write_timeout_)) return false;
+    // As httplib does: a peer that has closed its end gets nothing written.
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0) return true;
+    char byte;
+    return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  }
+
+  ssize_t read(char* ptr, std::size_t size) override {
+    if (offset_ < filled_) {
+      const std::size_t n = std::min(size, filled_ - offset_);
+      std::memcpy(ptr, buffer_ + offset_, n);
+      offset_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    if (!is_readable()) return -1;
+    const bool buffered = size < sizeof(buffer_);
+    ssize_t n;
+    do {
+      n = ::recv(fd_, buffered ? buffer_ : ptr, buffered ? sizeof(buffer_) : size, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0 || !buffered) return n;
+    const std::size_t given = std::min(size, static_cast<std::size_t>(n));
+    std::memcpy(ptr, buffer_, given);
+    offset_ = given;
+    filled_ = static_cast<std::size_t>(n);
+    return static_cast<ssize_t>(given);
+  }
+
+  ssize_t write(const char* ptr, std::size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do {
+      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) wrote_ = true;
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, false, ip, port); }
+  int socket() const override { return fd_; }
+
+  bool expired() const { return expired_; }
+  bool wrote() const { return wrote_; }
+
+ private:
+  const int fd_;
+  const Clock::time_point deadline_;
+  const std::chrono::microseconds read_timeout_;
+  const std::chrono::microseconds write_timeout_;
+  char buffer_[4096];
+  std::size_t offset_ = 0, filled_ = 0;
+  mutable bool expired_ = false;
+  bool wrote_ = false;
+};
+
+// The stream of the request this thread is reading, for the error handler.
+thread_local const DeadlineStream* current_stream = nullptr;
+
 ApiRequest to_api_request(const httplib::Request& req) {
   ApiRequest request;
   request.method = req.method;
@@ -87,8 +215,58 @@ ApiRequest to_api_request(const httplib::Request& req) {
 
 }  // namespace
 
+// httplib's server with its connection loop replaced (the same loop, over DeadlineStream):
+// process_request does the parsing and routing as before. Waiting for a keep-alive
+// connection's next request blocks in poll(2), looking for a stop every 50 ms, instead of
+// httplib's 10 ms polls and 1 ms sleeps.
+class DeadlineServer final : public httplib::Server {
+ public:
+  DeadlineServer(std::chrono::microseconds request_timeout, std::function<void()> on_expired)
+      : request_timeout_(request_timeout), on_expired_(std::move(on_expired)) {}
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    const auto taken_up = Clock::now();  // time queued for a worker is not the client's doing
+    const auto read_timeout = microseconds_of(read_timeout_sec_, read_timeout_usec_);
+    const auto write_timeout = microseconds_of(write_timeout_sec_, write_timeout_usec_);
+    bool ok = false;
+    for (std::size_t served = 0; served < keep_alive_max_count_; ++served) {
+      // The first request must arrive whole within the timeout; a later one may first idle for
+      // the keep-alive timeout.
+      const auto idle_until = served == 0 ? taken_up + request_timeout_
+                                          : Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+      bool readable = false;
+      while (svr_sock_ != INVALID_SOCKET && Clock::now() < idle_until) {
+        const auto slice = std::min<Clock::duration>(idle_until - Clock::now(), std::chrono::milliseconds(50));
+        if ((readable = wait_for(sock, POLLIN, std::chrono::duration_cast<std::chrono::microseconds>(slice)))) break;
+      }
+      if (!readable) break;
+      DeadlineStream stream(sock, served == 0 ? taken_up + request_timeout_ : Clock::now() + request_timeout_,
+                            read_timeout, write_timeout);
+      current_stream = &stream;
+      bool connection_closed = false;
+      ok = process_request(stream, served + 1 == keep_alive_max_count_, connection_closed, nullptr);
+      current_stream = nullptr;
+      // Dropped before httplib could even answer (the request line never came whole).
+      if (stream.expired() && !stream.wrote() && on_expired_) on_expired_();
+      if (!ok || connection_closed) break;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+
+  const std::chrono::microseconds request_timeout_;
+  const std::function<void()> on_expired_;
+};
+
 HttpServer::HttpServer(Service& service, HttpOptions options)
-    : service_(service), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+    : service_(service), options_(std::move(options)) {
+  const auto request_timeout = std::chrono::microseconds(
+      static_cast<std::int64_t>(std::clamp(options_.request_timeout_s, 0.001, 1e6) * 1e6));
+  server_ = std::make_unique<DeadlineServer>(request_timeout, [this] {
+    service_.record_rejected(ApiRequest{}, 408);
+  });
   httplib::Server& svr = *server_;
   const auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     const ApiResponse response = service_.handle(to_api_request(req));
@@ -106,7 +284,11 @@ HttpServer::HttpServer(Service& service, HttpOptions options)
   svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string detail = fmt::format("HTTP {}", res.status);
-    if (res.status == 413) {
+    if (current_stream && current_stream->expired()) {
+      res.status = 408;
+      detail = fmt::format("the request did not arrive whole within the server's {} s (--request-timeout)",
+                           options_.request_timeout_s);
+    } else if (res.status == 413) {
       detail = fmt::format("request body larger than the server's limit of {} bytes", options_.payload_limit_bytes);
     } else if (res.status == 400) {
       detail = "malformed HTTP request";

@@ -20,6 +20,7 @@ class logger;
 namespace perseus::server {
 
 class Service;
+class DeadlineServer;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -28,11 +29,18 @@ struct HttpOptions {
   // request waiting at a schedule barrier holds its thread, so a job of N ranks needs N.
   std::size_t max_threads = 4096;
   std::size_t payload_limit_bytes = 16u << 20;
-  double read_timeout_s = 30.0;
+  double read_timeout_s = 30.0;  // the most one read of a request may wait for bytes
+  // A request's line, headers and body must all arrive within this many seconds (counted
+  // from when a worker takes the connection up for its first request, from the first byte
+  // for later keep-alive requests); else the connection is dropped (408 when a response can
+  // still be written). Without it, a client sending a byte every few seconds held a
+  // connection and a worker forever, every read being quick.
+  double request_timeout_s = 10.0;
   // Seconds an idle keep-alive connection is kept (rounded up to whole seconds); 0 (the
-  // default): one request per connection. cpp-httplib 0.11 polls every idle connection about
-  // every 11 ms from its own thread, so a thousand ranks' idle connections cost more CPU than
-  // reconnecting does (server_load_bench: 121 us of server CPU per request without keep-alive,
+  // default): one request per connection. Measured while cpp-httplib 0.11's own loop served
+  // connections (polling every idle one about every 11 ms from its thread; now each waits in
+  // poll(2), 50 ms at a time), a thousand ranks' idle connections cost more CPU than
+  // reconnecting did (server_load_bench: 121 us of server CPU per request without keep-alive,
   // 259 us with 1 s, at 1,024 ranks). Clients reconnect by themselves.
   double keep_alive_s = 0.0;
 };
@@ -56,7 +64,7 @@ class HttpServer {
  private:
   Service& service_;
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<DeadlineServer> server_;
   std::atomic<int> listen_fd_{-1};
   int port_ = 0;
   std::thread thread_;

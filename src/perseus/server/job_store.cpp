@@ -1,6 +1,13 @@
 #include "perseus/server/job_store.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -39,6 +46,40 @@ std::string dump(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+DatabaseLock::DatabaseLock(const std::string& db_path) {
+  if (db_path.empty() || db_path == ":memory:") return;
+  // Beside the file itself, so that two names of one database (a symlink) share the lock.
+  std::error_code ignored;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(db_path, ignored);
+  const std::string lock_path = (resolved.empty() ? std::filesystem::path(db_path) : resolved).string() + ".lock";
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw InputError(fmt::format("{}: cannot open the lock file {}: {}", db_path, lock_path, std::strerror(errno)));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char buffer[32] = {};
+    const ssize_t n = ::pread(fd_, buffer, sizeof(buffer) - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (error != EWOULDBLOCK) {
+      throw InputError(fmt::format("{}: cannot lock {}: {}", db_path, lock_path, std::strerror(error)));
+    }
+    const std::string pid = n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "unknown";
+    throw InputError(fmt::format("{} is in use by another perseus server (pid {}); stop it, or give this one "
+                                 "another --db",
+                                 db_path, pid.substr(0, pid.find_first_of("\n "))));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds without the pid; only the message of a second server is the poorer.
+  }
+}
+
+DatabaseLock::~DatabaseLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 // A prepared statement that finalizes itself; binds by position from 1.
 class JobStore::Statement {

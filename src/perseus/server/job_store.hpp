@@ -31,6 +31,23 @@ struct StoredJob {
   std::optional<std::string> frontier;  // FrontierTable::serialize_points()
 };
 
+// One server per database, for the server's lifetime: an exclusive flock(2) on
+// "<database>.lock" beside it, which holds the owner's pid. SQLite's locks last one
+// transaction, so two servers would both open the database and then overwrite each other's
+// jobs and round counts. The lock goes with the process, however it ends.
+class DatabaseLock {
+ public:
+  // ":memory:" (or "") takes no lock. Throws InputError when another process holds it
+  // ("... is in use by another perseus server (pid N)") or the lock file cannot be opened.
+  explicit DatabaseLock(const std::string& db_path);
+  ~DatabaseLock();
+  DatabaseLock(const DatabaseLock&) = delete;
+  DatabaseLock& operator=(const DatabaseLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 class JobStore {
  public:
   // Opens (creating if needed) the database at `path`; ":memory:" for none.

@@ -1,11 +1,13 @@
 #include "perseus/server/protocol.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include <fmt/format.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/model/limits.hpp"
 #include "perseus/server/api.hpp"
 
 namespace perseus::server {
@@ -84,12 +86,35 @@ class Fields {
   std::string message_;
 };
 
-std::vector<double> number_list(const json& value, const std::string& where) {
+// What a rank can plausibly have measured. Anything beyond is a broken counter or a forged
+// result, and would overflow the sums in-vivo profiling builds (1e308 + 1e308 = inf).
+struct MeasurementBounds {
+  const char* unit;
+  double max;
+  const char* max_note;
+  bool zero_allowed;  // an iteration takes time; a short span may read no energy or time
+};
+constexpr MeasurementBounds kIterationTime{"s", 86400.0, " (one day)", false};
+constexpr MeasurementBounds kInstructionTime{"s", 86400.0, " (one day)", true};
+constexpr MeasurementBounds kEnergy{"J", 1e9, "", true};
+
+std::vector<double> number_list(const json& value, const std::string& where, const MeasurementBounds& bounds) {
   if (!value.is_array()) invalid(where, "an array of numbers", value);
   std::vector<double> out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i) {
-    out.push_back(Fields::number_value(value[i], fmt::format("{}[{}]", where, i), 0.0));
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!value[i].is_number()) invalid(at, "a number", value[i]);
+    const double v = value[i].get<double>();
+    // {:g}: a forged 1e308 is named as such, not as 309 digits.
+    if (!std::isfinite(v)) throw ApiError(422, fmt::format("{}: must be finite", at));
+    if (v < 0) throw ApiError(422, fmt::format("{}: must not be negative, got {:g} {}", at, v, bounds.unit));
+    if (v == 0 && !bounds.zero_allowed) throw ApiError(422, fmt::format("{}: must be positive, got 0", at));
+    if (v > bounds.max) {
+      throw ApiError(422, fmt::format("{}: {:g} {} is beyond any plausible measurement: at most {:g} {}{}", at, v,
+                                      bounds.unit, bounds.max, bounds.unit, bounds.max_note));
+    }
+    out.push_back(v);
   }
   return out;
 }
@@ -105,7 +130,8 @@ bool is_instruction_name(const std::string& name) {
 }
 
 std::vector<std::pair<std::string, std::vector<std::vector<double>>>> breakdown(const Fields& fields,
-                                                                                const char* name) {
+                                                                                const char* name,
+                                                                                const MeasurementBounds& bounds) {
   std::vector<std::pair<std::string, std::vector<std::vector<double>>>> out;
   if (!fields.has(name)) return out;
   const json& value = fields.required(name);
@@ -119,7 +145,7 @@ std::vector<std::pair<std::string, std::vector<std::vector<double>>>> breakdown(
     if (!iterations.is_array()) invalid(at, "an array (one list per iteration)", iterations);
     std::vector<std::vector<double>> lists;
     for (std::size_t i = 0; i < iterations.size(); ++i) {
-      lists.push_back(number_list(iterations[i], fmt::format("{}[{}]", at, i)));
+      lists.push_back(number_list(iterations[i], fmt::format("{}[{}]", at, i), bounds));
     }
     out.emplace_back(instruction, std::move(lists));
   }
@@ -151,6 +177,34 @@ ApiResponse error_response(int status, std::string_view detail) {
   return json_response(status, json{{"detail", std::string(detail)}});
 }
 
+std::string logfmt_value(std::string_view value) {
+  const bool bare = !value.empty() && std::none_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7f || c == '"' || c == '=' || c == '\\';
+  });
+  if (bare) return std::string(value);
+  std::string out = "\"";
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 nlohmann::json parse_json_object(std::string_view text, std::string_view what) {
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) throw ApiError(400, fmt::format("{}: the body is not valid JSON", what));
@@ -168,8 +222,8 @@ PipelineLayout parse_layout(const nlohmann::json& object, std::string_view where
       throw ApiError(422, fmt::format("{}: {}", fields.where("schedule"), e.what()));
     }
   }
-  layout.microbatches = fields.integer("microbatches", 1, 1 << 16);
-  if (fields.has("chunks")) layout.chunks = fields.integer("chunks", 1, 64);
+  layout.microbatches = fields.integer("microbatches", 1, limits::kMaxMicrobatches);
+  if (fields.has("chunks")) layout.chunks = fields.integer("chunks", 1, limits::kMaxChunks);
   return layout;
 }
 
@@ -183,7 +237,7 @@ JobInfo parse_job_info(const nlohmann::json& body) {
     info.job_id = id.get<std::string>();
     if (!info.job_id.empty()) throw ApiError(422, "JobInfo.job_id: must be empty; the server assigns the id");
   }
-  info.pp_degree = fields.integer("pp_degree", 1, kMaxDegree);
+  info.pp_degree = fields.integer("pp_degree", 1, limits::kMaxStages);  // a pipeline's stages, as the solver's limit
   info.dp_degree = fields.integer("dp_degree", 1, kMaxDegree);
   info.tp_degree = fields.integer("tp_degree", 1, kMaxDegree);
   info.world_size = fields.integer("world_size", 1, kMaxDegree);
@@ -197,7 +251,14 @@ JobInfo parse_job_info(const nlohmann::json& body) {
     info.job_metadata = fields.string("job_metadata");
     check_metadata(*info.job_metadata);
   }
-  if (fields.has("microbatches")) info.layout = parse_layout(body, "JobInfo");
+  if (fields.has("microbatches")) {
+    info.layout = parse_layout(body, "JobInfo");
+    try {  // sizes beyond the solver's limits are refused before anything is allocated for them
+      validate_schedule({info.layout->kind, info.pp_degree, info.layout->microbatches, info.layout->chunks, false});
+    } catch (const InputError& e) {
+      throw ApiError(422, std::string("JobInfo: ") + e.what());
+    }
+  }
   return info;
 }
 
@@ -223,12 +284,14 @@ ProfilingResult parse_profiling_result(const nlohmann::json& body) {
   Fields fields(body, "ProfilingResult");
   ProfilingResult result;
   result.rank = fields.integer("rank", 0, kMaxDegree);
-  if (fields.has("iter_time")) result.iter_time = number_list(fields.required("iter_time"), fields.where("iter_time"));
-  if (fields.has("iter_energy")) {
-    result.iter_energy = number_list(fields.required("iter_energy"), fields.where("iter_energy"));
+  if (fields.has("iter_time")) {
+    result.iter_time = number_list(fields.required("iter_time"), fields.where("iter_time"), kIterationTime);
   }
-  result.time_breakdown = breakdown(fields, "time_breakdown");
-  result.energy_breakdown = breakdown(fields, "energy_breakdown");
+  if (fields.has("iter_energy")) {
+    result.iter_energy = number_list(fields.required("iter_energy"), fields.where("iter_energy"), kEnergy);
+  }
+  result.time_breakdown = breakdown(fields, "time_breakdown", kInstructionTime);
+  result.energy_breakdown = breakdown(fields, "energy_breakdown", kEnergy);
   return result;
 }
 

@@ -1,6 +1,8 @@
 #include "perseus/server/schedulers.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -244,8 +246,13 @@ void InVivoProfilingScheduler::finish_frequency(const JobView& job) {
   }
   for (const auto& [key, value] : per_stage) {
     const auto& [time, joules, count] = value;
+    // Results are bounded at the door, so these stay finite; a stage that read no time (or
+    // anything else a profile refuses) is left out rather than failing the whole profile.
+    if (!(std::isfinite(time) && time > 0 && std::isfinite(joules / count) && joules >= 0)) continue;
     measured_[key].push_back(Measurement{std::to_string(frequency), frequency, time, joules / count, 0});
   }
+  // The state is persisted as JSON, where infinity would come back as null.
+  if (!std::isfinite(energy)) energy = std::numeric_limits<double>::max();
   if (!round_energy_.empty() && energy > round_energy_.back()) {
     ++rises_;
   } else {

@@ -34,6 +34,7 @@ struct ServeArgs {
   double barrier_timeout = 600.0;
   std::size_t max_body_mib = 16;
   double keep_alive = 0.0;
+  double request_timeout = 10.0;
   bool dump_data = false;
   std::string dump_dir = "dump";
 };
@@ -108,11 +109,12 @@ void run_serve(const ServeArgs& args) {
   http_options.max_threads = args.threads;
   http_options.payload_limit_bytes = args.max_body_mib << 20;
   http_options.keep_alive_s = args.keep_alive;
+  http_options.request_timeout_s = args.request_timeout;
   HttpServer http(service, http_options);
   http.bind();
-  logger->info("event=listening host={} port={} db=\"{}\" scheduler={} jobs={} auth={}", args.host, http.port(),
-               args.db, args.scheduler, service.job_count(),
-               args.token.empty() ? "none" : "bearer (" + args.token_scope + ")");
+  logger->info("event=listening host={} port={} db={} scheduler={} jobs={} auth={}", logfmt_value(args.host),
+               http.port(), logfmt_value(args.db), logfmt_value(args.scheduler), service.job_count(),
+               logfmt_value(args.token.empty() ? "none" : "bearer (" + args.token_scope + ")"));
 
   std::atomic<bool> serving{true};
   std::thread signal_thread([&] {
@@ -177,6 +179,11 @@ void add_server_command(CLI::App& app) {
                   "for the server with many ranks)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--request-timeout", args.request_timeout,
+                  "Seconds within which a request (line, headers and body) must arrive whole; slower ones are "
+                  "dropped, so that clients trickling bytes cannot hold the server's threads")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   auto* dump = cmd->add_flag("--dump-data", args.dump_data, "Write results and deployed plans under --dump-dir");
   cmd->add_option("--dump-dir", args.dump_dir, "Where --dump-data writes")->envname("ZEUS_PFO_DUMP_DIR")->capture_default_str();
   cmd->callback([dump] {

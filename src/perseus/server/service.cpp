@@ -23,6 +23,10 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+// Frontier computations a job may start without one finishing: one that takes the process
+// down (a crash, the OOM killer) would otherwise be retried by every restart, forever.
+constexpr int kMaxComputeAttempts = 2;
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -259,6 +263,7 @@ struct Service::Job {
   std::string profiling_stop_reason;
   std::unique_ptr<Scheduler> scheduler;
   std::uint64_t profile_version = 0;  // bumps with every profile; older computations are dropped
+  int compute_attempts = 0;  // computations of this profile started and not finished, persisted
   double frontier_seconds = 0.0;
   std::vector<std::string> warnings;
 
@@ -280,7 +285,7 @@ struct Service::ComputeTask {
 };
 
 Service::Service(ServiceOptions options)
-    : options_(std::move(options)), store_(options_.db_path), started_(Clock::now()) {
+    : options_(std::move(options)), db_lock_(options_.db_path), store_(options_.db_path), started_(Clock::now()) {
   log_ = options_.logger ? options_.logger
                          : std::make_shared<spdlog::logger>("perseus-server", std::make_shared<spdlog::sinks::null_sink_mt>());
   recover();
@@ -350,7 +355,7 @@ ApiResponse Service::handle(const ApiRequest& request) {
   } catch (const SolveError& e) {
     response = error_response(422, e.what());
   } catch (const std::exception& e) {
-    log_->error("event=internal_error route={} error=\"{}\"", route, e.what());
+    log_->error("event=internal_error route={} error={}", route, logfmt_value(e.what()));
     response = error_response(500, std::string("internal error: ") + e.what());
   }
   const double elapsed = seconds_since(start);
@@ -359,9 +364,10 @@ ApiResponse Service::handle(const ApiRequest& request) {
                      : response.status >= 400 ? spdlog::level::info
                                                : spdlog::level::debug;
   if (log_->should_log(level)) {
-    log_->log(level, "event=request method={} route={} path=\"{}\" status={} ms={:.3f}{}", request.method, route,
-              request.path.substr(0, 200), response.status, elapsed * 1000.0,
-              response.status >= 400 ? fmt::format(" detail=\"{}\"", response.body.substr(0, 300)) : "");
+    log_->log(level, "event=request method={} route={} path={} status={} ms={:.3f}{}",
+              logfmt_value(request.method.substr(0, 16)), route, logfmt_value(request.path.substr(0, 200)),
+              response.status, elapsed * 1000.0,
+              response.status >= 400 ? " detail=" + logfmt_value(response.body.substr(0, 300)) : "");
   }
   return response;
 }
@@ -369,7 +375,7 @@ ApiResponse Service::handle(const ApiRequest& request) {
 void Service::record_rejected(const ApiRequest& request, int status) {
   metrics_.record_request(route_label(request), status, 0.0);
   log_->info("event=request method={} route={} status={} detail=\"refused by the HTTP layer\"",
-             request.method.substr(0, 16), route_label(request), status);
+             logfmt_value(request.method.substr(0, 16)), route_label(request), status);
 }
 
 ApiResponse Service::dispatch(const ApiRequest& request, const std::string& route) {
@@ -494,7 +500,8 @@ ApiResponse Service::register_job(const ApiRequest& request) {
     store_.insert_job(stored);
     jobs_.emplace(info.job_id, job);
   }
-  log_->info("event=register_job job_id={} world_size={} scheduler={}", info.job_id, info.world_size, config.name);
+  log_->info("event=register_job job_id={} world_size={} scheduler={}", logfmt_value(info.job_id), info.world_size,
+             logfmt_value(config.name));
   return json_response(200, info.job_id);
 }
 
@@ -526,8 +533,8 @@ ApiResponse Service::register_rank(const ApiRequest& request, const std::string&
   store_.insert_rank(job_id, info.rank, to_json(info));
   job->ranks.emplace(info.rank, info);
   job->last_active = now();
-  log_->debug("event=register_rank job_id={} rank={} pp_rank={} dp_rank={}", job_id, info.rank, info.pp_rank,
-              info.dp_rank);
+  log_->debug("event=register_rank job_id={} rank={} pp_rank={} dp_rank={}", logfmt_value(job_id), info.rank,
+              info.pp_rank, info.dp_rank);
   return json_response(200, nullptr);
 }
 
@@ -540,8 +547,8 @@ void Service::release_round(Job& job) {
     deployment.prepare();
     job.deployment = std::make_shared<const Deployment>(std::move(deployment));
     if (job.deployment->label != previous) {
-      log_->info("event=deploy job_id={} round={} plan=\"{}\"", job.info.job_id, job.generation,
-                 job.deployment->label);
+      log_->info("event=deploy job_id={} round={} plan={}", logfmt_value(job.info.job_id), job.generation,
+                 logfmt_value(job.deployment->label));
       if (options_.dump_data) {
         json record = {{"round", job.generation}, {"at", now()}, {"label", job.deployment->label},
                        {"plan", plan_json(*job.deployment->normal)}};
@@ -566,13 +573,16 @@ void Service::release_round(Job& job) {
   try {
     store_.save_round(job.info.job_id, job.generation);
   } catch (const std::exception& e) {
-    log_->error("event=persist_failed job_id={} what=round error=\"{}\"", job.info.job_id, e.what());
+    log_->error("event=persist_failed job_id={} what=round error={}", logfmt_value(job.info.job_id),
+                logfmt_value(e.what()));
   }
   const std::shared_ptr<Round> done = std::exchange(job.round, std::make_shared<Round>());
   done->finish(release_error ? nullptr : job.deployment, std::move(release_error));
 }
 
 ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_id) {
+  // A GET, yet it moves the barrier and the persisted round count: a state change.
+  authorize(request, false);
   const JobPtr job = find_job(job_id);
   const int rank = query_int(request, "rank", 0, job->info.world_size - 1);
   std::optional<std::uint64_t> requested_round;
@@ -664,16 +674,28 @@ ApiResponse Service::result(const ApiRequest& request, const std::string& job_id
   if (profiling && profiling->done()) {
     job->profiling_stop_reason = profiling->stop_reason();
     const std::string source = fmt::format("in-vivo profile of job {}", job_id);
-    const Profile measured = profiling->profile(source);
-    FrontierInputs inputs{profile_to_csv(measured), source, *job->layout, job->info.pp_degree,
-                          options_.scheduler.p_blocking.value_or(0.0), options_.scheduler.unit_time};
-    log_->info("event=profiling_done job_id={} frequencies={} reason=\"{}\"", job_id, profiling->frequencies_done(),
-               job->profiling_stop_reason);
+    std::optional<FrontierInputs> inputs;
+    try {
+      const Profile measured = profiling->profile(source);
+      inputs = FrontierInputs{profile_to_csv(measured), source, *job->layout, job->info.pp_degree,
+                              options_.scheduler.p_blocking.value_or(0.0), options_.scheduler.unit_time};
+    } catch (const std::exception& e) {
+      // What the ranks measured makes no profile: the job fails once, not at every result.
+      job->phase = "failed";
+      job->error = std::string("in-vivo profile unusable: ") + e.what();
+      job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, profiling failed");
+      persist_state(*job);
+      log_->error("event=profiling_failed job_id={} error={}", logfmt_value(job_id), logfmt_value(e.what()));
+      return json_response(200, nullptr);
+    }
+    log_->info("event=profiling_done job_id={} frequencies={} reason={}", logfmt_value(job_id),
+               profiling->frequencies_done(), logfmt_value(job->profiling_stop_reason));
     ++job->profile_version;
     job->phase = "computing";
+    job->compute_attempts = 0;
     job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, computing the frontier");
-    store_.save_profile(job_id, inputs.profile_csv, inputs_to_json(inputs), state_json(*job));
-    start_computation(job, std::move(inputs), std::nullopt);
+    store_.save_profile(job_id, inputs->profile_csv, inputs_to_json(*inputs), state_json(*job));
+    start_computation(job, std::move(*inputs), std::nullopt);
   } else if (changed) {
     persist_state(*job);
   }
@@ -726,6 +748,7 @@ ApiResponse Service::profile(const ApiRequest& request, const std::string& job_i
   ++job->profile_version;
   job->layout = inputs.layout;
   job->phase = "computing";
+  job->compute_attempts = 0;
   job->error.clear();
   job->warnings.clear();
   for (const Warning& w : warnings) job->warnings.push_back(w.message);
@@ -737,7 +760,7 @@ ApiResponse Service::profile(const ApiRequest& request, const std::string& job_i
                        {"instructions", problem.dag.num_nodes()},
                        {"operations", problem.operations.size()},
                        {"warnings", job->warnings}};
-  log_->info("event=profile_uploaded job_id={} bytes={} instructions={}", job_id, request.body.size(),
+  log_->info("event=profile_uploaded job_id={} bytes={} instructions={}", logfmt_value(job_id), request.body.size(),
              problem.dag.num_nodes());
   start_computation(job, std::move(inputs), std::move(problem));
   return json_response(202, answer);
@@ -775,8 +798,8 @@ ApiResponse Service::straggler(const ApiRequest& request) {
   persist_state(*job);
   log_->info("event=straggler job_id={} id={} pipeline={} degree={} delay_s={} t_prime_s={:.6f} t_opt_s={:.6f} "
              "frontier_index={} replan_us={:.1f}",
-             job->info.job_id, notice.id, state.pipeline, notice.degree, notice.delay_s, decision.t_prime_s,
-             decision.t_opt_s, decision.frontier_index, replan_seconds * 1e6);
+             logfmt_value(job->info.job_id), notice.id, state.pipeline, notice.degree, notice.delay_s,
+             decision.t_prime_s, decision.t_opt_s, decision.frontier_index, replan_seconds * 1e6);
   const auto& table = *frontier->table();
   return json_response(200, {{"job_id", job->info.job_id},
                              {"id", notice.id},
@@ -809,7 +832,7 @@ ApiResponse Service::info() const {
   json auth = json::array();
   if (!options_.token.empty()) {
     auth = options_.token_scope == TokenScope::kAllChanges
-               ? json::array({"/register_job", "/register_rank", "/result", "/profile", "/straggler"})
+               ? json::array({"/register_job", "/register_rank", "/schedule", "/result", "/profile", "/straggler"})
                : json::array({"/straggler"});
   }
   json layout = options_.scheduler.layout ? to_json(*options_.scheduler.layout) : json(nullptr);
@@ -941,7 +964,8 @@ nlohmann::json Service::state_json(const Job& job) const {
                 {"profiling_stop_reason", job.profiling_stop_reason},
                 {"frontier_seconds", job.frontier_seconds},
                 {"scheduler_state", job.scheduler ? job.scheduler->state() : json::object()},
-                {"round", job.generation}};
+                {"round", job.generation},
+                {"compute_attempts", job.compute_attempts}};
   if (job.phase == "point") state["point_plan"] = plan_json(options_.scheduler.point_plan);
   return state;
 }
@@ -950,7 +974,7 @@ void Service::persist_state(Job& job) {
   try {
     store_.save_state(job.info.job_id, state_json(job));
   } catch (const std::exception& e) {
-    log_->error("event=persist_failed job_id={} error=\"{}\"", job.info.job_id, e.what());
+    log_->error("event=persist_failed job_id={} error={}", logfmt_value(job.info.job_id), logfmt_value(e.what()));
   }
 }
 
@@ -976,6 +1000,7 @@ void Service::recover() {
       job->profiling_stop_reason = state.value("profiling_stop_reason", "");
       job->frontier_seconds = state.value("frontier_seconds", 0.0);
       job->generation = state.value("round", std::uint64_t{0});
+      job->compute_attempts = state.value("compute_attempts", 0);
       const json saved = state.value("scheduler_state", json::object());
       std::optional<FrontierInputs> inputs;
       if (stored.profile_csv) inputs = inputs_from_json(stored.profile_params, *stored.profile_csv);
@@ -991,17 +1016,29 @@ void Service::recover() {
           job->scheduler =
               std::make_unique<FrontierScheduler>(std::move(table), FrontierScheduler::stragglers_from_json(saved));
         } catch (const std::exception& e) {
-          log_->warn("event=recover_frontier_failed job_id={} error=\"{}\"; recomputing", job->info.job_id, e.what());
+          log_->warn("event=recover_frontier_failed job_id={} error={} action=recompute",
+                     logfmt_value(job->info.job_id), logfmt_value(e.what()));
           job->phase = "computing";
         }
       } else if (job->phase == "frontier") {
         job->phase = inputs ? "computing" : "waiting";
       }
       if (!job->scheduler) {
-        const bool computing = job->phase == "computing" && inputs;
         if (job->phase == "computing" && !inputs) job->phase = "waiting";
+        if (job->phase == "computing" && job->compute_attempts >= kMaxComputeAttempts) {
+          // Started that often and never finished: the computation took the server down.
+          job->phase = "failed";
+          job->error =
+              fmt::format("frontier computation did not finish in {} attempts (crashed?)", job->compute_attempts);
+          persist_state(*job);
+          log_->error("event=frontier_failed job_id={} error={}", logfmt_value(job->info.job_id),
+                      logfmt_value(job->error));
+        }
+        const bool computing = job->phase == "computing";
         job->scheduler = std::make_unique<MaxFrequencyScheduler>(
-            job->layout, computing ? "highest clock, computing the frontier" : "highest clock, waiting for a profile");
+            job->layout, computing               ? "highest clock, computing the frontier"
+                         : job->phase == "failed" ? "highest clock, frontier failed"
+                                                  : "highest clock, waiting for a profile");
         if (computing) {
           ++job->profile_version;
           queue_.push_back(std::make_unique<ComputeTask>(ComputeTask{job, job->profile_version, *inputs, std::nullopt}));
@@ -1009,13 +1046,14 @@ void Service::recover() {
       }
     } catch (const std::exception& e) {
       // Keep the job (its ranks may still be running) at the highest clock and say why.
-      log_->error("event=recover_failed job_id={} error=\"{}\"", stored.job_id, e.what());
+      log_->error("event=recover_failed job_id={} error={}", logfmt_value(stored.job_id), logfmt_value(e.what()));
       if (job->info.job_id.empty()) continue;
       job->phase = "failed";
       job->error = std::string("recovery failed: ") + e.what();
       job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, recovery failed");
     }
-    log_->info("event=recover job_id={} phase={} ranks={}", job->info.job_id, job->phase, job->ranks.size());
+    log_->info("event=recover job_id={} phase={} ranks={}", logfmt_value(job->info.job_id), job->phase,
+               job->ranks.size());
     jobs_.emplace(job->info.job_id, std::move(job));
   }
 }
@@ -1052,21 +1090,38 @@ void Service::worker_loop() {
     const auto start = Clock::now();
     std::shared_ptr<FrontierTable> table;
     std::string error;
+    int attempt = 0;
     try {
       if (!stale()) {
-        EnergyProblem problem = task->problem ? std::move(*task->problem) : make_server_problem(task->inputs, nullptr);
-        log_->info("event=frontier_started job_id={} instructions={}", id, problem.dag.num_nodes());
-        table = FrontierTable::compute(std::move(problem), stale);
+        {
+          // Counted and persisted before the computation starts, so that a restart knows
+          // how often it was started without finishing.
+          std::lock_guard lock(job.mutex);
+          if (job.profile_version == task->version) {
+            attempt = ++job.compute_attempts;
+            persist_state(job);
+          }
+        }
+        if (attempt > 0) {
+          EnergyProblem problem =
+              task->problem ? std::move(*task->problem) : make_server_problem(task->inputs, nullptr);
+          log_->info("event=frontier_started job_id={} instructions={} attempt={}", logfmt_value(id),
+                     problem.dag.num_nodes(), attempt);
+          table = FrontierTable::compute(std::move(problem), stale);
+        }
       }
     } catch (const ComputationCancelled&) {
     } catch (const std::exception& e) {
       error = e.what();
+    } catch (...) {
+      error = "unknown exception";
     }
     const double seconds = seconds_since(start);
     {
       std::lock_guard lock(job.mutex);
       if (!job.removed && job.profile_version == task->version && (table || !error.empty())) {
         metrics_.record_frontier(table != nullptr, seconds);
+        job.compute_attempts = 0;
         if (table) {
           job.phase = "frontier";
           job.error.clear();
@@ -1078,17 +1133,22 @@ void Service::worker_loop() {
             store_.save_frontier(id, static_cast<FrontierScheduler&>(*job.scheduler).table()->serialize_points(),
                                  state_json(job));
           } catch (const std::exception& e) {
-            log_->error("event=persist_failed job_id={} error=\"{}\"", id, e.what());
+            log_->error("event=persist_failed job_id={} error={}", logfmt_value(id), logfmt_value(e.what()));
           }
-          log_->info("event=frontier_ready job_id={} points={} t_min_s={:.6f} t_star_s={:.6f} seconds={:.3f}", id,
-                     points, t_min, t_star, seconds);
+          log_->info("event=frontier_ready job_id={} points={} t_min_s={:.6f} t_star_s={:.6f} seconds={:.3f}",
+                     logfmt_value(id), points, t_min, t_star, seconds);
         } else {
+          // Failed for good (persisted): a restart serves the highest clock and does not retry.
           job.phase = "failed";
           job.error = "frontier computation failed: " + error;
           job.scheduler = std::make_unique<MaxFrequencyScheduler>(job.layout, "highest clock, frontier failed");
           persist_state(job);
-          log_->error("event=frontier_failed job_id={} error=\"{}\"", id, error);
+          log_->error("event=frontier_failed job_id={} error={}", logfmt_value(id), logfmt_value(error));
         }
+      } else if (attempt > 0 && shutting_down_ && !job.removed && job.profile_version == task->version) {
+        // Cut short by a stop, not a crash: the next start resumes it without counting this one.
+        --job.compute_attempts;
+        persist_state(job);
       }
     }
     {
@@ -1129,9 +1189,10 @@ std::size_t Service::expire_idle_jobs() {
     try {
       store_.delete_job(job->info.job_id);
     } catch (const std::exception& e) {
-      log_->error("event=persist_failed job_id={} error=\"{}\"", job->info.job_id, e.what());
+      log_->error("event=persist_failed job_id={} error={}", logfmt_value(job->info.job_id), logfmt_value(e.what()));
     }
-    log_->info("event=job_expired job_id={} idle_s={:.0f}", job->info.job_id, t - job->last_active.load());
+    log_->info("event=job_expired job_id={} idle_s={:.0f}", logfmt_value(job->info.job_id),
+               t - job->last_active.load());
   }
   return expired.size();
 }
@@ -1158,7 +1219,7 @@ void Service::housekeeping_loop() {
     try {
       store_.save_last_active(changed);
     } catch (const std::exception& e) {
-      log_->error("event=persist_failed what=last_active error=\"{}\"", e.what());
+      log_->error("event=persist_failed what=last_active error={}", logfmt_value(e.what()));
     }
     lock.lock();
   }
@@ -1172,7 +1233,7 @@ void Service::dump(const Job& job, const std::string& file, const std::string& l
     std::ofstream out(dir / file, std::ios::app);
     out << line << '\n';
   } catch (const std::exception& e) {
-    log_->warn("event=dump_failed job_id={} error=\"{}\"", job.info.job_id, e.what());
+    log_->warn("event=dump_failed job_id={} error={}", logfmt_value(job.info.job_id), logfmt_value(e.what()));
   }
 }
 

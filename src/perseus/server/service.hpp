@@ -79,8 +79,8 @@ struct ServiceOptions {
 
 class Service {
  public:
-  // Opens the store and recovers every job in it (recomputing frontiers that were pending).
-  // Throws InputError when the database cannot be opened.
+  // Locks and opens the store and recovers every job in it (recomputing frontiers that were
+  // pending). Throws InputError when the database cannot be opened or another server holds it.
   explicit Service(ServiceOptions options);
   ~Service();
   Service(const Service&) = delete;
@@ -137,6 +137,7 @@ class Service {
   void dump(const Job& job, const std::string& file, const std::string& line);
 
   ServiceOptions options_;
+  DatabaseLock db_lock_;  // before store_: no second server opens the database meanwhile
   JobStore store_;
   Metrics metrics_;
   std::shared_ptr<spdlog::logger> log_;
