@@ -259,6 +259,7 @@ TEST(Cli, BadInputGetsOneClearMessageAndLeavesNothingBehind) {
       // Sizes beyond the limits are refused at once, naming the limit.
       {with(optimize_args(kBloom, out), {"--stages", "100000"}), "--stages: Value 100000 not in range 1 to 1024"},
       {with(optimize_args(kBloom, out), {"--stages", "0"}), "--stages: Value 0 not in range"},
+      {with(optimize_args(kBloom, out), {"--max-plans", "-1"}), "--max-plans"},
       {optimize_args(bad_profile("far.csv", header + "100000,forward,1410,0.1,30\n"), out), "at most 1024 stages"},
       {optimize_args(bad_profile("tiny.csv", header + "0,forward,1410,1e-320,30\n"), out), "tiny.csv:2"},
       {optimize_args(bad_profile("free.csv", header + "0,forward,1410,0.1,0\n"), out), "free.csv:2"},

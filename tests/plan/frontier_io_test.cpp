@@ -2,6 +2,9 @@
 // plan for a deadline, and refusing to clobber or half-write.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -267,6 +270,23 @@ TEST(FrontierDirectory, ForceNeverReplacesWhatPerseusDidNotWrite) {
   for (const auto& entry : fs::directory_iterator(tmp.path())) {
     EXPECT_EQ(entry.path().filename().string().rfind(".perseus-", 0), std::string::npos) << entry.path();
   }
+}
+
+// A run killed mid-write leaves its staging copy; the next run writing there removes it, and
+// never a live run's.
+TEST(FrontierDirectory, CopiesAbandonedByKilledRunsAreRemoved) {
+  testing::TempDir tmp;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a pid no process has now
+  const fs::path dead = tmp.path() / (".perseus-tmp-" + std::to_string(child) + "-out");
+  const fs::path live = tmp.path() / (".perseus-tmp-" + std::to_string(::getppid()) + "-out");
+  fs::create_directories(dead / "plans");
+  fs::create_directories(live);
+  write(tmp.path() / "out");
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));  // its writer may still be at work
 }
 
 // Two runs writing one directory: one wins, the other gets a clear error and leaves nothing.

@@ -696,7 +696,8 @@ void add_planner_commands(CLI::App& app) {
   pl->add_flag("--no-refine", [](std::int64_t) { plan.request.refine = false; },
                "Keep the crawl's plans as they are (faster; no refinement on the measured options)");
   pl->add_option("--out", plan.out, "Write the frontier, plans, profile.csv and plan.json to this directory");
-  pl->add_option("--max-plans", plan.max_plans, "Write at most N plan files (0: all)");
+  pl->add_option("--max-plans", plan.max_plans, "Keep at most N plans in plans.bin (0: all)")
+      ->check(CLI::NonNegativeNumber);
   pl->add_flag("--force", plan.force, "Replace an existing output directory");
   pl->add_flag("--json", plan.json, "Print the summary as JSON");
   pl->add_flag("-q,--quiet", plan.quiet, "No progress messages");

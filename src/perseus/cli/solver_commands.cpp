@@ -316,7 +316,8 @@ void add_solver_commands(CLI::App& app) {
   cmd->add_option("--coefficients", optimize.coefficients,
                   "CSV of fit coefficients (instruction,stage,...,a,b,c) that replace the fits")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--max-plans", optimize.max_plans, "Keep at most N plans in plans.bin, evenly spread (0: all)");
+  cmd->add_option("--max-plans", optimize.max_plans, "Keep at most N plans in plans.bin, evenly spread (0: all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--py", optimize.py,
                   "Which plans also get a freqs_pipeline_%05d.py file: some (T_min, T*, least energy and 5 more, "
                   "evenly spread), all, none")

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/model/limits.hpp"
 
 namespace perseus {
 
@@ -64,8 +65,14 @@ void check_plan(const EnergyProblem& problem, const ExecutionPlan& plan, const c
 void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
   const int stages = problem.dag.num_stages();
   if (config.data_parallel < 1) throw InputError(fmt::format("data parallelism must be >= 1, not {}", config.data_parallel));
-  if (config.tensor_parallel < 1) {
-    throw InputError(fmt::format("tensor parallelism must be >= 1, not {}", config.tensor_parallel));
+  if (static_cast<std::int64_t>(config.data_parallel) * stages > limits::kMaxEmulatedDevices) {
+    throw InputError(fmt::format("{} pipelines of {} stages are {} devices, more than the {} the emulator takes",
+                                 config.data_parallel, stages, static_cast<std::int64_t>(config.data_parallel) * stages,
+                                 limits::kMaxEmulatedDevices));
+  }
+  if (config.tensor_parallel < 1 || config.tensor_parallel > limits::kMaxTensorParallel) {
+    throw InputError(fmt::format("tensor parallelism must be 1..{}, not {}", limits::kMaxTensorParallel,
+                                 config.tensor_parallel));
   }
   check_amount(problem.p_blocking, "p_blocking");
   check_amount(config.switch_latency_s, "the frequency switching latency");
@@ -90,11 +97,15 @@ void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
                                    config.data_parallel));
     }
     if (!seen.insert(s.pipeline).second) throw InputError(fmt::format("pipeline {} is listed as a straggler twice", s.pipeline));
-    if (!std::isfinite(s.slowdown) || s.slowdown < 1.0) {
-      throw InputError(fmt::format("straggler pipeline {}: the slowdown factor must be >= 1, not {}", s.pipeline,
+    // Bounded as the server bounds a straggler notice: beyond them no figure would be finite.
+    if (!std::isfinite(s.slowdown) || s.slowdown < 1.0 || s.slowdown > 1000.0) {
+      throw InputError(fmt::format("straggler pipeline {}: the slowdown factor must be 1..1000, not {:g}", s.pipeline,
                                    s.slowdown));
     }
     check_amount(s.delay_s, fmt::format("straggler pipeline {}'s delay", s.pipeline));
+    if (s.delay_s > 365.0 * 24 * 3600) {
+      throw InputError(fmt::format("straggler pipeline {}'s delay: at most a year, not {:g} s", s.pipeline, s.delay_s));
+    }
   }
   for (int p : config.detail_pipelines) {
     if (p < 0 || p >= config.data_parallel) {

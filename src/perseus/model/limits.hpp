@@ -18,5 +18,9 @@ inline constexpr int kMaxFrequencyMhz = 100'000;         // a clock; GPUs run at
 inline constexpr double kMinTimeS = 1e-9;                // one measured instruction: at least a nanosecond
 inline constexpr double kMaxTimeS = 1e6;                 // ... and under twelve days
 inline constexpr double kMaxEnergyJ = 1e12;              // one measured instruction's energy
+// Devices (pipelines x stages) of one emulated cluster: 2,097,152 is 262,144 pipelines of 8
+// stages, 16.7 M GPUs at tensor parallelism 8; memory grows with the devices.
+inline constexpr std::int64_t kMaxEmulatedDevices = 1 << 21;
+inline constexpr int kMaxTensorParallel = 1024;
 
 }  // namespace perseus::limits

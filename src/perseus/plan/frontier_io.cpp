@@ -126,6 +126,7 @@ namespace {
 // `count` indices spread evenly over 0..points-1, both ends included.
 void spread(std::vector<char>& keep, std::size_t count) {
   const std::size_t points = keep.size();
+  count = std::min(count, points);
   if (count == 0 || points == 0) return;
   if (count == 1) {
     keep[0] = 1;

@@ -1,7 +1,9 @@
 #include "perseus/plan/plan_files.hpp"
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 
@@ -336,6 +338,22 @@ bool check_output_directory(const fs::path& dir, bool force, const std::vector<f
   return true;
 }
 
+// A run killed mid-write (SIGKILL, a power cut) leaves its staging or retired copy beside the
+// output, named with its pid: the next run writing the same output removes those of dead runs.
+void remove_abandoned_copies(const fs::path& parent, const std::string& name) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(parent, error)) {
+    const std::string file = entry.path().filename().string();
+    for (const std::string prefix : {".perseus-tmp-", ".perseus-old-"}) {
+      if (file.rfind(prefix, 0) != 0 || !file.ends_with("-" + name)) continue;
+      const std::string pid_text = file.substr(prefix.size(), file.size() - prefix.size() - name.size() - 1);
+      if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+      const long pid = std::stol(pid_text);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), error);
+    }
+  }
+}
+
 }  // namespace
 
 void write_directory_atomically(const fs::path& given, bool force, const std::function<void(const fs::path&)>& fill,
@@ -351,6 +369,7 @@ void write_directory_atomically(const fs::path& given, bool force, const std::fu
   const fs::path retired = parent / (".perseus-old-" + tag + "-" + name);
   std::error_code ignored;
   fs::remove_all(staging, ignored);
+  remove_abandoned_copies(parent, name);
   bool moved_old = false;
   try {
     fs::create_directories(staging);
