@@ -13,6 +13,7 @@
 
 #include "child_process.hpp"
 #include "perseus/plan/frontier_io.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "temp_dir.hpp"
 

@@ -15,6 +15,7 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/plan/plan_store.hpp"
 #include "perseus/profile/profile.hpp"

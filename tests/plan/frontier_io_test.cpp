@@ -12,6 +12,7 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "synthetic.hpp"
 #include "temp_dir.hpp"

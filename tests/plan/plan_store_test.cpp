@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/plan/plan_store.hpp"
 #include "temp_dir.hpp"

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/solver/frontier.hpp"
 #include "synthetic.hpp"

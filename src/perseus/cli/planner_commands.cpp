@@ -12,6 +12,7 @@
 #include "perseus/cli/commands.hpp"
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/frontier_io.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/planner/catalogue.hpp"
 #include "perseus/planner/energy_model.hpp"

@@ -13,6 +13,7 @@
 #include "perseus/model/errors.hpp"
 #include "perseus/model/limits.hpp"
 #include "perseus/plan/frontier_io.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/solver/solve.hpp"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 
 namespace perseus {

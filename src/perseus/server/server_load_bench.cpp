@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/client/server_connection.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/http_server.hpp"
