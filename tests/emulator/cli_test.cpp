@@ -2,6 +2,8 @@
 // with each other and with `perseus optimize`, and bad input refused with exit status 2.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <sys/wait.h>
 
 #include <array>
@@ -274,6 +276,32 @@ TEST(EmulatorCli, PlansOfPerseusOptimizeEmulateToTheirFrontierFigures) {
   EXPECT_NE(respond.out.find("T_opt"), std::string::npos) << respond.out;
   // ... among the five plans there are, and it says so.
   EXPECT_NE(respond.out.find("holds plans for 5 of its"), std::string::npos) << respond.out;
+}
+
+// Running a plan needs the measured options only: a profile whose options admit no cost fit
+// (energy rising with time, so no a*exp(b*q)+c with a >= 0, b <= 0) cannot be optimized but
+// still emulates.
+TEST(EmulatorCli, PlansRunWithoutCostFits) {
+  TempDir dir;
+  std::string csv = "stage,instruction,frequency,time,energy\n";
+  const double times[] = {0.1005, 0.1015, 0.1025, 0.1035, 0.1045, 0.2005};
+  const double rising[] = {100.0, 100.5, 101.0, 101.5, 102.0, 300.0};
+  for (int stage = 0; stage < 2; ++stage) {
+    for (int k = 0; k < 6; ++k) {
+      const int mhz = 1410 - 100 * k;
+      csv += fmt::format("{},forward,{},{},{}\n", stage, mhz, times[k], stage == 0 ? rising[k] : 100.0 - 5 * k);
+      csv += fmt::format("{},backward,{},{},{}\n", stage, mhz, 2 * times[k], 200.0 - 10 * k);
+    }
+  }
+  const std::string profile = dir / "unfittable.csv";
+  std::ofstream(profile) << csv;
+  const std::string problem = " --profile " + profile + " --microbatches 4 --p-blocking 1";
+  const CliRun solve = perseus("optimize" + problem + " --out " + dir / "frontier -q");
+  EXPECT_EQ(solve.status, 3) << solve.out;  // a solve error
+  EXPECT_NE(solve.out.find("cannot fit"), std::string::npos) << solve.out;
+  const CliRun run = perseus("emulate" + problem + " --baseline allmax --json -q");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_GT(json_of(run)["iteration_time_s"].get<double>(), 0.0);
 }
 
 TEST(EmulatorCli, BadInputIsRefusedWithAClearMessage) {

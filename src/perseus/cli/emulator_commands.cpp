@@ -201,8 +201,12 @@ SolveRequest solve_request(const ProblemArgs& a) {
   return request;
 }
 
+// The problem a plan runs on: the profile's measured options, bound to the schedule. Running
+// a plan needs no cost fits (only solving does), so none are made: a profile whose options
+// admit no fit still emulates.
 Loaded load_problem(const ProblemArgs& a) {
-  const SolveRequest request = solve_request(a);
+  SolveRequest request = solve_request(a);
+  request.options.fit_costs = false;
   Profile profile = Profile::read_csv(a.profile);
   ScheduleSpec spec;
   std::vector<Warning> warnings;

@@ -459,8 +459,11 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     if (const auto it = config.overrides.find({op.stage, op.kind}); it != config.overrides.end()) {
       options.cost = it->second;
       options.cost_overridden = true;
-    } else if (options.options.size() == 1) {
-      options.cost = {0.0, 0.0, options.options[0].effective_energy};
+    } else if (options.options.size() == 1 || !config.fit_costs) {
+      const auto cheapest = std::min_element(options.options.begin(), options.options.end(), [](const Option& a, const Option& b) {
+        return a.effective_energy < b.effective_energy;
+      });
+      options.cost = {0.0, 0.0, cheapest->effective_energy};
     } else if (options.options.size() == 2) {
       options.cost = through_two_points(options.options[0], options.options[1]);
       p.warnings.push_back(name + ": only two options survive the Pareto filter, too few to fit a*exp(b*q)+c; "

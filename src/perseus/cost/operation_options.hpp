@@ -72,6 +72,10 @@ struct OptionsConfig {
   double p_blocking = 0.0;   // W
   // Coefficients that replace the fit, keyed by (stage, instruction).
   std::map<std::pair<int, InstructionKind>, ExpCost> overrides;
+  // Fit cost(q) at all: only the crawl uses the fits. Running given plans (the emulator) needs
+  // the measured options alone, so a profile whose options admit no fit still runs; without
+  // fits every cost is the constant of its cheapest option.
+  bool fit_costs = true;
 };
 
 struct Warning {
