@@ -163,7 +163,7 @@ TEST(Service, PointSolutionServesAPlanOfAFrontierDirectory) {
   refused({{"solution_path", out}}, "give one of");
   refused({{"solution_path", out}, {"plan", 0}, {"deadline_s", 1.0}}, "give one of");
   refused({{"solution_path", out}, {"plan", last + 1}}, "'plan' must be a row");
-  refused({{"solution_path", out}, {"deadline_s", frontier.points[0].measured.time_s / 2}}, "no plan of");
+  refused({{"solution_path", out}, {"deadline_s", frontier.points[0].measured.time_s / 2}}, "no plan finishes within");
   refused({{"solution_path", out + "/freqs_pipeline_00000.py"}, {"plan", 0}}, "need a frontier directory");
 }
 

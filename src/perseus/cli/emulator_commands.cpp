@@ -398,13 +398,9 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
     ExecutionPlan plan;
     if (index) {
       const double deadline = a.deadline != 0.0 ? a.deadline : index->entries.front().time_s;
-      const auto row = select_entry(*index, deadline);
-      if (!row) {
-        throw InputError(fmt::format("no plan of {} finishes within {:g} s: the fastest takes {:g} s", a.frontier,
-                                     deadline, index->entries.front().time_s));
-      }
-      plan_name = index->plan_name(*row);
-      plan = plan_from_frequencies(problem, index->frequencies(*row), clocks, a.interpolate);
+      const std::size_t row = require_entry(*index, deadline);
+      plan_name = index->plan_name(row);
+      plan = plan_from_frequencies(problem, index->frequencies(row), clocks, a.interpolate);
     } else if (!a.plan.empty()) {
       plan_name = a.plan;
       plan = plan_from_frequencies(problem, read_plan_file(a.plan), clocks, a.interpolate);

@@ -45,16 +45,9 @@ struct OptimizeArgs {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-PyFiles parse_py_files(const std::string& text) {
-  if (text == "some") return PyFiles::kSome;
-  if (text == "all") return PyFiles::kAll;
-  if (text == "none") return PyFiles::kNone;
-  throw InputError("--py: expected some, all or none, not '" + text + "'");
-}
-
 void run_optimize(const OptimizeArgs& args) {
   const auto started = Clock::now();
-  const PyFiles py = parse_py_files(args.py);
+  const PyFiles py = parse_py_files(args.py, "--py");
   const Profile profile = Profile::read_csv(args.profile);
   const double read_seconds = seconds_since(started);
   SolveRequest request;
@@ -154,27 +147,23 @@ void write_output_file(const std::string& path, const std::string& content, bool
 void run_select(const SelectArgs& args) {
   const FrontierIndex index = read_frontier_directory(args.frontier);
   const double requested = args.deadline != 0.0 ? args.deadline : args.straggler_time;  // NaN reaches the check
-  const auto row = select_entry(index, requested);
-  if (!row) {
-    throw InputError(fmt::format("no plan finishes within {:g} s: the fastest takes {:g} s", requested,
-                                 index.entries.front().time_s));
-  }
+  const std::size_t row = require_entry(index, requested);
   // The plan is read, not only named: a missing or damaged one is an error here, not at deployment.
-  const PipelineFrequencies plan = index.frequencies(*row);
+  const PipelineFrequencies plan = index.frequencies(row);
   if (static_cast<int>(plan.size()) != index.num_gpus) {
-    throw InputError(fmt::format("{}: has {} stages, the frontier {}", index.plan_name(*row), plan.size(), index.num_gpus));
+    throw InputError(fmt::format("{}: has {} stages, the frontier {}", index.plan_name(row), plan.size(), index.num_gpus));
   }
-  const FrontierEntry& entry = index.entries[*row];
+  const FrontierEntry& entry = index.entries[row];
   const double t_star = index.entries.back().time_s;
   const double t_opt = std::min(t_star, requested);
   const double iteration = std::max(requested, entry.time_s);
   const double energy = entry.energy_j + index.p_blocking * index.num_gpus * (iteration - entry.time_s);
-  if (!args.py.empty()) write_output_file(args.py, export_freqs_pipeline(index, *row), args.force, {args.frontier});
+  if (!args.py.empty()) write_output_file(args.py, export_freqs_pipeline(index, row), args.force, {args.frontier});
   if (args.json) {
     nlohmann::json out = {{"requested_s", requested},    {"t_star_s", t_star},
-                          {"t_opt_s", t_opt},            {"point", *row},
+                          {"t_opt_s", t_opt},            {"point", row},
                           {"plan_time_s", entry.time_s}, {"plan_energy_j", entry.energy_j},
-                          {"energy_at_requested_j", energy}, {"plan", index.plan_name(*row)}};
+                          {"energy_at_requested_j", energy}, {"plan", index.plan_name(row)}};
     if (!entry.plan_file.empty()) out["plan_file"] = (index.directory / entry.plan_file).string();
     if (!args.py.empty()) out["py"] = args.py;
     if (args.py != "-") std::cout << out.dump(2) << "\n";
@@ -182,8 +171,8 @@ void run_select(const SelectArgs& args) {
   }
   if (args.py == "-") return;
   fmt::print("T_opt = min(T* = {:.4f} s, {:.4f} s) = {:.4f} s\n", t_star, requested, t_opt);
-  fmt::print("plan: point {}, {} ({:.4f} s, {:.1f} J; {:.1f} J over a {:.4f} s iteration)\n", *row,
-             entry.plan_file.empty() ? index.plan_name(*row) : (index.directory / entry.plan_file).string(),
+  fmt::print("plan: point {}, {} ({:.4f} s, {:.1f} J; {:.1f} J over a {:.4f} s iteration)\n", row,
+             entry.plan_file.empty() ? index.plan_name(row) : (index.directory / entry.plan_file).string(),
              entry.time_s, entry.energy_j, energy, iteration);
   if (!args.py.empty()) fmt::print("wrote {}\n", args.py);
 }
@@ -206,14 +195,7 @@ void run_export(const ExportArgs& args) {
     return args.format == "py" ? export_freqs_pipeline(index, row) : export_plan_json(index, row).dump(1) + "\n";
   };
   std::vector<std::size_t> rows = args.points;
-  if (args.deadline != 0.0) {
-    const auto row = select_entry(index, args.deadline);
-    if (!row) {
-      throw InputError(fmt::format("no plan finishes within {:g} s: the fastest takes {:g} s", args.deadline,
-                                   index.entries.front().time_s));
-    }
-    rows.push_back(*row);
-  }
+  if (args.deadline != 0.0) rows.push_back(require_entry(index, args.deadline));
   for (std::size_t row : rows) {
     if (row >= index.entries.size()) {
       throw InputError(fmt::format("--point {}: the frontier has {} points (0 is the fastest)", row, index.entries.size()));

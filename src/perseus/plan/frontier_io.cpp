@@ -62,6 +62,13 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
   };
 }
 
+PyFiles parse_py_files(const std::string& text, const std::string& what) {
+  if (text == "some") return PyFiles::kSome;
+  if (text == "all") return PyFiles::kAll;
+  if (text == "none") return PyFiles::kNone;
+  throw InputError(what + ": expected some, all or none, not '" + text + "'");
+}
+
 PlanStoreLayout plan_store_layout(const EnergyProblem& problem) {
   PlanStoreLayout layout;
   // FNV-1a over everything the plans depend on: a store copied from another run disagrees.
@@ -99,11 +106,20 @@ PlanStoreLayout plan_store_layout(const EnergyProblem& problem) {
   return layout;
 }
 
+namespace {
+
+// The first comment lines of every freqs_pipeline file perseus writes.
+std::vector<std::string> measured_comments(double time_s, double energy_j, double effective_energy_j) {
+  return {fmt::format("Measured iteration time: {:.6f} s", time_s),
+          fmt::format("Measured iteration energy: {:.4f} J", energy_j),
+          fmt::format("Effective energy (above blocking): {:.4f} J", effective_energy_j)};
+}
+
+}  // namespace
+
 std::vector<std::string> freqs_pipeline_comments(const EnergyProblem& problem, const FrontierPoint& point) {
-  std::vector<std::string> comments = {
-      fmt::format("Measured iteration time: {:.6f} s", point.measured.time_s),
-      fmt::format("Measured iteration energy: {:.4f} J", point.measured.energy_j),
-      fmt::format("Effective energy (above blocking): {:.4f} J", point.effective_energy_j)};
+  std::vector<std::string> comments =
+      measured_comments(point.measured.time_s, point.measured.energy_j, point.effective_energy_j);
   if (point.crawl_step >= 0) {
     comments.push_back(fmt::format("Iteration {} planned time: {} units", point.crawl_step + 1, point.planned_time_q));
     comments.push_back(fmt::format("Iteration {} total cost with P2P: {:.2f}", point.crawl_step + 1, point.fitted_energy_j));
@@ -380,6 +396,15 @@ bool FrontierIndex::has_plan(std::size_t row) const {
   return store ? e.plan.has_value() : !e.plan_file.empty();
 }
 
+std::size_t require_entry(const FrontierIndex& index, double deadline_s) {
+  const auto row = select_entry(index, deadline_s);
+  if (!row) {
+    throw InputError(fmt::format("{}: no plan finishes within {:g} s: the fastest takes {:g} s",
+                                 index.directory.string(), deadline_s, index.entries.front().time_s));
+  }
+  return *row;
+}
+
 std::size_t FrontierIndex::plans() const {
   std::size_t n = 0;
   for (std::size_t i = 0; i < entries.size(); ++i) n += has_plan(i);
@@ -404,11 +429,9 @@ std::string FrontierIndex::plan_name(std::size_t row) const {
 
 std::string export_freqs_pipeline(const FrontierIndex& index, std::size_t row) {
   const FrontierEntry& e = index.entries.at(row);
-  return freqs_pipeline_text(index.frequencies(row),
-                             {fmt::format("Measured iteration time: {:.6f} s", e.time_s),
-                              fmt::format("Measured iteration energy: {:.4f} J", e.energy_j),
-                              fmt::format("Effective energy (above blocking): {:.4f} J", e.effective_energy_j),
-                              fmt::format("Frontier point {} (fastest first): {}", row, index.plan_name(row))});
+  std::vector<std::string> comments = measured_comments(e.time_s, e.energy_j, e.effective_energy_j);
+  comments.push_back(fmt::format("Frontier point {} (fastest first): {}", row, index.plan_name(row)));
+  return freqs_pipeline_text(index.frequencies(row), comments);
 }
 
 nlohmann::json export_plan_json(const FrontierIndex& index, std::size_t row) {

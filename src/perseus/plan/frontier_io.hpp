@@ -46,6 +46,8 @@ enum class PyFiles {
   kSome,  // T_min, T*, the least-energy point and OutputOptions::py_spread more, evenly spread
   kAll,
 };
+// "none", "some", "all"; InputError naming `what` (the flag or argument) otherwise.
+PyFiles parse_py_files(const std::string& text, const std::string& what);
 
 struct OutputOptions {
   bool force = false;          // replace an existing directory
@@ -117,5 +119,8 @@ nlohmann::json export_plan_json(const FrontierIndex& index, std::size_t row);
 
 // The plan for T_opt = min(T*, deadline); nullopt when T_min is slower than the deadline.
 std::optional<std::size_t> select_entry(const FrontierIndex& index, double deadline_s);
+// The same, where no plan is an error: InputError "DIR: no plan finishes within D s: the
+// fastest takes T s".
+std::size_t require_entry(const FrontierIndex& index, double deadline_s);
 
 }  // namespace perseus

@@ -3,23 +3,15 @@
 #include <cerrno>
 #include <csignal>
 #include <fstream>
-#include <sstream>
 
 #include <unistd.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/profile/profile.hpp"
 
 namespace perseus {
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) throw InputError(path.string() + ": is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot open file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+std::string read_text_file(const std::filesystem::path& path) { return csv::read_file(path); }
 
 std::filesystem::path prepare_output_parent(const std::filesystem::path& path) {
   const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");

@@ -98,7 +98,7 @@ std::string Table::field_error(const Row& row, int column, std::string_view expe
 
 std::string read_file(const std::filesystem::path& path) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) throw InputError(path.string() + ": is a directory, not a CSV file");
+  if (std::filesystem::is_directory(path, error)) throw InputError(path.string() + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open the file for reading");
   std::ostringstream text;

@@ -289,10 +289,7 @@ PYBIND11_MODULE(_perseus, m) {
              options.force = force;
              options.crawl_csv = crawl_csv;
              options.max_plans = max_plans;
-             if (py_files == "some") options.py = PyFiles::kSome;
-             else if (py_files == "all") options.py = PyFiles::kAll;
-             else if (py_files == "none") options.py = PyFiles::kNone;
-             else throw InputError("py: expected 'some', 'all' or 'none', not '" + py_files + "'");
+             options.py = parse_py_files(py_files, "py");
              write_frontier_directory(directory, f.problem, f.crawl, f.frontier, f.info, options);
            },
            py::arg("directory"), py::arg("force") = false, py::arg("max_plans") = 0, py::arg("py") = "some",

@@ -176,11 +176,7 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
         }
         row = plan.get<std::size_t>();
       } else {
-        row = select_entry(index, positive_arg(args, "deadline_s"));
-        if (!row) {
-          throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: no plan of {} finishes within the deadline",
-                                       config.point_plan_path));
-        }
+        row = require_entry(index, positive_arg(args, "deadline_s"));
       }
       config.point_plan = index.frequencies(*row);
       config.point_plan_path = index.plan_name(*row);
