@@ -2,6 +2,8 @@
 // connection, fetching its schedule (GET /schedule, the barrier) and posting a result
 // (POST /result) every iteration, against a server serving a frontier's T_min plan; then
 // straggler notices. Prints p50/p99 latencies and throughput per run and the median over runs.
+// The ranks are one asynchronous load generator on one thread (not a thread per rank, which
+// on two cores starved the server it measured).
 //
 //   server_load_bench [--ranks 1024] [--jobs 1] [--stages 8] [--microbatches 12]
 //                     [--rounds 40] [--warmup 5] [--runs 3] [--stragglers 200] [--profile CSV]
@@ -17,7 +19,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +31,14 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -43,6 +55,10 @@ namespace {
 using namespace perseus;
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
 
 struct Args {
   int ranks = 1024;
@@ -57,7 +73,9 @@ struct Args {
   double p_blocking = 83.64;
   double unit_time = 0.001;
   std::string serve_binary;  // empty: the server runs in this process
-  double keep_alive = 0.0;
+  double keep_alive = 5.0;
+  std::size_t server_threads = 0;  // 0: the server's default
+  std::size_t io_threads = 0;      // 0: the server's default
 };
 
 double percentile(std::vector<double> values, double q) {
@@ -74,7 +92,7 @@ double median(std::vector<double> values) { return percentile(std::move(values),
 class BenchServer {
  public:
   BenchServer(const Args& args, const std::filesystem::path& db) {
-    const std::size_t threads = static_cast<std::size_t>(args.ranks) + 64;
+    const std::size_t threads = args.server_threads ? args.server_threads : server::HttpOptions{}.max_threads;
     if (args.serve_binary.empty()) {
       server::ServiceOptions options;
       options.scheduler = server::parse_scheduler_config("Frontier", json::object());
@@ -85,6 +103,7 @@ class BenchServer {
       http.port = 0;
       http.max_threads = threads;
       http.keep_alive_s = args.keep_alive;
+      if (args.io_threads) http.io_threads = args.io_threads;
       http_ = std::make_unique<server::HttpServer>(*service_, http);
       http_->start();
       port_ = http_->port();
@@ -94,6 +113,7 @@ class BenchServer {
     std::vector<std::string> argv_strings = {args.serve_binary, "serve",     "--port",  "0", "--db", db.string(),
                                              "--threads",       std::to_string(threads), "--barrier-timeout", "120",
                                              "--keep-alive",    fmt::format("{}", args.keep_alive)};
+    if (args.io_threads) argv_strings.insert(argv_strings.end(), {"--io-threads", std::to_string(args.io_threads)});
     std::vector<char*> argv;
     for (std::string& a : argv_strings) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -127,6 +147,7 @@ class BenchServer {
     }
   }
   std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+  int port() const { return port_; }
   bool separate() const { return pid_ > 0; }
   // CPU seconds the server process has used (child only).
   double cpu_seconds() const {
@@ -189,6 +210,163 @@ std::string bench_result(int rank, int microbatches) {
   return server::to_json(r).dump();
 }
 
+// The ranks as one event loop (Boost.Asio): every rank a keep-alive connection and a state
+// machine, so that 4,096 ranks cost the benchmark one thread, not 4,096 that would starve
+// the server of the machine's cores. A round is two phases, as in training: every rank asks
+// for its schedule (all GETs written at once, as after the all-reduce that ends an
+// iteration); once all have their answers (the iteration runs), every rank posts its result.
+// Answers are timed as the loop reads them, so a time includes the loop's work on the
+// answers read before it in the same wake-up (a few microseconds each).
+class AsyncRanks {
+ public:
+  struct RankPlan {
+    std::string job_id;
+    int rank = 0;
+    std::string result_body;
+    bool keep_bodies = false;  // keep the schedule bodies (to check which plan was deployed)
+  };
+  struct Plan {
+    int port = 0;
+    int rounds = 0;
+    std::vector<RankPlan> ranks;
+  };
+  struct Times {
+    double sent = 0, got = 0, posted = 0;
+    std::string schedule_body;
+  };
+
+  AsyncRanks(Plan plan, std::function<double()> clock, std::function<void(int)> between_rounds)
+      : plan_(std::move(plan)), clock_(std::move(clock)), between_rounds_(std::move(between_rounds)) {
+    times_.assign(plan_.ranks.size() * static_cast<std::size_t>(plan_.rounds), Times{});
+    server_ = tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(plan_.port));
+    for (std::size_t g = 0; g < plan_.ranks.size(); ++g) {
+      auto rank = std::make_unique<Rank>(io_);
+      rank->index = g;
+      rank->socket.connect(server_);
+      rank->socket.set_option(tcp::no_delay(true));
+      const RankPlan& p = plan_.ranks[g];
+      const std::string path = encode_id(p.job_id);
+      rank->get_prefix = fmt::format("GET /schedule/{}?rank={}&round=", path, p.rank);
+      rank->post = fmt::format(
+          "POST /result/{} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+          path, p.result_body.size(), p.result_body);
+      ranks_.push_back(std::move(rank));
+    }
+  }
+
+  // Runs every round; throws on the first failed request.
+  void run() {
+    start_round(0);
+    io_.run();
+    if (!failure_.empty()) throw std::runtime_error(failure_);
+  }
+
+  const Times& times(int rank, int round) const {
+    return times_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(plan_.rounds) + static_cast<std::size_t>(round)];
+  }
+
+ private:
+  struct Rank {
+    explicit Rank(asio::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    beast::flat_buffer buffer;
+    std::optional<http::response_parser<http::string_body>> parser;
+    std::string get_prefix, get, post;
+    std::size_t index = 0;
+  };
+
+  static std::string encode_id(const std::string& id) {
+    std::string out;
+    for (char c : id) out += c == '+' ? std::string("%2B") : std::string(1, c);
+    return out;
+  }
+  Times& slot(const Rank& rank) {
+    return times_[rank.index * static_cast<std::size_t>(plan_.rounds) + static_cast<std::size_t>(round_)];
+  }
+
+  void start_round(int k) {
+    round_ = k;
+    outstanding_ = ranks_.size();
+    for (auto& rank : ranks_) send_get(*rank);
+  }
+
+  void send_get(Rank& rank) {
+    rank.get = rank.get_prefix + std::to_string(round_) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    slot(rank).sent = clock_();
+    asio::async_write(rank.socket, asio::buffer(rank.get), [this, &rank](boost::system::error_code ec, std::size_t) {
+      if (ec) return fail(rank, "GET /schedule", ec.message());
+      read_answer(rank, [this, &rank](std::string body) {
+        Times& t = slot(rank);
+        t.got = clock_();
+        if (plan_.ranks[rank.index].keep_bodies) t.schedule_body = std::move(body);
+        if (--outstanding_ > 0) return;
+        outstanding_ = ranks_.size();
+        for (auto& r : ranks_) send_post(*r);
+      });
+    });
+  }
+
+  void send_post(Rank& rank) {
+    asio::async_write(rank.socket, asio::buffer(rank.post), [this, &rank](boost::system::error_code ec, std::size_t) {
+      if (ec) return fail(rank, "POST /result", ec.message());
+      read_answer(rank, [this, &rank](std::string) {
+        slot(rank).posted = clock_();
+        if (--outstanding_ > 0) return;
+        if (round_ + 1 == plan_.rounds) return;  // done: io_.run() returns
+        try {
+          between_rounds_(round_ + 1);
+        } catch (const std::exception& e) {
+          return fail(rank, "between rounds", e.what());
+        }
+        start_round(round_ + 1);
+      });
+    });
+  }
+
+  template <typename Then>
+  void read_answer(Rank& rank, Then then) {
+    rank.parser.emplace();
+    rank.parser->body_limit(64 << 20);
+    http::async_read(rank.socket, rank.buffer, *rank.parser,
+                     [this, &rank, then = std::move(then)](boost::system::error_code ec, std::size_t) mutable {
+                       if (ec) return fail(rank, "reading an answer", ec.message());
+                       auto& response = rank.parser->get();
+                       if (response.result_int() != 200) {
+                         return fail(rank, "answer", fmt::format("HTTP {}: {}", response.result_int(), response.body()));
+                       }
+                       if (!response.keep_alive()) reconnect(rank);  // a server without keep-alive
+                       then(std::move(response.body()));
+                     });
+  }
+
+  void reconnect(Rank& rank) {
+    boost::system::error_code ignored;
+    rank.socket.close(ignored);
+    rank.buffer.clear();
+    rank.socket.connect(server_, ignored);
+    rank.socket.set_option(tcp::no_delay(true), ignored);
+  }
+
+  void fail(const Rank& rank, const char* what, const std::string& detail) {
+    if (failure_.empty()) {
+      failure_ = fmt::format("rank {} of job {}, round {}: {}: {}", plan_.ranks[rank.index].rank,
+                             plan_.ranks[rank.index].job_id, round_, what, detail);
+    }
+    io_.stop();
+  }
+
+  Plan plan_;
+  std::function<double()> clock_;
+  std::function<void(int)> between_rounds_;
+  asio::io_context io_{1};
+  tcp::endpoint server_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<Times> times_;
+  int round_ = 0;
+  std::size_t outstanding_ = 0;
+  std::string failure_;
+};
+
 RunFigures run_once(const Args& args, const std::string& profile_csv, int run_index) {
   RunFigures figures;
   const std::filesystem::path db =
@@ -225,7 +403,7 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
   server.wait_for_frontiers(setup, job_ids.size());
   figures.frontier_s = std::chrono::duration<double>(Clock::now() - frontier_start).count() / args.jobs;
 
-  // The ranks: one thread and one connection each.
+  // The ranks: one keep-alive connection each, all driven from this one thread.
   const int total = args.jobs * args.stages * dp;
   const int rounds = args.warmup + args.rounds;
   std::vector<std::vector<double>> sent(static_cast<std::size_t>(total), std::vector<double>(rounds)),
@@ -234,69 +412,57 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
   std::vector<std::vector<std::string>> plan_seen(static_cast<std::size_t>(total), std::vector<std::string>(rounds));
   const auto t0 = Clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  std::atomic<int> failures{0};
-  std::string failure;
-  std::mutex failure_mutex;
   // Every rank starts a round together (as after the all-reduce that ends an iteration). Between
   // rounds, before `notice_round`, a straggler is announced in pipeline 1 of job 0.
   const int notice_round = args.warmup + args.rounds / 2;
-  int next_round = 0;
   double loop_start = 0.0;
   double cpu_start = 0.0;
-  std::string notice_error;
-  auto between_rounds = [&]() noexcept {
-    try {
-      if (next_round == args.warmup) {
-        loop_start = seconds();
-        cpu_start = server.cpu_seconds();
-      }
-      if (next_round == notice_round && dp > 1) {
-        client::ServerConnection admin(client::ConnectionOptions::to(url));
-        admin.announce_straggler(client::StragglerNotice{job_ids[0], args.stages, 0.0, 1.5});  // rank S: pipeline 1
-      }
-    } catch (const std::exception& e) {
-      notice_error = e.what();
+  const auto between_rounds = [&](int next_round) {
+    if (next_round == args.warmup) {
+      loop_start = seconds();
+      cpu_start = server.cpu_seconds();
     }
-    ++next_round;
+    if (next_round == notice_round && dp > 1) {
+      client::ServerConnection admin(client::ConnectionOptions::to(url));
+      admin.announce_straggler(client::StragglerNotice{job_ids[0], args.stages, 0.0, 1.5});  // rank S: pipeline 1
+    }
   };
-  std::barrier round_barrier(total, between_rounds);
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(total));
-  for (int g = 0; g < total; ++g) {
-    threads.emplace_back([&, g] {
+  {
+    client::ServerConnection registrar(client::ConnectionOptions{url, "", 30.0, 300.0, 10.0});
+    for (int g = 0; g < total; ++g) {
       const int job = g / (args.stages * dp), rank = g % (args.stages * dp);
-      const std::string& id = job_ids[static_cast<std::size_t>(job)];
-      try {
-        // Retries as the client library does (a keep-alive connection the server just closed
-        // fails on write and is reopened); the round number makes a retried GET safe.
-        client::ServerConnection connection(client::ConnectionOptions{url, "", 30.0, 300.0, 10.0});
-        connection.register_rank(id, client::RankInfo{rank, rank / args.stages, rank % args.stages, 0, clocks});
-        const std::string body = bench_result(rank, args.microbatches);
-        client::ProfilingResult result = server::parse_profiling_result(json::parse(body));
-        for (int k = 0; k < rounds; ++k) {
-          round_barrier.arrive_and_wait();  // every rank starts the round together, as after an all-reduce
-          sent[g][k] = seconds();
-          const StageFrequencies schedule = connection.get_schedule(id, rank, static_cast<std::uint64_t>(k));
-          got[g][k] = seconds();
-          std::string& clocks_seen = plan_seen[g][k];
-          for (const auto& entry : schedule) clocks_seen += fmt::format("{},", entry.second);
-          connection.post_result(id, result);
-          posted[g][k] = seconds();
-        }
-      } catch (const std::exception& e) {
-        std::lock_guard lock(failure_mutex);
-        if (failures++ == 0) failure = e.what();
-        round_barrier.arrive_and_drop();
-      }
-    });
+      registrar.register_rank(job_ids[static_cast<std::size_t>(job)],
+                              client::RankInfo{rank, rank / args.stages, rank % args.stages, 0, clocks});
+    }
   }
-  for (std::thread& t : threads) t.join();
+  AsyncRanks::Plan plan;
+  plan.port = server.port();
+  plan.rounds = rounds;
+  for (int g = 0; g < total; ++g) {
+    const int job = g / (args.stages * dp), rank = g % (args.stages * dp);
+    plan.ranks.push_back({job_ids[static_cast<std::size_t>(job)], rank, bench_result(rank, args.microbatches),
+                          /*keep_bodies=*/g == 0 || g == args.stages});
+  }
+  AsyncRanks ranks(std::move(plan), seconds, between_rounds);
+  ranks.run();
+  for (int g = 0; g < total; ++g) {
+    for (int k = 0; k < rounds; ++k) {
+      const AsyncRanks::Times& t = ranks.times(g, k);
+      sent[g][k] = t.sent;
+      got[g][k] = t.got;
+      posted[g][k] = t.posted;
+      if (!t.schedule_body.empty()) {
+        const json schedule = json::parse(t.schedule_body);  // named: a range-for over a temporary's member dangles
+        for (const json& entry : schedule.at("frequencies")) {
+          plan_seen[g][k] += fmt::format("{},", entry.at(1).get<int>());
+        }
+      }
+    }
+  }
   const double loop_end = seconds();
   if (server.separate()) {
     figures.server_cpu_us_per_request = (server.cpu_seconds() - cpu_start) / (2.0 * total * args.rounds) * 1e6;
   }
-  if (failures > 0) throw std::runtime_error(fmt::format("{} rank(s) failed; first: {}", failures.load(), failure));
-  if (!notice_error.empty()) throw std::runtime_error("straggler notice failed: " + notice_error);
 
   std::vector<double> raw, after, post, round_times;
   for (int k = args.warmup; k < rounds; ++k) {
@@ -362,7 +528,7 @@ std::string ms(double s) { return fmt::format("{:.3f}", s * 1000.0); }
 int main(int argc, char** argv) {
   CLI::App app{"Load benchmark of the perseus server: concurrent ranks on loopback"};
   Args args;
-  app.add_option("--ranks", args.ranks, "Concurrent ranks (threads, one connection each)")->capture_default_str();
+  app.add_option("--ranks", args.ranks, "Concurrent ranks (one connection each)")->capture_default_str();
   app.add_option("--jobs", args.jobs, "Jobs the ranks are split into")->capture_default_str();
   app.add_option("--stages", args.stages, "Pipeline stages per job")->capture_default_str();
   app.add_option("--microbatches", args.microbatches)->capture_default_str();
@@ -376,7 +542,16 @@ int main(int argc, char** argv) {
   app.add_option("--keep-alive", args.keep_alive, "The server's keep-alive timeout, s (0: none)")->capture_default_str();
   app.add_option("--serve-binary", args.serve_binary,
                  "Run `<binary> serve` as a child process (its CPU time is then reported apart)");
+  app.add_option("--server-threads", args.server_threads,
+                 "The server's --threads (0: its default; a server with a thread per waiting rank needs ranks + 64)")
+      ->capture_default_str();
+  app.add_option("--io-threads", args.io_threads, "The server's --io-threads (0: its default)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  rlimit limit{};  // a descriptor per rank
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
   if (args.jobs < 1 || args.ranks % (args.jobs * args.stages) != 0) {
     fmt::print(stderr, "server_load_bench: --ranks must be a multiple of --jobs x --stages\n");
     return 2;

@@ -9,7 +9,8 @@ PACKAGES=(
   coinor-libclp-dev         # LP relaxation: lower bounds and starting plans for the refiner
   libeigen3-dev             # Levenberg-Marquardt (MINPACK port) for the cost fits
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  libcpp-httplib-dev libsqlite3-dev chromium   # server (chromium: headless test of its web page)
+  libcpp-httplib-dev libsqlite3-dev chromium   # client HTTP, server store (chromium: headless test of its web page)
+  libboost-dev              # the server's event-driven HTTP front end (Boost.Beast, Boost.Asio)
   pybind11-dev python3-dev python3-pytest python3-numpy
   python3-venv python3-setuptools python3-wheel   # `pip install .` offline: venv, build backend
   coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks

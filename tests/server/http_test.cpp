@@ -4,11 +4,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -252,6 +254,114 @@ TEST_F(HttpFixture, ClientsTricklingBytesAreDroppedAndHealthzStillAnswers) {
   // Those dropped mid-headers were told why.
   const std::string metrics = client().Get("/metrics")->body;
   EXPECT_NE(metrics.find("status=\"408\""), std::string::npos) << metrics;
+}
+
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads until the peer closes, `limit` bytes or `timeout`; what came.
+std::string read_some(int fd, std::chrono::milliseconds timeout, std::size_t limit = 4096) {
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  char buffer[4096];
+  while (out.size() < limit) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+    if (out.find("\r\n\r\n") != std::string::npos && out.find('}') != std::string::npos) break;
+  }
+  return out;
+}
+
+TEST_F(HttpFixture, ThousandsOfIdleConnectionsAndASlowLorisDoNotHoldUpTheBarrier) {
+  HttpOptions http;
+  http.request_timeout_s = 30.0;  // the slow client is never cut off during the test
+  http.keep_alive_s = 60.0;
+  start(options_with(20.0), http);
+  httplib::Client c = client();
+  auto registered = c.Post("/register_job", testing::job_info(4, 1, 1, {{"microbatches", 2}}).dump(), "application/json");
+  ASSERT_TRUE(registered);
+  const std::string id = json::parse(registered->body).get<std::string>();
+  for (int p = 0; p < 4; ++p) {
+    const json rank = {{"rank", p}, {"dp_rank", 0}, {"pp_rank", p}, {"tp_rank", 0}, {"available_frequencies", kFrequencies}};
+    ASSERT_EQ(c.Post(("/register_rank/" + id).c_str(), rank.dump(), "application/json")->status, 200);
+  }
+  // 4,096 connections that never send a byte, and twenty that send a header a byte at a time.
+  std::vector<int> idle;
+  for (int i = 0; i < 4096; ++i) {
+    const int fd = connect_to(server_->port());
+    ASSERT_GE(fd, 0) << "connection " << i;
+    idle.push_back(fd);
+  }
+  Dribblers slow(server_->port(), 20, 50ms);
+  std::this_thread::sleep_for(200ms);
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<int>> answers;
+  for (int r = 0; r < 4; ++r) {
+    answers.push_back(std::async(std::launch::async, [&, r] {
+      auto res = client().Get(("/schedule/" + id + "?rank=" + std::to_string(r)).c_str());
+      return res ? res->status : -1;
+    }));
+  }
+  for (auto& answer : answers) EXPECT_EQ(answer.get(), 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  auto healthy = c.Get("/healthz");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+  for (int fd : idle) ::close(fd);
+}
+
+TEST_F(HttpFixture, AChunkedBodyIsHeldToTheLimitAndAHugeLengthIsRefusedAtOnce) {
+  HttpOptions http;
+  http.payload_limit_bytes = 1 << 20;
+  start(options_with(1.0), http);
+
+  // 64 KiB chunks, up to 64 MiB, until the answer comes: refused once the body passes
+  // 1 MiB, long before its end.
+  const int fd = connect_to(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "POST /register_job HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  const std::string chunk = "10000\r\n" + std::string(0x10000, ' ') + "\r\n";
+  std::size_t sent = 0;
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  while (sent < (64u << 20)) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;  // answered
+    const ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server stopped reading (or closed)
+    sent += static_cast<std::size_t>(n);
+  }
+  const std::string answer = read_some(fd, 2000ms);
+  ::close(fd);
+  EXPECT_LT(sent, 16u << 20);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer.substr(0, 200);
+  EXPECT_NE(answer.find("1048576 bytes"), std::string::npos) << answer.substr(0, 400);
+
+  // A length of a terabyte and no body: answered at once, not after a read timeout.
+  const int other = connect_to(server_->port());
+  ASSERT_GE(other, 0);
+  const std::string huge = "POST /register_job HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n";
+  ASSERT_GT(::send(other, huge.data(), huge.size(), MSG_NOSIGNAL), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string refused = read_some(other, 5000ms);
+  ::close(other);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused.substr(0, 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_EQ(service_->job_count(), 0u);
 }
 
 // Bodies that are wrong in every way the routes can meet.

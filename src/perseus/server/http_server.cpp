@@ -1,25 +1,29 @@
 #include "perseus/server/http_server.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <sys/resource.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <atomic>
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
-#include <cstdint>
-#include <cstring>
-#include <deque>
-#include <functional>
-#include <list>
+#include <map>
 #include <mutex>
+#include <array>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "perseus/model/errors.hpp"
 #include "perseus/server/api.hpp"
@@ -28,329 +32,479 @@
 namespace perseus::server {
 namespace {
 
-// httplib's own pool has a fixed size, and every connection holds a thread for its
-// keep-alive life; this one starts small and adds a thread whenever work waits and no
-// thread is idle, up to `max_threads`. Threads stay once started.
-class ElasticThreadPool final : public httplib::TaskQueue {
- public:
-  explicit ElasticThreadPool(std::size_t max_threads) : max_threads_(std::max<std::size_t>(1, max_threads)) {}
-  ~ElasticThreadPool() override = default;
-
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lock(mutex_);
-    jobs_.push_back(std::move(fn));
-    if (jobs_.size() > idle_ && threads_.size() < max_threads_) {
-      try {
-        threads_.emplace_back([this] { work(); });
-      } catch (const std::system_error&) {
-        if (threads_.empty()) throw;  // no thread at all: nothing would ever run the job
-      }
-    }
-    lock.unlock();
-    cv_.notify_one();
-  }
-
-  void shutdown() override {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-
- private:
-  void work() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      ++idle_;
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      --idle_;
-      if (jobs_.empty()) return;  // stopping, and nothing left to do
-      std::function<void()> fn = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      fn();
-      lock.lock();
-    }
-  }
-
-  const std::size_t max_threads_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::list<std::thread> threads_;
-  std::size_t idle_ = 0;
-  bool stopping_ = false;
-};
-
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-std::chrono::microseconds microseconds_of(time_t sec, time_t usec) {
-  return std::chrono::seconds(sec) + std::chrono::microseconds(usec);
+constexpr std::size_t kHeaderLimitBytes = 16 << 10;
+// After the last answer on a connection the server closes, it reads (and drops) what the
+// client still sends, for at most this long and this much: closing with unread bytes makes
+// the kernel send a reset, which can destroy the answer before the client reads it (a
+// refused body). A client that goes on sending beyond that is cut off.
+constexpr std::chrono::milliseconds kDrainTime{1000};
+constexpr std::size_t kDrainBytes = 1 << 20;
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(s, 0.0, 1e7)));
 }
 
-// Waits up to `timeout` (<= 0: not at all) for `events` on `fd`; true when they came.
-bool wait_for(int fd, short events, std::chrono::microseconds timeout) {
-  pollfd p{fd, events, 0};
-  const auto until = Clock::now() + timeout;
-  while (true) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
-    if (n > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
-    if (n == 0 || errno != EINTR) return false;
-  }
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
-void address_of(int fd, bool peer, std::string& ip, int& port) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  const int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length)
-                      : ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  if (rc != 0) return;
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(address);
-    ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
-    port = ntohs(in.sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
-    ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
-    port = ntohs(in6.sin6_port);
-  }
-  ip = text;
-}
-
-// A connection's socket as httplib reads a request from it, with one deadline for the whole
-// request: every read waits at most until then (httplib's own stream bounds each read only,
-// so a byte every few seconds kept a request, and its worker thread, alive forever).
-// Buffered like httplib's SocketStream: the request line is read a byte at a time.
-class DeadlineStream final : public httplib::Stream {
- public:
-  DeadlineStream(int fd, Clock::time_point deadline, std::chrono::microseconds read_timeout,
-                 std::chrono::microseconds write_timeout)
-      : fd_(fd), deadline_(deadline), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
-
-  bool is_readable() const override {
-    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline_ - Clock::now());
-    if (left.count() <= 0) {
-      expired_ = true;
-      return false;
+// %XX decoded; in query strings '+' is a space, as cpp-httplib and every form encoder have it.
+std::string percent_decode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '%' && i + 2 < text.size()) {
+      const int hi = hex_digit(text[i + 1]), lo = hex_digit(text[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        continue;
+      }
     }
-    if (wait_for(fd_, POLLIN, std::min(read_timeout_, left))) return true;
-    expired_ = expired_ || Clock::now() >= deadline_;
-    return false;
+    out += plus_is_space && c == '+' ? ' ' : c;
   }
+  return out;
+}
 
-  bool is_writable() const override {
-    if (!wait_for(fd_, POLLOUT, write_timeout_)) return false;
-    // As httplib does: a peer that has closed its end gets nothing written.
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 0) == 0) return true;
-    char byte;
-    return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+// The first value of a repeated parameter wins.
+void parse_query(std::string_view query, std::map<std::string, std::string>& out) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    std::string key = percent_decode(pair.substr(0, eq), true);
+    std::string value = eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1), true);
+    out.emplace(std::move(key), std::move(value));
   }
+}
 
-  ssize_t read(char* ptr, std::size_t size) override {
-    if (offset_ < filled_) {
-      const std::size_t n = std::min(size, filled_ - offset_);
-      std::memcpy(ptr, buffer_ + offset_, n);
-      offset_ += n;
-      return static_cast<ssize_t>(n);
-    }
-    if (!is_readable()) return -1;
-    const bool buffered = size < sizeof(buffer_);
-    ssize_t n;
-    do {
-      n = ::recv(fd_, buffered ? buffer_ : ptr, buffered ? sizeof(buffer_) : size, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0 || !buffered) return n;
-    const std::size_t given = std::min(size, static_cast<std::size_t>(n));
-    std::memcpy(ptr, buffer_, given);
-    offset_ = given;
-    filled_ = static_cast<std::size_t>(n);
-    return static_cast<ssize_t>(given);
+// A thousand ranks each hold a connection, and clients may keep more: use every descriptor
+// the hard limit allows.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
   }
-
-  ssize_t write(const char* ptr, std::size_t size) override {
-    if (!is_writable()) return -1;
-    ssize_t n;
-    do {
-      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) wrote_ = true;
-    return n;
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, true, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, false, ip, port); }
-  int socket() const override { return fd_; }
-
-  bool expired() const { return expired_; }
-  bool wrote() const { return wrote_; }
-
- private:
-  const int fd_;
-  const Clock::time_point deadline_;
-  const std::chrono::microseconds read_timeout_;
-  const std::chrono::microseconds write_timeout_;
-  char buffer_[4096];
-  std::size_t offset_ = 0, filled_ = 0;
-  mutable bool expired_ = false;
-  bool wrote_ = false;
-};
-
-// The stream of the request this thread is reading, for the error handler.
-thread_local const DeadlineStream* current_stream = nullptr;
-
-ApiRequest to_api_request(const httplib::Request& req) {
-  ApiRequest request;
-  request.method = req.method;
-  request.path = req.path;
-  for (const auto& [key, value] : req.params) request.query.emplace(key, value);  // first value wins
-  request.body = req.body;
-  request.authorization = req.get_header_value("Authorization");
-  return request;
 }
 
 }  // namespace
 
-// httplib's server with its connection loop replaced (the same loop, over DeadlineStream):
-// process_request does the parsing and routing as before. Waiting for a keep-alive
-// connection's next request blocks in poll(2), looking for a stop every 50 ms, instead of
-// httplib's 10 ms polls and 1 ms sleeps.
-class DeadlineServer final : public httplib::Server {
+class Session;
+
+// The event loop: `io_threads` threads run every socket, timer and parked request (each
+// connection on a strand of its own, so its handlers never run at once); a small pool runs
+// the routes that may block. Shared with the sessions, so that an answer the Service gives
+// after the server stopped finds the loop still there (and is dropped).
+class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
  public:
-  DeadlineServer(std::chrono::microseconds request_timeout, std::function<void()> on_expired)
-      : request_timeout_(request_timeout), on_expired_(std::move(on_expired)) {}
+  Loop(Service& service, HttpOptions options)
+      : service(service),
+        options(std::move(options)),
+        acceptor(io),
+        workers(static_cast<std::size_t>(std::max<std::size_t>(1, this->options.max_threads))),
+        accept_pause(io) {}
+
+  int bind();
+  void run();
+  void stop();
+  void join_workers() { std::call_once(workers_joined, [this] { workers.join(); }); }
+
+  asio::io_context io{static_cast<int>(std::max<std::size_t>(1, options.io_threads))};
+  Service& service;
+  const HttpOptions options;
+  tcp::acceptor acceptor;
+  asio::thread_pool workers;
 
  private:
-  bool process_and_close_socket(socket_t sock) override {
-    const auto taken_up = Clock::now();  // time queued for a worker is not the client's doing
-    const auto read_timeout = microseconds_of(read_timeout_sec_, read_timeout_usec_);
-    const auto write_timeout = microseconds_of(write_timeout_sec_, write_timeout_usec_);
-    bool ok = false;
-    for (std::size_t served = 0; served < keep_alive_max_count_; ++served) {
-      // The first request must arrive whole within the timeout; a later one may first idle for
-      // the keep-alive timeout.
-      const auto idle_until = served == 0 ? taken_up + request_timeout_
-                                          : Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
-      bool readable = false;
-      while (svr_sock_ != INVALID_SOCKET && Clock::now() < idle_until) {
-        const auto slice = std::min<Clock::duration>(idle_until - Clock::now(), std::chrono::milliseconds(50));
-        if ((readable = wait_for(sock, POLLIN, std::chrono::duration_cast<std::chrono::microseconds>(slice)))) break;
-      }
-      if (!readable) break;
-      DeadlineStream stream(sock, served == 0 ? taken_up + request_timeout_ : Clock::now() + request_timeout_,
-                            read_timeout, write_timeout);
-      current_stream = &stream;
-      bool connection_closed = false;
-      ok = process_request(stream, served + 1 == keep_alive_max_count_, connection_closed, nullptr);
-      current_stream = nullptr;
-      // Dropped before httplib could even answer (the request line never came whole).
-      if (stream.expired() && !stream.wrote() && on_expired_) on_expired_();
-      if (!ok || connection_closed) break;
-    }
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return ok;
-  }
+  void accept();
+  void forget_closed_sessions();
 
-  const std::chrono::microseconds request_timeout_;
-  const std::function<void()> on_expired_;
+  asio::steady_timer accept_pause;
+  std::mutex sessions_mutex;
+  std::vector<std::weak_ptr<Session>> sessions;  // for stop()
+  std::size_t sweep_at = 1024;
+  std::atomic<bool> stopped{false};
+  std::once_flag workers_joined;
 };
 
-HttpServer::HttpServer(Service& service, HttpOptions options)
-    : service_(service), options_(std::move(options)) {
-  const auto request_timeout = std::chrono::microseconds(
-      static_cast<std::int64_t>(std::clamp(options_.request_timeout_s, 0.001, 1e6) * 1e6));
-  server_ = std::make_unique<DeadlineServer>(request_timeout, [this] {
-    service_.record_rejected(ApiRequest{}, 408);
-  });
-  httplib::Server& svr = *server_;
-  const auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-    const ApiResponse response = service_.handle(to_api_request(req));
-    res.status = response.status;
-    if (response.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-    res.set_content(response.body, response.content_type.c_str());
-  };
-  svr.Get(".*", handler);
-  svr.Post(".*", handler);
-  svr.Put(".*", handler);
-  svr.Delete(".*", handler);
-  svr.Patch(".*", handler);
-  svr.Options(".*", handler);
-  // Requests httplib refuses itself (oversized body, malformed HTTP) still get a JSON detail.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string detail = fmt::format("HTTP {}", res.status);
-    if (current_stream && current_stream->expired()) {
-      res.status = 408;
-      detail = fmt::format("the request did not arrive whole within the server's {} s (--request-timeout)",
-                           options_.request_timeout_s);
-    } else if (res.status == 413) {
-      detail = fmt::format("request body larger than the server's limit of {} bytes", options_.payload_limit_bytes);
-    } else if (res.status == 400) {
-      detail = "malformed HTTP request";
+namespace {
+
+bool runs_on_loop(const ApiRequest& request) {
+  // Never blocks: the barrier parks instead of waiting, and health is a counter.
+  return request.method == "GET" && (request.path == "/healthz" || request.path.rfind("/schedule/", 0) == 0);
+}
+
+}  // namespace
+
+// One connection: waits for a request, reads it, hands it to the Service, writes the answer,
+// and either waits for the next (keep-alive) or closes. Everything runs on the loop thread;
+// the Service's answer is posted back to it from whichever thread gave it.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // `socket` runs on a strand of the loop: every handler below runs on it.
+  Session(std::shared_ptr<HttpServer::Loop> loop, tcp::socket socket)
+      : loop_(std::move(loop)), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+
+  // From any thread.
+  void close_soon() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+  }
+
+  tcp::socket::executor_type executor() { return socket_.get_executor(); }
+
+  void start() {
+    const HttpOptions& o = loop_->options;
+    wait_for_request(std::max(o.keep_alive_s, o.first_request_idle_s));
+  }
+
+  void close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+ private:
+  enum class State { kIdle, kReading, kParked, kWriting, kDraining, kClosed };
+
+  // One timer per connection: what its expiry means depends on the state it was armed in.
+  void arm_timer(Clock::duration after) {
+    timer_.expires_after(after);
+    timer_.async_wait([self = shared_from_this(), armed = ++timer_generation_](boost::system::error_code ec) {
+      if (ec || armed != self->timer_generation_) return;
+      self->on_timeout();
+    });
+  }
+  void disarm_timer() {
+    ++timer_generation_;
+    timer_.cancel();
+  }
+
+  void on_timeout() {
+    switch (state_) {
+      case State::kReading: {
+        // Cancelling the read makes it complete with an error; on_read_error answers 408.
+        timed_out_ = true;
+        boost::system::error_code ignored;
+        socket_.cancel(ignored);
+        break;
+      }
+      case State::kIdle:
+      case State::kWriting:  // a client that does not read its answer
+      case State::kDraining:
+        close();
+        break;
+      case State::kParked:
+      case State::kClosed:
+        break;
     }
-    service_.record_rejected(to_api_request(req), res.status);
-    res.set_content(error_response(res.status, detail).body, "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    res.status = 500;
-    res.set_content(error_response(500, "internal error").body, "application/json");
-  });
-  // Answers go out as headers then body: without TCP_NODELAY, Nagle's algorithm holds the
-  // body until the client's delayed ACK (40 ms on Linux). Accepted sockets inherit it.
-  svr.set_tcp_nodelay(true);
-  svr.set_payload_max_length(options_.payload_limit_bytes);
-  if (options_.keep_alive_s > 0) {
-    svr.set_keep_alive_max_count(1u << 20);  // clients keep one connection per rank for the whole job
-    svr.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, std::ceil(options_.keep_alive_s))));
-  } else {
-    svr.set_keep_alive_max_count(1);
   }
-  svr.set_read_timeout(static_cast<time_t>(options_.read_timeout_s));
-  svr.set_socket_options([this](int fd) {
-    // SO_REUSEADDR (not httplib's SO_REUSEPORT): a restarted server rebinds its port at
-    // once, yet a second server on the same port fails instead of sharing it.
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listen_fd_ = fd;
-  });
-  const std::size_t max_threads = options_.max_threads;
-  svr.new_task_queue = [max_threads] { return new ElasticThreadPool(max_threads); };
+
+  void wait_for_request(double idle_s) {
+    state_ = State::kIdle;
+    if (buffer_.size() > 0) return read_request();  // pipelined: the next request is here
+    arm_timer(seconds(idle_s));
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->state_ != State::kIdle) return;
+      self->read_request();
+    });
+  }
+
+  void read_request() {
+    state_ = State::kReading;
+    timed_out_ = false;
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimitBytes);
+    parser_->body_limit(loop_->options.payload_limit_bytes);  // chunked bodies too
+    arm_timer(seconds(loop_->options.request_timeout_s));
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                              if (ec) return self->on_read_error(ec);
+                              self->on_header();
+                            });
+  }
+
+  void on_header() {
+    const auto& header = parser_->get();
+    if (beast::iequals(header[http::field::expect], "100-continue") && !parser_->is_done()) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                          if (ec) return self->close();
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    if (parser_->is_done()) return on_request();
+    http::async_read(socket_, buffer_, *parser_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+      if (ec) return self->on_read_error(ec);
+      self->on_request();
+    });
+  }
+
+  void on_read_error(boost::system::error_code ec) {
+    if (state_ == State::kClosed) return;
+    disarm_timer();
+    const std::size_t limit = loop_->options.payload_limit_bytes;
+    if (timed_out_) {
+      // Counted and answered only when part of a request came; a connection that said
+      // nothing is simply closed.
+      if (!parser_->got_some()) return close();
+      return refuse(408, fmt::format("the request did not arrive whole within the server's {} s (--request-timeout)",
+                                     loop_->options.request_timeout_s));
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted || ec == http::error::partial_message) {
+      return close();
+    }
+    if (ec == http::error::body_limit) {
+      return refuse(413, fmt::format("request body larger than the server's limit of {} bytes", limit));
+    }
+    if (ec == http::error::header_limit) {
+      return refuse(431, fmt::format("request headers larger than the server's limit of {} bytes", kHeaderLimitBytes));
+    }
+    refuse(400, "malformed HTTP request");
+  }
+
+  // Answers a request the HTTP layer refuses itself (never routed), then closes.
+  void refuse(int status, std::string_view detail) {
+    ApiRequest request;
+    if (parser_ && parser_->is_header_done()) request = to_api_request(/*with_body=*/false);
+    loop_->service.record_rejected(request, status);
+    keep_alive_ = false;
+    version_ = 11;
+    write(error_response(status, detail));
+  }
+
+  ApiRequest to_api_request(bool with_body) {
+    auto& message = parser_->get();
+    ApiRequest request;
+    const beast::string_view method = message.method_string();
+    request.method.assign(method.data(), method.size());
+    const beast::string_view raw_target = message.target();
+    const std::string_view target(raw_target.data(), raw_target.size());
+    const std::size_t question = target.find('?');
+    request.path = percent_decode(target.substr(0, question), false);
+    if (question != std::string_view::npos) parse_query(target.substr(question + 1), request.query);
+    const beast::string_view authorization = message[http::field::authorization];
+    request.authorization.assign(authorization.data(), authorization.size());
+    if (with_body) request.body = std::move(message.body());
+    return request;
+  }
+
+  void on_request() {
+    disarm_timer();
+    state_ = State::kParked;
+    const auto& message = parser_->get();
+    keep_alive_ = loop_->options.keep_alive_s > 0 && message.keep_alive();
+    version_ = message.version();
+    ApiRequest request = to_api_request(/*with_body=*/true);
+    // The answer comes on whichever thread the Service gives it (a worker, or the loop when
+    // another rank's request released the round); it is written on this connection's strand,
+    // at once when already there. A round's answers are thus spread over the loop's threads.
+    Service::Responder respond = [self = shared_from_this()](ApiResponse response) {
+      asio::dispatch(self->socket_.get_executor(),
+                     [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
+    };
+    if (runs_on_loop(request)) {
+      loop_->service.handle_async(request, std::move(respond));
+    } else {
+      asio::post(loop_->workers, [loop = loop_, request = std::move(request), respond = std::move(respond)]() mutable {
+        loop->service.handle_async(request, std::move(respond));
+      });
+    }
+  }
+
+  void write(ApiResponse answer) {
+    if (state_ == State::kClosed) return;
+    state_ = State::kWriting;
+    response_.emplace();
+    auto& response = *response_;
+    response.version(version_ == 10 ? 10 : 11);
+    response.result(static_cast<unsigned>(answer.status));
+    response.set(http::field::content_type, beast::string_view(answer.content_type.data(), answer.content_type.size()));
+    if (answer.status == 401) response.set(http::field::www_authenticate, "Bearer");
+    response.keep_alive(keep_alive_);
+    response.body() = std::move(answer.body);
+    response.prepare_payload();
+    arm_timer(seconds(loop_->options.request_timeout_s));
+    http::async_write(socket_, response, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+      self->disarm_timer();
+      self->response_.reset();
+      if (ec) return self->close();
+      if (!self->keep_alive_) return self->drain_and_close();
+      self->wait_for_request(self->loop_->options.keep_alive_s);
+    });
+  }
+
+  // Half-closes, then reads what the client still sends until it closes too (or kDrainTime).
+  void drain_and_close() {
+    state_ = State::kDraining;
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    buffer_.clear();
+    drained_ = 0;
+    arm_timer(kDrainTime);
+    drain();
+  }
+  void drain() {
+    socket_.async_read_some(asio::buffer(scratch_), [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+      if (self->state_ != State::kDraining) return;
+      self->drained_ += n;
+      if (ec || self->drained_ > kDrainBytes) return self->close();
+      self->drain();
+    });
+  }
+
+  std::shared_ptr<HttpServer::Loop> loop_;  // first: outlives the socket and timer it owns the context of
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::uint64_t timer_generation_ = 0;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  std::array<char, 4096> scratch_{};
+  State state_ = State::kIdle;
+  std::size_t drained_ = 0;
+  bool timed_out_ = false;
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+};
+
+int HttpServer::Loop::bind() {
+  raise_descriptor_limit();
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  const auto endpoints = resolver.resolve(options.host, std::to_string(options.port), tcp::resolver::passive, ec);
+  const auto fail = [&](const boost::system::error_code& why) {
+    return InputError(fmt::format("cannot listen on {}:{}: {} (address in use, or not an address of this host?)",
+                                  options.host, options.port, why.message()));
+  };
+  if (ec || endpoints.empty()) throw fail(ec);
+  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec) throw fail(ec);
+  // SO_REUSEADDR (not SO_REUSEPORT): a restarted server rebinds its port at once, yet a
+  // second server on the same port fails instead of sharing it.
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  acceptor.bind(endpoint, ec);
+  if (ec) throw fail(ec);
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);  // a thousand ranks connect at once
+  if (ec) throw fail(ec);
+  return acceptor.local_endpoint().port();
 }
 
-HttpServer::~HttpServer() { stop(); }
-
-void HttpServer::bind() {
-  const bool ok = options_.port == 0 ? (port_ = server_->bind_to_any_port(options_.host)) > 0
-                                     : server_->bind_to_port(options_.host, options_.port);
-  if (!ok) {
-    throw InputError(fmt::format("cannot listen on {}:{} (address in use, or not an address of this host?)",
-                                 options_.host, options_.port));
-  }
-  if (options_.port != 0) port_ = options_.port;
-  // httplib listens with a backlog of 5; a thousand ranks connecting at once need more.
-  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
+void HttpServer::Loop::accept() {
+  acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+    if (!self->acceptor.is_open()) return;
+    if (ec) {
+      // Out of descriptors (or another transient failure): try again shortly, not in a spin.
+      self->accept_pause.expires_after(std::chrono::milliseconds(20));
+      self->accept_pause.async_wait([self](boost::system::error_code e) {
+        if (!e) self->accept();
+      });
+      return;
+    }
+    boost::system::error_code ignored;
+    // Answers go out as headers then body in one write, yet small answers to many clients
+    // must not wait for delayed ACKs.
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto session = std::make_shared<Session>(self, std::move(socket));
+    {
+      std::lock_guard lock(self->sessions_mutex);
+      self->sessions.push_back(session);
+      if (self->sessions.size() >= self->sweep_at) self->forget_closed_sessions();
+    }
+    self->accept();
+    asio::dispatch(session->executor(), [session] { session->start(); });
+  });
 }
 
-void HttpServer::run() { server_->listen_after_bind(); }
+void HttpServer::Loop::forget_closed_sessions() {
+  std::erase_if(sessions, [](const std::weak_ptr<Session>& s) { return s.expired(); });
+  sweep_at = std::max<std::size_t>(1024, 2 * sessions.size());
+}
+
+void HttpServer::Loop::run() {
+  if (stopped) return;
+  accept();
+  const auto serve = [this] {
+    while (true) {
+      try {
+        io.run();
+        break;
+      } catch (const std::exception&) {
+        // A handler that threw (it should not): keep serving the others.
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t i = 1; i < options.io_threads; ++i) helpers.emplace_back(serve);
+  serve();
+  for (std::thread& t : helpers) t.join();
+  // Every socket and timer is closed by now; their aborted operations still hold sessions
+  // (and through them the loop). Running them lets both go.
+  io.restart();
+  io.poll();
+  join_workers();
+}
+
+void HttpServer::Loop::stop() {
+  if (stopped.exchange(true)) return;
+  // Runs only inside run(), which the Loop outlives. The sessions close on their strands,
+  // then the loop stops (posted after them).
+  asio::post(io, [this] {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    accept_pause.cancel();
+    std::lock_guard lock(sessions_mutex);
+    for (const auto& weak : sessions) {
+      if (auto session = weak.lock()) session->close_soon();
+    }
+    sessions.clear();
+    asio::post(io, [this] { io.stop(); });
+  });
+}
+
+HttpServer::HttpServer(Service& service, HttpOptions options)
+    : loop_(std::make_shared<Loop>(service, std::move(options))) {}
+
+HttpServer::~HttpServer() {
+  stop();
+  loop_->join_workers();
+}
+
+void HttpServer::bind() { port_ = loop_->bind(); }
+
+void HttpServer::run() { loop_->run(); }
 
 void HttpServer::start() {
   bind();
   thread_ = std::thread([this] { run(); });
-  for (int waited_ms = 0; !server_->is_running(); ++waited_ms) {
-    if (waited_ms > 10000) throw InputError(fmt::format("the server on port {} did not start listening", port_));
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 void HttpServer::stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  loop_->stop();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
 }  // namespace perseus::server

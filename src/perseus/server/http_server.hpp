@@ -1,8 +1,9 @@
-// The HTTP layer: cpp-httplib in front of a Service. It only translates requests and
-// responses; every route lives in the Service.
+// The HTTP layer: an event loop (Boost.Beast on Boost.Asio) in front of a Service. It only
+// reads requests, hands them to the Service and writes its answers; every route lives in the
+// Service. A rank waiting at a schedule barrier is a parked request, holding a socket and a
+// few hundred bytes but no thread: the loop writes every answer of a round when it is released.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -10,39 +11,31 @@
 
 #include "perseus/model/errors.hpp"
 
-namespace httplib {
-class Server;
-}
-namespace spdlog {
-class logger;
-}
-
 namespace perseus::server {
 
 class Service;
-class DeadlineServer;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 7787;  // 0: any free port (see HttpServer::port)
-  // Connections are served by a pool that grows on demand up to this many threads: a
-  // request waiting at a schedule barrier holds its thread, so a job of N ranks needs N.
-  std::size_t max_threads = 4096;
-  std::size_t payload_limit_bytes = 16u << 20;
-  double read_timeout_s = 30.0;  // the most one read of a request may wait for bytes
-  // A request's line, headers and body must all arrive within this many seconds (counted
-  // from when a worker takes the connection up for its first request, from the first byte
-  // for later keep-alive requests); else the connection is dropped (408 when a response can
-  // still be written). Without it, a client sending a byte every few seconds held a
-  // connection and a worker forever, every read being quick.
+  // Threads that run the routes which may block (SQLite writes, profile uploads, pages);
+  // GET /schedule and /healthz run on the loop itself, and a parked request holds no thread.
+  std::size_t max_threads = 4;
+  // Threads of the event loop. Two spread a released round's answers over two cores; the
+  // kernel's work to send them is most of a round's cost.
+  std::size_t io_threads = 2;
+  std::size_t payload_limit_bytes = 16u << 20;  // chunked bodies included
+  // A request's line, headers and body must all arrive within this many seconds of its
+  // first byte; else it is answered 408 and its connection closed. Clients trickling bytes
+  // cost a socket each, never a thread.
   double request_timeout_s = 10.0;
-  // Seconds an idle keep-alive connection is kept (rounded up to whole seconds); 0 (the
-  // default): one request per connection. Measured while cpp-httplib 0.11's own loop served
-  // connections (polling every idle one about every 11 ms from its thread; now each waits in
-  // poll(2), 50 ms at a time), a thousand ranks' idle connections cost more CPU than
-  // reconnecting did (server_load_bench: 121 us of server CPU per request without keep-alive,
-  // 259 us with 1 s, at 1,024 ranks). Clients reconnect by themselves.
-  double keep_alive_s = 0.0;
+  // Seconds a connection may stay idle between requests (and before its first); 0: one
+  // request per connection. An idle connection costs the loop nothing, so the default keeps
+  // them as zeus's server (uvicorn) does.
+  double keep_alive_s = 5.0;
+  // Seconds a new connection may wait for its first request (at least keep_alive_s): clients
+  // that connect early and ask later are answered, as zeus's server answers them.
+  double first_request_idle_s = 60.0;
 };
 
 class HttpServer {
@@ -59,13 +52,14 @@ class HttpServer {
   void run();
   // bind() and run() on a background thread.
   void start();
+  // Stops accepting and serving; run() returns. Requests still parked in the Service are
+  // dropped when the Service answers them. Safe to call from any thread, more than once.
   void stop();
 
+  class Loop;  // the event loop, its sessions and its worker threads (http_server.cpp)
+
  private:
-  Service& service_;
-  HttpOptions options_;
-  std::unique_ptr<DeadlineServer> server_;
-  std::atomic<int> listen_fd_{-1};
+  std::shared_ptr<Loop> loop_;
   int port_ = 0;
   std::thread thread_;
 };

@@ -26,14 +26,15 @@ struct ServeArgs {
   std::string db = "perseus-server.db";
   std::string token;
   std::string token_scope = "all";
-  std::size_t threads = 4096;
+  std::size_t threads = 4;
+  std::size_t io_threads = HttpOptions{}.io_threads;
   std::string log_level = "info";
   std::string scheduler = "Frontier";
   std::string scheduler_args = "{}";
   double max_job_idle_time = 7 * 24 * 3600.0;
-  double barrier_timeout = 600.0;
+  double barrier_timeout = 0.0;
   std::size_t max_body_mib = 16;
-  double keep_alive = 0.0;
+  double keep_alive = 5.0;
   double request_timeout = 10.0;
   bool dump_data = false;
   std::string dump_dir = "dump";
@@ -107,6 +108,7 @@ void run_serve(const ServeArgs& args) {
   http_options.host = args.host;
   http_options.port = args.port;
   http_options.max_threads = args.threads;
+  http_options.io_threads = args.io_threads;
   http_options.payload_limit_bytes = args.max_body_mib << 20;
   http_options.keep_alive_s = args.keep_alive;
   http_options.request_timeout_s = args.request_timeout;
@@ -150,9 +152,16 @@ void add_server_command(CLI::App& app) {
                   "all: every state-changing route needs the token; straggler: only /straggler (for clients that "
                   "cannot send one)")
       ->capture_default_str();
-  cmd->add_option("--threads", args.threads, "Most worker threads (a rank waiting at a barrier holds one)")
+  cmd->add_option("--threads", args.threads,
+                  "Threads that run the routes which may block (uploads, registrations, pages); GET /schedule "
+                  "runs on the event loop, and a rank waiting at a barrier holds no thread")
       ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
+      ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
+  cmd->add_option("--io-threads", args.io_threads,
+                  "Threads of the event loop that reads requests and writes answers (a released round's answers "
+                  "are spread over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{64}));
   cmd->add_option("--log-level", args.log_level, "debug, info, warning, error, critical or off")
       ->envname("ZEUS_PFO_LOG_LEVEL")
       ->capture_default_str();
@@ -168,20 +177,21 @@ void add_server_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--barrier-timeout", args.barrier_timeout,
-                  "Seconds a schedule request waits for the other ranks of its round")
+                  "Seconds a schedule request waits for the other ranks of its round, then gets 408 and is no "
+                  "longer counted in it (0: as long as it takes, as zeus's server waits)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--max-body-mib", args.max_body_mib, "Largest request body accepted, MiB")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
   cmd->add_option("--keep-alive", args.keep_alive,
-                  "Seconds an idle client connection is kept open (0: one request per connection, the cheapest "
-                  "for the server with many ranks)")
+                  "Seconds an idle client connection is kept open between requests (0: one request per "
+                  "connection); an idle connection costs the event loop nothing")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--request-timeout", args.request_timeout,
-                  "Seconds within which a request (line, headers and body) must arrive whole; slower ones are "
-                  "dropped, so that clients trickling bytes cannot hold the server's threads")
+                  "Seconds within which a request (line, headers and body) must arrive whole from its first byte; "
+                  "slower ones get 408 and their connection is closed")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
   auto* dump = cmd->add_flag("--dump-data", args.dump_data, "Write results and deployed plans under --dump-dir");

@@ -223,23 +223,32 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
   return config;
 }
 
-// One barrier round. Waiters hold the shared_ptr and wait on the future without the job's
-// mutex, so that a thousand ranks released at once do not queue for it; the outcome is
-// written before the promise is fulfilled and read after.
+// A rank parked at the barrier: its request is answered when the round is released, when
+// its wait exceeds --barrier-timeout, or when the job or the server goes away. No thread
+// waits for it.
+struct Service::Waiter {
+  int rank = 0;
+  RankInfo info;
+  Responder respond;
+  std::optional<Clock::time_point> deadline;
+};
+
+// One barrier round, guarded by its job's mutex. finish() records the outcome once; the
+// waiters are taken out under the mutex and answered after it is released (answer()), so
+// that building a thousand answers does not hold up the job.
 struct Service::Round {
-  std::promise<void> promise;
-  std::shared_future<void> released = promise.get_future().share();
-  bool finished = false;  // guarded by the job's mutex
+  bool finished = false;
   std::shared_ptr<const Deployment> deployment;
   std::optional<ApiError> error;
+  std::vector<Waiter> waiters;
 
-  // Once per round, with the job's mutex held.
-  void finish(std::shared_ptr<const Deployment> plan, std::optional<ApiError> failure) {
-    if (finished) return;
+  // Once per round; returns the waiters to answer.
+  std::vector<Waiter> finish(std::shared_ptr<const Deployment> plan, std::optional<ApiError> failure) {
+    if (finished) return {};
     finished = true;
     deployment = std::move(plan);
     error = std::move(failure);
-    promise.set_value();
+    return std::exchange(waiters, {});
   }
 };
 
@@ -300,13 +309,15 @@ void Service::shutdown() {
   shutting_down_ = true;
   work_cv_.notify_all();
   housekeeping_cv_.notify_all();
+  std::vector<std::pair<std::shared_ptr<Round>, std::vector<Waiter>>> parked;
   {
     std::shared_lock lock(jobs_mutex_);
     for (const auto& [id, job] : jobs_) {
       std::lock_guard job_lock(job->mutex);
-      job->round->finish(nullptr, ApiError(503, "the server is shutting down"));
+      parked.emplace_back(job->round, job->round->finish(nullptr, ApiError(503, "the server is shutting down")));
     }
   }
+  for (auto& [round, waiters] : parked) answer(*round, std::move(waiters));
   if (worker_.joinable()) worker_.join();
   if (housekeeper_.joinable()) housekeeper_.join();
   idle_cv_.notify_all();
@@ -337,13 +348,30 @@ std::string Service::route_label(const ApiRequest& request) {
   return "other";
 }
 
-ApiResponse Service::handle(const ApiRequest& request) {
+void Service::handle_async(const ApiRequest& request, Responder respond) {
   const auto start = Clock::now();
-  const std::string route = route_label(request);
+  std::string route = route_label(request);
   if (options_.on_request) options_.on_request(request);
-  ApiResponse response;
+  // Metrics and the log line are written when the answer goes out (for a parked request,
+  // when its round is released), then the answer is handed to the caller.
+  auto finish = [this, start, route, method = request.method.substr(0, 16), path = request.path.substr(0, 200),
+                 respond = std::move(respond)](ApiResponse response) {
+    const double elapsed = seconds_since(start);
+    metrics_.record_request(route, response.status, elapsed);
+    const auto level = response.status >= 500 ? spdlog::level::err
+                       : response.status >= 400 ? spdlog::level::info
+                                                 : spdlog::level::debug;
+    if (log_->should_log(level)) {
+      log_->log(level, "event=request method={} route={} path={} status={} ms={:.3f}{}", logfmt_value(method), route,
+                logfmt_value(path), response.status, elapsed * 1000.0,
+                response.status >= 400 ? " detail=" + logfmt_value(response.body.substr(0, 300)) : "");
+    }
+    respond(std::move(response));
+  };
+  Responder park = std::move(finish);
+  std::optional<ApiResponse> response;
   try {
-    response = dispatch(request, route);
+    response = dispatch(request, route, &park);
   } catch (const ApiError& e) {
     response = error_response(e.status(), e.what());
   } catch (const InputError& e) {
@@ -354,18 +382,14 @@ ApiResponse Service::handle(const ApiRequest& request) {
     log_->error("event=internal_error route={} error={}", route, logfmt_value(e.what()));
     response = error_response(500, std::string("internal error: ") + e.what());
   }
-  const double elapsed = seconds_since(start);
-  metrics_.record_request(route, response.status, elapsed);
-  const auto level = response.status >= 500 ? spdlog::level::err
-                     : response.status >= 400 ? spdlog::level::info
-                                               : spdlog::level::debug;
-  if (log_->should_log(level)) {
-    log_->log(level, "event=request method={} route={} path={} status={} ms={:.3f}{}",
-              logfmt_value(request.method.substr(0, 16)), route, logfmt_value(request.path.substr(0, 200)),
-              response.status, elapsed * 1000.0,
-              response.status >= 400 ? " detail=" + logfmt_value(response.body.substr(0, 300)) : "");
-  }
-  return response;
+  if (response) park(std::move(*response));  // else parked: `park` answers later
+}
+
+ApiResponse Service::handle(const ApiRequest& request) {
+  std::promise<ApiResponse> answered;
+  std::future<ApiResponse> answer = answered.get_future();
+  handle_async(request, [&answered](ApiResponse response) { answered.set_value(std::move(response)); });
+  return answer.get();
 }
 
 void Service::record_rejected(const ApiRequest& request, int status) {
@@ -374,7 +398,7 @@ void Service::record_rejected(const ApiRequest& request, int status) {
              logfmt_value(request.method.substr(0, 16)), route_label(request), status);
 }
 
-ApiResponse Service::dispatch(const ApiRequest& request, const std::string& route) {
+std::optional<ApiResponse> Service::dispatch(const ApiRequest& request, const std::string& route, Responder* park) {
   auto require = [&](const char* method) {
     if (request.method != method) {
       throw ApiError(405, fmt::format("method {} not allowed on {}; use {}", request.method.substr(0, 16), route, method));
@@ -387,6 +411,7 @@ ApiResponse Service::dispatch(const ApiRequest& request, const std::string& rout
   };
   if (route == "/") {
     require("GET");
+    authorize_listing(request);
     return ApiResponse{200, "text/html; charset=utf-8", web_page_html(jobs_json())};
   }
   if (route == "/healthz") {
@@ -395,6 +420,7 @@ ApiResponse Service::dispatch(const ApiRequest& request, const std::string& rout
   }
   if (route == "/info") {
     require("GET");
+    authorize_listing(request);
     return info();
   }
   if (route == "/metrics") {
@@ -403,6 +429,7 @@ ApiResponse Service::dispatch(const ApiRequest& request, const std::string& rout
   }
   if (route == "/api/jobs") {
     require("GET");
+    authorize_listing(request);
     return json_response(200, jobs_json());
   }
   if (route == "/register_job") {
@@ -419,7 +446,7 @@ ApiResponse Service::dispatch(const ApiRequest& request, const std::string& rout
   }
   if (route == "/schedule/{job_id}") {
     require("GET");
-    return schedule(request, job_id("/schedule/"));
+    return schedule(request, job_id("/schedule/"), park);
   }
   if (route == "/result/{job_id}") {
     require("POST");
@@ -440,6 +467,14 @@ void Service::authorize(const ApiRequest& request, bool straggler_route) const {
   const bool ok = header.size() > kBearer.size() && header.compare(0, kBearer.size(), kBearer) == 0 &&
                   same_secret(std::string_view(header).substr(kBearer.size()), options_.token);
   if (!ok) throw ApiError(401, "this route needs 'Authorization: Bearer <token>' with the server's token");
+}
+
+// With --token-scope straggler the protocol's routes are open, so a job id is all it takes to
+// act for a job's ranks: the routes that list ids then need the token. With the default
+// scope every state change needs the token, and an id alone grants nothing: lists stay open
+// (the web page reads them).
+void Service::authorize_listing(const ApiRequest& request) const {
+  if (options_.token_scope == TokenScope::kStragglerOnly) authorize(request, true);
 }
 
 Service::JobPtr Service::find_job(const std::string& job_id) const {
@@ -534,7 +569,7 @@ ApiResponse Service::register_rank(const ApiRequest& request, const std::string&
   return json_response(200, nullptr);
 }
 
-void Service::release_round(Job& job) {
+Service::Release Service::release_round(Job& job) {
   std::optional<ApiError> release_error;
   try {
     const JobView view{job.info, job.ranks};
@@ -572,11 +607,19 @@ void Service::release_round(Job& job) {
     log_->error("event=persist_failed job_id={} what=round error={}", logfmt_value(job.info.job_id),
                 logfmt_value(e.what()));
   }
-  const std::shared_ptr<Round> done = std::exchange(job.round, std::make_shared<Round>());
-  done->finish(release_error ? nullptr : job.deployment, std::move(release_error));
+  std::shared_ptr<Round> done = std::exchange(job.round, std::make_shared<Round>());
+  std::vector<Waiter> waiters = done->finish(release_error ? nullptr : job.deployment, std::move(release_error));
+  return {std::move(done), std::move(waiters)};
 }
 
-ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_id) {
+void Service::answer(const Round& round, std::vector<Waiter> waiters) {
+  for (Waiter& waiter : waiters) {
+    waiter.respond(round.error ? error_response(round.error->status(), round.error->what())
+                               : ApiResponse{200, "application/json", round.deployment->schedule_body(waiter.info)});
+  }
+}
+
+std::optional<ApiResponse> Service::schedule(const ApiRequest& request, const std::string& job_id, Responder* park) {
   // A GET, yet it moves the barrier and the persisted round count: a state change.
   authorize(request, false);
   const JobPtr job = find_job(job_id);
@@ -584,6 +627,7 @@ ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_
   std::optional<std::uint64_t> requested_round;
   if (query_value(request, "round")) requested_round = query_int(request, "round", 0, 2147483647);
   std::unique_lock lock(job->mutex);
+  if (job->removed) throw ApiError(404, fmt::format("job {} expired or was removed", job_id));
   const auto me = job->ranks.find(rank);
   if (me == job->ranks.end()) {
     throw ApiError(409, fmt::format("rank {} has not registered with job {} (POST /register_rank/{{job_id}} first)",
@@ -610,43 +654,92 @@ ApiResponse Service::schedule(const ApiRequest& request, const std::string& job_
     // (a rank process that restarted and counts from 0 again): it joins the current round.
     if (*requested_round > current && job->arrived_count == 0) job->generation = *requested_round;
   }
+  if (shutting_down_) throw ApiError(503, "the server is shutting down");
   if (!job->arrived[static_cast<std::size_t>(rank)]) {
     job->arrived[static_cast<std::size_t>(rank)] = 1;
     if (job->arrived_count++ == 0) job->round_started = Clock::now();
   }
-  if (shutting_down_) throw ApiError(503, "the server is shutting down");
-  const std::shared_ptr<Round> round = job->round;
   const RankInfo info = me->second;
-  if (job->arrived_count == job->info.world_size) {
-    release_round(*job);
-    lock.unlock();
-  } else {
-    lock.unlock();
-    const auto status = round->released.wait_for(std::chrono::duration<double>(options_.barrier_timeout_s));
-    if (status != std::future_status::ready) {
-      lock.lock();
-      if (!round->finished) {
-        std::string missing;
-        int listed = 0;
-        for (int r = 0; r < job->info.world_size && listed < 16; ++r) {
-          if (!job->arrived[static_cast<std::size_t>(r)]) {
-            missing += (listed++ ? ", " : "") + std::to_string(r);
-          }
-        }
-        const int waiting_for = job->info.world_size - job->arrived_count;
-        throw ApiError(408, fmt::format("schedule barrier of job {} timed out after {} s: {} rank(s) have not asked "
-                                        "for this round ({}{})",
-                                        job_id, options_.barrier_timeout_s, waiting_for, missing,
-                                        waiting_for > listed ? ", ..." : ""));
-      }
-      lock.unlock();
+  if (job->arrived_count < job->info.world_size) {
+    // Parked until the round is released; a rank that asks twice in one round (its first
+    // connection lost) is answered on both.
+    Waiter waiter{rank, info, std::move(*park), std::nullopt};
+    if (options_.barrier_timeout_s > 0) {
+      waiter.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options_.barrier_timeout_s));
+      watch_barrier_deadline(*waiter.deadline, job);
+    }
+    job->round->waiters.push_back(std::move(waiter));
+    return std::nullopt;
+  }
+  auto [round, waiters] = release_round(*job);
+  lock.unlock();
+  // Every other rank of the round is answered from here, without the job's lock.
+  answer(*round, std::move(waiters));
+  if (round->error) throw *round->error;
+  return ApiResponse{200, "application/json", round->deployment->schedule_body(info)};
+}
+
+void Service::watch_barrier_deadline(Clock::time_point deadline, const JobPtr& job) {
+  std::lock_guard lock(work_mutex_);
+  const bool earliest = barrier_deadlines_.empty() || deadline < barrier_deadlines_.begin()->first;
+  barrier_deadlines_.emplace(deadline, job);
+  if (earliest) housekeeping_cv_.notify_all();
+}
+
+void Service::expire_barrier_waits() {
+  std::vector<std::weak_ptr<Job>> due;
+  {
+    std::lock_guard lock(work_mutex_);
+    const auto now = Clock::now();
+    while (!barrier_deadlines_.empty() && barrier_deadlines_.begin()->first <= now) {
+      due.push_back(barrier_deadlines_.begin()->second);
+      barrier_deadlines_.erase(barrier_deadlines_.begin());
     }
   }
-  // Released (the outcome was written before the future became ready). The answer is built
-  // without the job's lock: every rank of a round wakes at once.
-  if (round->error) throw *round->error;
-  const std::shared_ptr<const Deployment>& deployment = round->deployment;
-  return ApiResponse{200, "application/json", deployment->schedule_body(info)};
+  for (const std::weak_ptr<Job>& weak : due) {
+    const JobPtr job = weak.lock();
+    if (!job) continue;
+    std::vector<std::pair<Waiter, ApiError>> expired;
+    {
+      std::lock_guard lock(job->mutex);
+      auto& waiters = job->round->waiters;
+      const auto now = Clock::now();
+      const auto past = [&](const Waiter& w) { return w.deadline && *w.deadline <= now; };
+      if (std::none_of(waiters.begin(), waiters.end(), past)) continue;
+      const ApiError error = barrier_timeout_error(*job);  // names the ranks that never came
+      // A rank that gave up is no longer counted: the round waits for it to ask again rather
+      // than being released without it.
+      for (const Waiter& w : waiters) {
+        if (!past(w) || !job->arrived[static_cast<std::size_t>(w.rank)]) continue;
+        job->arrived[static_cast<std::size_t>(w.rank)] = 0;
+        --job->arrived_count;
+      }
+      for (auto it = waiters.begin(); it != waiters.end();) {
+        if (!past(*it)) {
+          ++it;
+          continue;
+        }
+        expired.emplace_back(std::move(*it), error);
+        it = waiters.erase(it);
+      }
+    }
+    for (auto& [waiter, error] : expired) waiter.respond(error_response(error.status(), error.what()));
+  }
+}
+
+// job.mutex held.
+ApiError Service::barrier_timeout_error(const Job& job) const {
+  std::string missing;
+  int listed = 0;
+  for (int r = 0; r < job.info.world_size && listed < 16; ++r) {
+    if (!job.arrived[static_cast<std::size_t>(r)]) missing += (listed++ ? ", " : "") + std::to_string(r);
+  }
+  const int waiting_for = job.info.world_size - job.arrived_count;
+  return ApiError(408, fmt::format("schedule barrier of job {} timed out after {} s: {} rank(s) have not asked for "
+                                   "this round ({}{}); ask again to rejoin it",
+                                   job.info.job_id, options_.barrier_timeout_s, waiting_for, missing,
+                                   waiting_for > listed ? ", ..." : ""));
 }
 
 ApiResponse Service::result(const ApiRequest& request, const std::string& job_id) {
@@ -829,7 +922,7 @@ ApiResponse Service::info() const {
   if (!options_.token.empty()) {
     auth = options_.token_scope == TokenScope::kAllChanges
                ? json::array({"/register_job", "/register_rank", "/schedule", "/result", "/profile", "/straggler"})
-               : json::array({"/straggler"});
+               : json::array({"/straggler", "/", "/api/jobs", "/info"});
   }
   json layout = options_.scheduler.layout ? to_json(*options_.scheduler.layout) : json(nullptr);
   return json_response(200, {{"server", "perseus"},
@@ -1178,9 +1271,13 @@ std::size_t Service::expire_idle_jobs() {
   }
   for (const JobPtr& job : expired) {
     {
-      std::lock_guard lock(job->mutex);
+      std::unique_lock lock(job->mutex);
       job->removed = true;
-      job->round->finish(nullptr, ApiError(404, fmt::format("job {} expired or was removed", job->info.job_id)));
+      std::vector<Waiter> waiters =
+          job->round->finish(nullptr, ApiError(404, fmt::format("job {} expired or was removed", job->info.job_id)));
+      const std::shared_ptr<Round> round = job->round;
+      lock.unlock();
+      answer(*round, std::move(waiters));
     }
     try {
       store_.delete_job(job->info.job_id);
@@ -1194,11 +1291,24 @@ std::size_t Service::expire_idle_jobs() {
 }
 
 void Service::housekeeping_loop() {
+  const auto interval =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.housekeeping_interval_s));
+  auto next_housekeeping = Clock::now() + interval;
   std::unique_lock lock(work_mutex_);
   while (!stopping_) {
-    housekeeping_cv_.wait_for(lock, std::chrono::duration<double>(options_.housekeeping_interval_s));
+    // Also wakes for the earliest barrier deadline (watch_barrier_deadline notifies when it
+    // moves earlier).
+    auto wake = next_housekeeping;
+    if (!barrier_deadlines_.empty()) wake = std::min(wake, barrier_deadlines_.begin()->first);
+    housekeeping_cv_.wait_until(lock, wake);
     if (stopping_) break;
     lock.unlock();
+    expire_barrier_waits();
+    if (Clock::now() < next_housekeeping) {
+      lock.lock();
+      continue;
+    }
+    next_housekeeping = Clock::now() + interval;
     expire_idle_jobs();
     // Activity is kept in memory per request and written here, not on every request.
     std::vector<std::pair<std::string, double>> changed;

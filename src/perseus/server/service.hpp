@@ -16,6 +16,8 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +68,7 @@ struct ServiceOptions {
   std::string token;  // empty: no authentication
   TokenScope token_scope = TokenScope::kAllChanges;
   double max_job_idle_s = 7 * 24 * 3600.0;
-  double barrier_timeout_s = 600.0;
+  double barrier_timeout_s = 0.0;  // 0: a parked rank waits as long as it takes (as in zeus)
   double housekeeping_interval_s = 30.0;
   bool dump_data = false;
   std::string dump_dir = "dump";
@@ -86,7 +88,14 @@ class Service {
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
-  // Answers one request; never throws. Records metrics and logs it.
+  // Answers a request by calling `respond` exactly once, from this thread or another: every
+  // route answers at once but GET /schedule, which is parked until its round is released
+  // (called then from the thread that released it), its wait passes --barrier-timeout (from
+  // the housekeeping thread), or the job or the server goes away. Never throws; `respond`
+  // must not throw either. Records metrics and logs the request when it is answered.
+  using Responder = std::function<void(ApiResponse)>;
+  void handle_async(const ApiRequest& request, Responder respond);
+  // handle_async, waiting for the answer (tests and in-process callers).
   ApiResponse handle(const ApiRequest& request);
 
   // Counts a request the HTTP layer refused before routing (oversized, malformed).
@@ -107,18 +116,22 @@ class Service {
 
  private:
   struct Job;
+  struct Waiter;
   struct Round;
   struct ComputeTask;
   using JobPtr = std::shared_ptr<Job>;
+  using Release = std::pair<std::shared_ptr<Round>, std::vector<Waiter>>;
 
-  ApiResponse dispatch(const ApiRequest& request, const std::string& route);
+  // nullopt: the request was parked (*park taken over) and is answered later.
+  std::optional<ApiResponse> dispatch(const ApiRequest& request, const std::string& route, Responder* park);
   void authorize(const ApiRequest& request, bool straggler_route) const;
+  void authorize_listing(const ApiRequest& request) const;  // routes that list job ids
   JobPtr find_job(const std::string& job_id) const;
   double now() const;
 
   ApiResponse register_job(const ApiRequest& request);
   ApiResponse register_rank(const ApiRequest& request, const std::string& job_id);
-  ApiResponse schedule(const ApiRequest& request, const std::string& job_id);
+  std::optional<ApiResponse> schedule(const ApiRequest& request, const std::string& job_id, Responder* park);
   ApiResponse result(const ApiRequest& request, const std::string& job_id);
   ApiResponse profile(const ApiRequest& request, const std::string& job_id);
   ApiResponse straggler(const ApiRequest& request);
@@ -130,7 +143,11 @@ class Service {
   nlohmann::json state_json(const Job& job) const;  // job.mutex held
   void persist_state(Job& job);                    // job.mutex held; logs failures
   void start_computation(const JobPtr& job, FrontierInputs inputs, std::optional<EnergyProblem> problem);
-  void release_round(Job& job);  // job.mutex held
+  Release release_round(Job& job);  // job.mutex held; answer() the waiters after releasing it
+  void answer(const Round& round, std::vector<Waiter> waiters);  // a finished round
+  void watch_barrier_deadline(std::chrono::steady_clock::time_point deadline, const JobPtr& job);
+  void expire_barrier_waits();
+  ApiError barrier_timeout_error(const Job& job) const;  // job.mutex held
   void recover();
   void worker_loop();
   void housekeeping_loop();
@@ -151,6 +168,8 @@ class Service {
   std::condition_variable housekeeping_cv_;
   std::condition_variable idle_cv_;
   std::deque<std::unique_ptr<ComputeTask>> queue_;
+  // When parked ranks' waits end (--barrier-timeout), for the housekeeping thread.
+  std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<Job>> barrier_deadlines_;
   bool computing_ = false;
   bool stopping_ = false;  // guarded by work_mutex_
   std::atomic<bool> shutting_down_{false};  // read by barrier waiters without work_mutex_
