@@ -34,6 +34,7 @@
 #include "perseus/client/server_connection.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
+#include "perseus/protocol/protocol.hpp"
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
@@ -186,7 +187,7 @@ std::string bench_result(int rank, int microbatches) {
                       {"backward", {std::vector<double>(static_cast<std::size_t>(microbatches), 0.0991)}}};
   r.energy_breakdown = {{"forward", {std::vector<double>(static_cast<std::size_t>(microbatches), 24.15)}},
                         {"backward", {std::vector<double>(static_cast<std::size_t>(microbatches), 45.97)}}};
-  return server::to_json(r).dump();
+  return protocol::to_json(r).dump();
 }
 
 RunFigures run_once(const Args& args, const std::string& profile_csv, int run_index) {
@@ -272,7 +273,7 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
         client::ServerConnection connection(client::ConnectionOptions{url, "", 30.0, 300.0, 10.0});
         connection.register_rank(id, client::RankInfo{rank, rank / args.stages, rank % args.stages, 0, clocks});
         const std::string body = bench_result(rank, args.microbatches);
-        client::ProfilingResult result = server::parse_profiling_result(json::parse(body));
+        client::ProfilingResult result = protocol::parse_profiling_result(json::parse(body));
         for (int k = 0; k < rounds; ++k) {
           round_barrier.arrive_and_wait();  // every rank starts the round together, as after an all-reduce
           sent[g][k] = seconds();
