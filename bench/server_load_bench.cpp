@@ -46,6 +46,7 @@
 #include "perseus/client/server_connection.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
+#include "perseus/protocol/protocol.hpp"
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
@@ -207,7 +208,7 @@ std::string bench_result(int rank, int microbatches) {
                       {"backward", {std::vector<double>(static_cast<std::size_t>(microbatches), 0.0991)}}};
   r.energy_breakdown = {{"forward", {std::vector<double>(static_cast<std::size_t>(microbatches), 24.15)}},
                         {"backward", {std::vector<double>(static_cast<std::size_t>(microbatches), 45.97)}}};
-  return server::to_json(r).dump();
+  return protocol::to_json(r).dump();
 }
 
 // The ranks as one event loop (Boost.Asio): every rank a keep-alive connection and a state

@@ -1,4 +1,4 @@
-#include "perseus/server/protocol.hpp"
+#include "perseus/protocol/protocol.hpp"
 
 #include <cstdlib>
 #include <ctime>
@@ -221,6 +221,14 @@ TEST(Protocol, FrequencyScheduleFieldNames) {
   const json schedule = frequency_schedule_json(3, {{"forward", 1410}, {"backward", 1350}});
   EXPECT_EQ(schedule.dump(), R"({"frequencies":[["forward",1410],["backward",1350]],"rank":3})");
   EXPECT_EQ(error_response(404, "unknown job id 'x'").body, R"({"detail":"unknown job id 'x'"})");
+}
+
+TEST(Protocol, TheClientReadsBackTheDetailOfTheServersErrorBody) {
+  EXPECT_EQ(protocol::error_detail(error_response(409, "rank 3 is already registered").body),
+            "rank 3 is already registered");
+  EXPECT_EQ(protocol::error_detail(R"({"detail":[1,2]})"), "[1,2]");
+  EXPECT_EQ(protocol::error_detail("Bad Gateway"), "Bad Gateway");  // not an error body: as it is
+  EXPECT_EQ(protocol::error_detail(std::string(600, 'x')).size(), 500u);
 }
 
 TEST(Protocol, StageInstructionNamesFollowTheSchedule) {

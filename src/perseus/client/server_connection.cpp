@@ -8,7 +8,7 @@
 #include <httplib.h>
 
 #include "perseus/model/errors.hpp"
-#include "perseus/server/api.hpp"
+#include "perseus/protocol/api_error.hpp"
 
 namespace perseus::client {
 namespace {
@@ -32,15 +32,6 @@ void check_url(const std::string& url) {
       throw InputError(fmt::format("server URL '{}': the host part holds '{}'", url, c));
     }
   }
-}
-
-std::string detail_of(const std::string& body) {
-  const json parsed = json::parse(body, nullptr, false);
-  if (parsed.is_object() && parsed.contains("detail")) {
-    const json& detail = parsed.at("detail");
-    return detail.is_string() ? detail.get<std::string>() : detail.dump();
-  }
-  return body.substr(0, 500);
 }
 
 json parse_answer(const std::string& body, const std::string& what) {
@@ -106,11 +97,11 @@ ServerConnection::Answer ServerConnection::request(const char* method, const std
     if (!result) {
       failure = httplib::to_string(result.error());
     } else if (result->status == 502 || result->status == 503 || result->status == 504) {
-      failure = fmt::format("HTTP {}: {}", result->status, detail_of(result->body));
+      failure = fmt::format("HTTP {}: {}", result->status, protocol::error_detail(result->body));
     } else if (result->status >= 200 && result->status < 300) {
       return Answer{result->status, std::move(result->body)};
     } else {
-      const std::string detail = detail_of(result->body);
+      const std::string detail = protocol::error_detail(result->body);
       throw ServerError(result->status, detail,
                         fmt::format("{} {}{}: HTTP {}: {}", method, options_.url, path, result->status, detail));
     }
@@ -126,7 +117,7 @@ ServerConnection::Answer ServerConnection::request(const char* method, const std
 }
 
 std::string ServerConnection::register_job(const JobInfo& info) {
-  const Answer answer = request("POST", "/register_job", server::to_json(info).dump(), "application/json");
+  const Answer answer = request("POST", "/register_job", protocol::to_json(info).dump(), "application/json");
   const json id = parse_answer(answer.body, "POST /register_job");
   if (!id.is_string() || id.get<std::string>().empty()) {
     throw ServerError(answer.status, "not a job id",
@@ -136,7 +127,7 @@ std::string ServerConnection::register_job(const JobInfo& info) {
 }
 
 void ServerConnection::register_rank(const std::string& job_id, const RankInfo& info) {
-  request("POST", "/register_rank/" + encode_path_segment(job_id), server::to_json(info).dump(), "application/json");
+  request("POST", "/register_rank/" + encode_path_segment(job_id), protocol::to_json(info).dump(), "application/json");
 }
 
 StageFrequencies ServerConnection::get_schedule(const std::string& job_id, int rank, std::optional<std::uint64_t> round) {
@@ -144,14 +135,14 @@ StageFrequencies ServerConnection::get_schedule(const std::string& job_id, int r
   if (round) path += fmt::format("&round={}", *round);
   const Answer answer = request("GET", path, "", nullptr);
   try {
-    return server::parse_frequency_schedule(parse_answer(answer.body, "GET " + path), rank);
-  } catch (const server::ApiError& e) {
+    return protocol::parse_frequency_schedule(parse_answer(answer.body, "GET " + path), rank);
+  } catch (const protocol::ApiError& e) {
     throw ServerError(answer.status, e.what(), fmt::format("GET {}: a malformed schedule: {}", path, e.what()));
   }
 }
 
 void ServerConnection::post_result(const std::string& job_id, const ProfilingResult& result) {
-  request("POST", "/result/" + encode_path_segment(job_id), server::to_json(result).dump(), "application/json");
+  request("POST", "/result/" + encode_path_segment(job_id), protocol::to_json(result).dump(), "application/json");
 }
 
 nlohmann::json ServerConnection::upload_profile(const std::string& job_id, const std::string& csv, double p_blocking,
@@ -171,7 +162,7 @@ nlohmann::json ServerConnection::upload_profile(const std::string& job_id, const
 }
 
 nlohmann::json ServerConnection::announce_straggler(const StragglerNotice& notice) {
-  const Answer answer = request("POST", "/straggler", server::to_json(notice).dump(), "application/json");
+  const Answer answer = request("POST", "/straggler", protocol::to_json(notice).dump(), "application/json");
   return parse_answer(answer.body, "POST /straggler");
 }
 

@@ -17,7 +17,7 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/model/frequencies.hpp"
-#include "perseus/server/protocol.hpp"
+#include "perseus/protocol/protocol.hpp"
 
 namespace httplib {
 class Client;
@@ -25,11 +25,11 @@ class Client;
 
 namespace perseus::client {
 
-using server::JobInfo;
-using server::PipelineLayout;
-using server::ProfilingResult;
-using server::RankInfo;
-using server::StragglerNotice;
+using protocol::JobInfo;
+using protocol::PipelineLayout;
+using protocol::ProfilingResult;
+using protocol::RankInfo;
+using protocol::StragglerNotice;
 
 // The server refused a request (status >= 400, `detail` its explanation), answered
 // something that is not the protocol (status 200..299, detail says what), or could not be

@@ -21,6 +21,7 @@
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
+#include "perseus/protocol/protocol.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
 #include "perseus/solver/solve.hpp"
@@ -164,7 +165,7 @@ std::optional<client::PipelineLayout> layout_from(const std::optional<std::strin
 }
 
 client::ProfilingResult result_from(const py::dict& d) {
-  return server::parse_profiling_result(from_python(d));
+  return protocol::parse_profiling_result(from_python(d));
 }
 
 }  // namespace
@@ -197,7 +198,7 @@ PYBIND11_MODULE(_perseus, m) {
       PyErr_SetString(solve_error.ptr(), e.what());
     } catch (const GpuError& e) {
       PyErr_SetString(gpu_error.ptr(), e.what());
-    } catch (const server::ApiError& e) {
+    } catch (const protocol::ApiError& e) {
       PyErr_SetString(input_error.ptr(), e.what());
     }
   });
@@ -568,7 +569,7 @@ PYBIND11_MODULE(_perseus, m) {
              d["energy_error"] = s.energy_error;
              return d;
            })
-      .def("pending_result", [](const client::PerseusClient& c) { return to_python(server::to_json(c.pending_result())); })
+      .def("pending_result", [](const client::PerseusClient& c) { return to_python(protocol::to_json(c.pending_result())); })
       .def("close", &client::PerseusClient::close, GilRelease());
 
   // ---- the server, in this process ----

@@ -3,13 +3,34 @@
 #pragma once
 
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/protocol/api_error.hpp"
+#include "perseus/protocol/protocol.hpp"
+
 namespace perseus::server {
+
+// The server speaks the protocol throughout: its messages and errors under the server's names.
+using protocol::ApiError;
+using protocol::frequency_schedule_json;
+using protocol::JobInfo;
+using protocol::make_job_id;
+using protocol::parse_frequency_schedule;
+using protocol::parse_job_info;
+using protocol::parse_json_object;
+using protocol::parse_layout;
+using protocol::parse_profiling_result;
+using protocol::parse_rank_info;
+using protocol::parse_straggler_notice;
+using protocol::PipelineLayout;
+using protocol::ProfilingResult;
+using protocol::RankInfo;
+using protocol::stage_instruction_names;
+using protocol::StragglerNotice;
+using protocol::to_json;
 
 struct ApiRequest {
   std::string method;  // "GET", "POST", ...
@@ -23,16 +44,6 @@ struct ApiResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-};
-
-// A request the server refuses: answered with `status` and {"detail": what()}.
-class ApiError : public std::runtime_error {
- public:
-  ApiError(int status, const std::string& detail) : std::runtime_error(detail), status_(status) {}
-  int status() const { return status_; }
-
- private:
-  int status_;
 };
 
 ApiResponse json_response(int status, const nlohmann::json& body);

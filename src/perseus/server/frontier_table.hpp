@@ -18,7 +18,7 @@
 #include "perseus/model/errors.hpp"
 #include "perseus/model/frequencies.hpp"
 #include "perseus/plan/plan_files.hpp"
-#include "perseus/server/protocol.hpp"
+#include "perseus/server/api.hpp"
 #include "perseus/solver/problem.hpp"
 
 namespace perseus::server {

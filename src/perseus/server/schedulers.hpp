@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,8 +16,8 @@
 #include "perseus/model/frequencies.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
+#include "perseus/server/api.hpp"
 #include "perseus/server/frontier_table.hpp"
-#include "perseus/server/protocol.hpp"
 
 namespace perseus::server {
 
@@ -52,7 +51,6 @@ struct JobView {
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
-  virtual std::string_view phase() const = 0;  // "point", "waiting", "profiling", "frontier"
   // Called when every rank has asked for a schedule. Throws ApiError when it cannot serve.
   virtual Deployment next_round(const JobView& job, double now) = 0;
   // Returns true when the result changed state worth persisting.
@@ -67,7 +65,6 @@ std::vector<int> common_frequencies(const JobView& job);
 class PointSolutionScheduler final : public Scheduler {
  public:
   explicit PointSolutionScheduler(PipelineFrequencies plan);
-  std::string_view phase() const override { return "point"; }
   Deployment next_round(const JobView& job, double now) override;
 
  private:
@@ -79,7 +76,6 @@ class MaxFrequencyScheduler final : public Scheduler {
  public:
   // `layout` may be unknown yet: rounds then fail with 409 saying how to give it.
   MaxFrequencyScheduler(std::optional<PipelineLayout> layout, std::string label);
-  std::string_view phase() const override { return "waiting"; }
   Deployment next_round(const JobView& job, double now) override;
 
  private:
@@ -98,7 +94,6 @@ class InVivoProfilingScheduler final : public Scheduler {
  public:
   // `saved` is a previous state() or null for a fresh start.
   InVivoProfilingScheduler(PipelineLayout layout, ProfilingSettings settings, const nlohmann::json& saved);
-  std::string_view phase() const override { return "profiling"; }
   Deployment next_round(const JobView& job, double now) override;
   bool on_result(const JobView& job, const ProfilingResult& result) override;
   nlohmann::json state() const override;
@@ -162,7 +157,6 @@ struct StragglerDecision {
 class FrontierScheduler final : public Scheduler {
  public:
   FrontierScheduler(std::shared_ptr<const FrontierTable> table, std::vector<StragglerState> stragglers);
-  std::string_view phase() const override { return "frontier"; }
   Deployment next_round(const JobView& job, double now) override;
   nlohmann::json state() const override;
 

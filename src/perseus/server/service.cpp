@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "perseus/model/errors.hpp"
-#include "perseus/plan/frontier_io.hpp"
+#include "perseus/server/job.hpp"
 #include "perseus/server/web_page.hpp"
 
 namespace perseus::server {
@@ -97,131 +97,7 @@ JobInfo job_info_from_store(const json& stored) {
   return info;
 }
 
-json plan_json(const PipelineFrequencies& plan) {
-  json stages = json::array();
-  for (const auto& stage : plan) {
-    json list = json::array();
-    for (const auto& [name, mhz] : stage) list.push_back(json::array({name, mhz}));
-    stages.push_back(std::move(list));
-  }
-  return stages;
-}
-
-PipelineFrequencies plan_from_json(const json& stages) {
-  PipelineFrequencies plan;
-  for (const auto& stage : stages) {
-    auto& list = plan.emplace_back();
-    for (const auto& entry : stage) list.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<int>());
-  }
-  return plan;
-}
-
-void check_keys(const json& args, const std::string& scheduler, std::initializer_list<const char*> allowed) {
-  for (const auto& [key, value] : args.items()) {
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
-      std::string names;
-      for (const char* a : allowed) names += std::string(names.empty() ? "" : ", ") + a;
-      throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: unknown key '{}' for {} (known: {})", key, scheduler, names));
-    }
-  }
-}
-
-double positive_arg(const json& args, const char* key) {
-  const json& value = args.at(key);
-  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
-    throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: '{}' must be a positive number, got {}", key, value.dump()));
-  }
-  return value.get<double>();
-}
-
 }  // namespace
-
-SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::json& args) {
-  if (!args.is_object()) throw InputError("ZEUS_PFO_SCHEDULER_ARGS: expected a JSON object, got " + args.dump());
-  SchedulerConfig config;
-  config.name = name;
-  auto layout_from_args = [&] {
-    if (!args.contains("microbatches")) {
-      if (args.contains("schedule") || args.contains("chunks")) {
-        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'schedule' and 'chunks' need 'microbatches'");
-      }
-      return;
-    }
-    try {
-      config.layout = parse_layout(args, "ZEUS_PFO_SCHEDULER_ARGS");
-    } catch (const ApiError& e) {
-      throw InputError(e.what());
-    }
-  };
-  if (name == "PointSolution") {
-    check_keys(args, name, {"solution_path", "plan", "deadline_s"});
-    if (!args.contains("solution_path") || !args.at("solution_path").is_string()) {
-      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: PointSolution needs {\"solution_path\": \"freqs_pipeline_%05d.py\"} "
-                       "or {\"solution_path\": \"FRONTIER_DIR\", \"plan\": ROW or \"deadline_s\": S}");
-    }
-    config.point_plan_path = args.at("solution_path").get<std::string>();
-    if (std::filesystem::is_directory(config.point_plan_path)) {
-      // A `perseus optimize` directory: one plan of its store, by row or by deadline.
-      const FrontierIndex index = read_frontier_directory(config.point_plan_path);
-      std::optional<std::size_t> row;
-      if (args.contains("plan") == args.contains("deadline_s")) {
-        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: with a frontier directory, give one of \"plan\" (the row of "
-                         "frontier.csv, 0: fastest) and \"deadline_s\"");
-      }
-      if (args.contains("plan")) {
-        const json& plan = args.at("plan");
-        if (!plan.is_number_unsigned() || plan.get<std::size_t>() >= index.entries.size()) {
-          throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: 'plan' must be a row of {}'s frontier.csv, 0..{}",
-                                       config.point_plan_path, index.entries.size() - 1));
-        }
-        row = plan.get<std::size_t>();
-      } else {
-        row = require_entry(index, positive_arg(args, "deadline_s"));
-      }
-      config.point_plan = index.frequencies(*row);
-      config.point_plan_path = index.plan_name(*row);
-    } else {
-      if (args.contains("plan") || args.contains("deadline_s")) {
-        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'plan' and 'deadline_s' need a frontier directory as solution_path");
-      }
-      config.point_plan = read_freqs_pipeline(config.point_plan_path);  // parsed as data, never evaluated
-    }
-  } else if (name == "InVivoProfiling") {
-    check_keys(args, name,
-               {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "max_energy_rises",
-                "iterations_per_frequency"});
-    if (!args.contains("p_blocking")) {
-      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: InVivoProfiling needs \"p_blocking\" (W; A100 83.64, A40 70.38)");
-    }
-    config.p_blocking = positive_arg(args, "p_blocking");
-    if (args.contains("unit_time")) config.unit_time = positive_arg(args, "unit_time");
-    if (args.contains("max_energy_rises")) {
-      const json& rises = args.at("max_energy_rises");
-      if (!rises.is_number_integer() || rises.get<long long>() < 0 || rises.get<long long>() > 1000) {
-        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'max_energy_rises' must be an integer in [0, 1000]");
-      }
-      config.profiling.max_energy_rises = rises.get<int>();
-    }
-    if (args.contains("iterations_per_frequency")) {
-      const json& n = args.at("iterations_per_frequency");
-      if (!n.is_number_integer() || n.get<long long>() < 1 || n.get<long long>() > 1000) {
-        throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'iterations_per_frequency' must be an integer in [1, 1000]");
-      }
-      config.profiling.iterations_per_frequency = n.get<int>();
-    }
-    layout_from_args();
-  } else if (name == "Frontier") {
-    check_keys(args, name, {"p_blocking", "unit_time", "schedule", "microbatches", "chunks"});
-    if (args.contains("p_blocking")) config.p_blocking = positive_arg(args, "p_blocking");
-    if (args.contains("unit_time")) config.unit_time = positive_arg(args, "unit_time");
-    layout_from_args();
-  } else {
-    throw InputError(fmt::format("ZEUS_PFO_SCHEDULER: unknown scheduler '{}' (known: PointSolution, "
-                                 "InVivoProfiling, Frontier)",
-                                 name));
-  }
-  return config;
-}
 
 // A rank parked at the barrier: its request is answered when the round is released, when
 // its wait exceeds --barrier-timeout, or when the job or the server goes away. No thread
@@ -262,15 +138,7 @@ struct Service::Job {
 
   std::mutex mutex;  // everything below
   std::map<int, RankInfo> ranks;
-  std::optional<PipelineLayout> layout;
-  std::string phase;  // point, waiting, profiling, computing, frontier, failed
-  std::string error;
-  std::string profiling_stop_reason;
-  std::unique_ptr<Scheduler> scheduler;
-  std::uint64_t profile_version = 0;  // bumps with every profile; older computations are dropped
-  int compute_attempts = 0;  // computations of this profile started and not finished, persisted
-  double frontier_seconds = 0.0;
-  std::vector<std::string> warnings;
+  JobLifecycle lifecycle;  // the phase and its scheduler, the layout, the profile's computations
 
   // The schedule barrier: a round is released when every rank has asked.
   std::vector<char> arrived;
@@ -493,26 +361,21 @@ ApiResponse Service::register_job(const ApiRequest& request) {
   const std::optional<PipelineLayout> layout = info.layout ? info.layout : config.layout;
 
   auto job = std::make_shared<Job>();
+  job->lifecycle = JobLifecycle(layout);  // Frontier: waiting for a profile
   if (config.name == "PointSolution") {
     if (static_cast<int>(config.point_plan.size()) != info.pp_degree) {
       throw ApiError(422, fmt::format("JobInfo.pp_degree: the PointSolution plan {} has {} stages, the job {}",
                                       config.point_plan_path, config.point_plan.size(), info.pp_degree));
     }
-    job->phase = "point";
-    job->scheduler = std::make_unique<PointSolutionScheduler>(config.point_plan);
+    job->lifecycle.serve_point(config.point_plan);
   } else if (config.name == "InVivoProfiling") {
     if (!layout) {
       throw ApiError(422, "JobInfo: InVivoProfiling needs the pipeline schedule: send \"microbatches\" (and "
                           "\"schedule\", \"chunks\") in JobInfo or set them in ZEUS_PFO_SCHEDULER_ARGS");
     }
-    job->phase = "profiling";
-    job->scheduler = std::make_unique<InVivoProfilingScheduler>(*layout, config.profiling, json());
-  } else {
-    job->phase = "waiting";
-    job->scheduler = std::make_unique<MaxFrequencyScheduler>(layout, "highest clock, waiting for a profile");
+    job->lifecycle.start_profiling(config.profiling);
   }
   if (layout) stage_instruction_names(*layout, info.pp_degree);  // a layout the schedule rejects fails now
-  job->layout = layout;
   job->scheduler_name = config.name;
   job->arrived.assign(static_cast<std::size_t>(info.world_size), 0);
 
@@ -574,7 +437,7 @@ Service::Release Service::release_round(Job& job) {
   try {
     const JobView view{job.info, job.ranks};
     const std::string previous = job.deployment ? job.deployment->label : "";
-    Deployment deployment = job.scheduler->next_round(view, now());
+    Deployment deployment = job.lifecycle.scheduler().next_round(view, now());
     deployment.prepare();
     job.deployment = std::make_shared<const Deployment>(std::move(deployment));
     if (job.deployment->label != previous) {
@@ -641,7 +504,7 @@ std::optional<ApiResponse> Service::schedule(const ApiRequest& request, const st
     const std::uint64_t current = job->generation;
     if (*requested_round + 1 == current) {
       if (!job->deployment) {  // released before a restart: the scheduler's plan for it
-        Deployment deployment = job->scheduler->next_round(JobView{job->info, job->ranks}, now());
+        Deployment deployment = job->lifecycle.scheduler().next_round(JobView{job->info, job->ranks}, now());
         deployment.prepare();
         job->deployment = std::make_shared<const Deployment>(std::move(deployment));
       }
@@ -758,31 +621,26 @@ ApiResponse Service::result(const ApiRequest& request, const std::string& job_id
   if (options_.dump_data) {
     dump(*job, "results.jsonl", json({{"at", now()}, {"round", job->generation}, {"result", parse_json_object(request.body, "")}}).dump());
   }
-  const bool changed = job->scheduler->on_result(JobView{job->info, job->ranks}, result);
-  auto* profiling = dynamic_cast<InVivoProfilingScheduler*>(job->scheduler.get());
+  const bool changed = job->lifecycle.scheduler().on_result(JobView{job->info, job->ranks}, result);
+  const InVivoProfilingScheduler* profiling = job->lifecycle.profiling();
   if (profiling && profiling->done()) {
-    job->profiling_stop_reason = profiling->stop_reason();
     const std::string source = fmt::format("in-vivo profile of job {}", job_id);
+    const PipelineLayout layout = *job->lifecycle.layout();  // profiling needs one
     std::optional<FrontierInputs> inputs;
     try {
       const Profile measured = profiling->profile(source);
-      inputs = FrontierInputs{profile_to_csv(measured), source, *job->layout, job->info.pp_degree,
+      inputs = FrontierInputs{profile_to_csv(measured), source, layout, job->info.pp_degree,
                               options_.scheduler.p_blocking.value_or(0.0), options_.scheduler.unit_time};
     } catch (const std::exception& e) {
       // What the ranks measured makes no profile: the job fails once, not at every result.
-      job->phase = "failed";
-      job->error = std::string("in-vivo profile unusable: ") + e.what();
-      job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, profiling failed");
+      job->lifecycle.fail(std::string("in-vivo profile unusable: ") + e.what(), "profiling");
       persist_state(*job);
       log_->error("event=profiling_failed job_id={} error={}", logfmt_value(job_id), logfmt_value(e.what()));
       return json_response(200, nullptr);
     }
     log_->info("event=profiling_done job_id={} frequencies={} reason={}", logfmt_value(job_id),
-               profiling->frequencies_done(), logfmt_value(job->profiling_stop_reason));
-    ++job->profile_version;
-    job->phase = "computing";
-    job->compute_attempts = 0;
-    job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, computing the frontier");
+               profiling->frequencies_done(), logfmt_value(profiling->stop_reason()));
+    job->lifecycle.start_computing(layout, {});
     store_.save_profile(job_id, inputs->profile_csv, inputs_to_json(*inputs), state_json(*job));
     start_computation(job, std::move(*inputs), std::nullopt);
   } else if (changed) {
@@ -807,7 +665,7 @@ ApiResponse Service::profile(const ApiRequest& request, const std::string& job_i
   std::optional<PipelineLayout> layout;
   {
     std::lock_guard lock(job->mutex);
-    layout = job->layout;
+    layout = job->lifecycle.layout();
   }
   if (query_value(request, "microbatches")) {
     PipelineLayout given;
@@ -834,21 +692,16 @@ ApiResponse Service::profile(const ApiRequest& request, const std::string& job_i
 
   std::lock_guard lock(job->mutex);
   if (job->removed) throw ApiError(404, fmt::format("job {} expired or was removed", job_id));
-  ++job->profile_version;
-  job->layout = inputs.layout;
-  job->phase = "computing";
-  job->compute_attempts = 0;
-  job->error.clear();
-  job->warnings.clear();
-  for (const Warning& w : warnings) job->warnings.push_back(w.message);
-  job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, computing the frontier");
+  std::vector<std::string> messages;
+  for (const Warning& w : warnings) messages.push_back(w.message);
+  job->lifecycle.start_computing(inputs.layout, std::move(messages));
   job->last_active = now();
   store_.save_profile(job_id, inputs.profile_csv, inputs_to_json(inputs), state_json(*job));
   const json answer = {{"status", "computing"},
                        {"stages", problem.num_gpus()},
                        {"instructions", problem.dag.num_nodes()},
                        {"operations", problem.operations.size()},
-                       {"warnings", job->warnings}};
+                       {"warnings", job->lifecycle.warnings()}};
   log_->info("event=profile_uploaded job_id={} bytes={} instructions={}", logfmt_value(job_id), request.body.size(),
              problem.dag.num_nodes());
   start_computation(job, std::move(inputs), std::move(problem));
@@ -870,10 +723,10 @@ ApiResponse Service::straggler(const ApiRequest& request) {
     job = jobs_.begin()->second;
   }
   std::lock_guard lock(job->mutex);
-  auto* frontier = dynamic_cast<FrontierScheduler*>(job->scheduler.get());
+  FrontierScheduler* frontier = job->lifecycle.frontier();
   if (!frontier) {
     throw ApiError(409, fmt::format("job {} has no frontier yet (phase '{}'); straggler plans come from one",
-                                    job->info.job_id, job->phase));
+                                    job->info.job_id, to_string(job->lifecycle.phase())));
   }
   const auto rank = job->ranks.find(notice.id);
   if (rank == job->ranks.end()) {
@@ -914,7 +767,7 @@ ApiResponse Service::info() const {
     for (const auto& [id, job] : jobs_) {
       std::lock_guard job_lock(job->mutex);
       ranks += job->ranks.size();
-      jobs.push_back({{"job_id", id}, {"phase", job->phase}, {"ranks", job->ranks.size()},
+      jobs.push_back({{"job_id", id}, {"phase", to_string(job->lifecycle.phase())}, {"ranks", job->ranks.size()},
                       {"world_size", job->info.world_size}});
     }
   }
@@ -948,7 +801,7 @@ ApiResponse Service::metrics_page() const {
       std::lock_guard job_lock(job->mutex);
       ranks += job->ranks.size();
       waiting += static_cast<std::size_t>(job->arrived_count);
-      frontiers += job->phase == "frontier";
+      frontiers += job->lifecycle.phase() == JobPhase::kFrontier;
     }
   }
   std::size_t queued = 0;
@@ -984,23 +837,24 @@ nlohmann::json Service::jobs_json() const {
 nlohmann::json Service::job_json(Job& job) const {
   json out = to_json(job.info);
   out["scheduler"] = job.scheduler_name;
-  out["phase"] = job.phase;
-  out["error"] = job.error;
-  out["warnings"] = job.warnings;
+  const JobLifecycle& lifecycle = job.lifecycle;
+  out["phase"] = to_string(lifecycle.phase());
+  out["error"] = lifecycle.error();
+  out["warnings"] = lifecycle.warnings();
   out["ranks_registered"] = job.ranks.size();
   out["created_at"] = job.created_at;
   out["last_active"] = job.last_active.load();
   out["rounds"] = job.generation;
   out["waiting_at_barrier"] = job.arrived_count;
-  out["layout"] = job.layout ? to_json(*job.layout) : json(nullptr);
+  out["layout"] = lifecycle.layout() ? to_json(*lifecycle.layout()) : json(nullptr);
   out["deployment"] = job.deployment ? json(job.deployment->label) : json(nullptr);
-  if (const auto* profiling = dynamic_cast<const InVivoProfilingScheduler*>(job.scheduler.get())) {
+  if (const InVivoProfilingScheduler* profiling = lifecycle.profiling()) {
     out["profiling"] = {{"current_frequency", profiling->current_frequency() ? json(*profiling->current_frequency()) : json(nullptr)},
                         {"done", profiling->frequencies_done()},
                         {"total", profiling->frequencies_total()}};
   }
-  if (!job.profiling_stop_reason.empty()) out["profiling_stop_reason"] = job.profiling_stop_reason;
-  const auto* frontier = dynamic_cast<const FrontierScheduler*>(job.scheduler.get());
+  if (!lifecycle.profiling_stop_reason().empty()) out["profiling_stop_reason"] = lifecycle.profiling_stop_reason();
+  const FrontierScheduler* frontier = lifecycle.frontier();
   if (!frontier) return out;
   const FrontierTable& table = *frontier->table();
   const double t = now();
@@ -1017,7 +871,7 @@ nlohmann::json Service::job_json(Job& job) const {
                      {"t_star_s", table.time(table.t_star_index())},
                      {"current_index", current},
                      {"current", json::array({table.time(current), table.energy(current)})},
-                     {"computation_s", job.frontier_seconds}};
+                     {"computation_s", lifecycle.frontier_seconds()}};
   out["t_prime_s"] = decision.t_prime_s;
   out["t_opt_s"] = decision.t_opt_s;
   const auto plan = table.plan(current);
@@ -1046,16 +900,8 @@ nlohmann::json Service::job_json(Job& job) const {
 // ---- persistence and recovery ----
 
 nlohmann::json Service::state_json(const Job& job) const {
-  json state = {{"phase", job.phase},
-                {"layout", job.layout ? to_json(*job.layout) : json(nullptr)},
-                {"error", job.error},
-                {"warnings", job.warnings},
-                {"profiling_stop_reason", job.profiling_stop_reason},
-                {"frontier_seconds", job.frontier_seconds},
-                {"scheduler_state", job.scheduler ? job.scheduler->state() : json::object()},
-                {"round", job.generation},
-                {"compute_attempts", job.compute_attempts}};
-  if (job.phase == "point") state["point_plan"] = plan_json(options_.scheduler.point_plan);
+  json state = job.lifecycle.state_json();
+  state["round"] = job.generation;
   return state;
 }
 
@@ -1079,70 +925,42 @@ void Service::recover() {
       job->persisted_active = stored.last_active;
       job->arrived.assign(static_cast<std::size_t>(job->info.world_size), 0);
       for (const auto& [rank, info] : stored.ranks) job->ranks.emplace(rank, parse_rank_info(info));
-      const json& state = stored.state;
-      if (state.contains("layout") && !state.at("layout").is_null()) {
-        job->layout = parse_layout(state.at("layout"), "stored layout");
-      }
-      job->phase = state.value("phase", "waiting");
-      job->error = state.value("error", "");
-      job->warnings = state.value("warnings", std::vector<std::string>{});
-      job->profiling_stop_reason = state.value("profiling_stop_reason", "");
-      job->frontier_seconds = state.value("frontier_seconds", 0.0);
-      job->generation = state.value("round", std::uint64_t{0});
-      job->compute_attempts = state.value("compute_attempts", 0);
-      const json saved = state.value("scheduler_state", json::object());
+      job->generation = stored.state.value("round", std::uint64_t{0});
       std::optional<FrontierInputs> inputs;
       if (stored.profile_csv) inputs = inputs_from_json(stored.profile_params, *stored.profile_csv);
-
-      if (job->phase == "point") {
-        job->scheduler = std::make_unique<PointSolutionScheduler>(plan_from_json(state.at("point_plan")));
-      } else if (job->phase == "profiling") {
-        if (!job->layout) throw InputError("a profiling job without a layout");
-        job->scheduler = std::make_unique<InVivoProfilingScheduler>(*job->layout, options_.scheduler.profiling, saved);
-      } else if (job->phase == "frontier" && inputs && stored.frontier) {
+      const auto stored_frontier = [&]() -> std::shared_ptr<const FrontierTable> {
+        if (!inputs || !stored.frontier) return nullptr;
         try {
-          auto table = FrontierTable::restore(make_server_problem(*inputs, nullptr), *stored.frontier);
-          job->scheduler =
-              std::make_unique<FrontierScheduler>(std::move(table), FrontierScheduler::stragglers_from_json(saved));
+          return FrontierTable::restore(make_server_problem(*inputs, nullptr), *stored.frontier);
         } catch (const std::exception& e) {
           log_->warn("event=recover_frontier_failed job_id={} error={} action=recompute",
                      logfmt_value(job->info.job_id), logfmt_value(e.what()));
-          job->phase = "computing";
+          return nullptr;
         }
-      } else if (job->phase == "frontier") {
-        job->phase = inputs ? "computing" : "waiting";
-      }
-      if (!job->scheduler) {
-        if (job->phase == "computing" && !inputs) job->phase = "waiting";
-        if (job->phase == "computing" && job->compute_attempts >= kMaxComputeAttempts) {
+      };
+      job->lifecycle.restore(stored.state, options_.scheduler.profiling, inputs.has_value(), stored_frontier);
+      if (job->lifecycle.phase() == JobPhase::kComputing) {
+        if (job->lifecycle.compute_attempts() >= kMaxComputeAttempts) {
           // Started that often and never finished: the computation took the server down.
-          job->phase = "failed";
-          job->error =
-              fmt::format("frontier computation did not finish in {} attempts (crashed?)", job->compute_attempts);
+          job->lifecycle.fail(fmt::format("frontier computation did not finish in {} attempts (crashed?)",
+                                          job->lifecycle.compute_attempts()),
+                              "frontier");
           persist_state(*job);
           log_->error("event=frontier_failed job_id={} error={}", logfmt_value(job->info.job_id),
-                      logfmt_value(job->error));
-        }
-        const bool computing = job->phase == "computing";
-        job->scheduler = std::make_unique<MaxFrequencyScheduler>(
-            job->layout, computing               ? "highest clock, computing the frontier"
-                         : job->phase == "failed" ? "highest clock, frontier failed"
-                                                  : "highest clock, waiting for a profile");
-        if (computing) {
-          ++job->profile_version;
-          queue_.push_back(std::make_unique<ComputeTask>(ComputeTask{job, job->profile_version, *inputs, std::nullopt}));
+                      logfmt_value(job->lifecycle.error()));
+        } else {
+          queue_.push_back(std::make_unique<ComputeTask>(
+              ComputeTask{job, job->lifecycle.profile_version(), *inputs, std::nullopt}));
         }
       }
     } catch (const std::exception& e) {
       // Keep the job (its ranks may still be running) at the highest clock and say why.
       log_->error("event=recover_failed job_id={} error={}", logfmt_value(stored.job_id), logfmt_value(e.what()));
       if (job->info.job_id.empty()) continue;
-      job->phase = "failed";
-      job->error = std::string("recovery failed: ") + e.what();
-      job->scheduler = std::make_unique<MaxFrequencyScheduler>(job->layout, "highest clock, recovery failed");
+      job->lifecycle.fail(std::string("recovery failed: ") + e.what(), "recovery");
     }
-    log_->info("event=recover job_id={} phase={} ranks={}", logfmt_value(job->info.job_id), job->phase,
-               job->ranks.size());
+    log_->info("event=recover job_id={} phase={} ranks={}", logfmt_value(job->info.job_id),
+               to_string(job->lifecycle.phase()), job->ranks.size());
     jobs_.emplace(job->info.job_id, std::move(job));
   }
 }
@@ -1153,7 +971,8 @@ void Service::start_computation(const JobPtr& job, FrontierInputs inputs, std::o
   {
     std::lock_guard lock(work_mutex_);
     if (stopping_) return;
-    queue_.push_back(std::make_unique<ComputeTask>(ComputeTask{job, job->profile_version, std::move(inputs), std::move(problem)}));
+    queue_.push_back(std::make_unique<ComputeTask>(
+        ComputeTask{job, job->lifecycle.profile_version(), std::move(inputs), std::move(problem)}));
   }
   work_cv_.notify_one();
 }
@@ -1174,7 +993,7 @@ void Service::worker_loop() {
     const auto stale = [&] {
       if (shutting_down_ || job.removed) return true;
       std::lock_guard lock(job.mutex);
-      return job.profile_version != task->version;
+      return job.lifecycle.profile_version() != task->version;
     };
     const auto start = Clock::now();
     std::shared_ptr<FrontierTable> table;
@@ -1186,8 +1005,8 @@ void Service::worker_loop() {
           // Counted and persisted before the computation starts, so that a restart knows
           // how often it was started without finishing.
           std::lock_guard lock(job.mutex);
-          if (job.profile_version == task->version) {
-            attempt = ++job.compute_attempts;
+          if (job.lifecycle.profile_version() == task->version) {
+            attempt = job.lifecycle.start_compute_attempt();
             persist_state(job);
           }
         }
@@ -1208,19 +1027,14 @@ void Service::worker_loop() {
     const double seconds = seconds_since(start);
     {
       std::lock_guard lock(job.mutex);
-      if (!job.removed && job.profile_version == task->version && (table || !error.empty())) {
+      if (!job.removed && job.lifecycle.profile_version() == task->version && (table || !error.empty())) {
         metrics_.record_frontier(table != nullptr, seconds);
-        job.compute_attempts = 0;
         if (table) {
-          job.phase = "frontier";
-          job.error.clear();
-          job.frontier_seconds = seconds;
           const std::size_t points = table->size();
           const double t_min = table->time(0), t_star = table->time(table->t_star_index());
-          job.scheduler = std::make_unique<FrontierScheduler>(std::move(table), std::vector<StragglerState>{});
+          job.lifecycle.frontier_ready(std::move(table), seconds);
           try {
-            store_.save_frontier(id, static_cast<FrontierScheduler&>(*job.scheduler).table()->serialize_points(),
-                                 state_json(job));
+            store_.save_frontier(id, job.lifecycle.frontier()->table()->serialize_points(), state_json(job));
           } catch (const std::exception& e) {
             log_->error("event=persist_failed job_id={} error={}", logfmt_value(id), logfmt_value(e.what()));
           }
@@ -1228,15 +1042,13 @@ void Service::worker_loop() {
                      logfmt_value(id), points, t_min, t_star, seconds);
         } else {
           // Failed for good (persisted): a restart serves the highest clock and does not retry.
-          job.phase = "failed";
-          job.error = "frontier computation failed: " + error;
-          job.scheduler = std::make_unique<MaxFrequencyScheduler>(job.layout, "highest clock, frontier failed");
+          job.lifecycle.frontier_failed(error);
           persist_state(job);
           log_->error("event=frontier_failed job_id={} error={}", logfmt_value(id), logfmt_value(error));
         }
-      } else if (attempt > 0 && shutting_down_ && !job.removed && job.profile_version == task->version) {
+      } else if (attempt > 0 && shutting_down_ && !job.removed && job.lifecycle.profile_version() == task->version) {
         // Cut short by a stop, not a crash: the next start resumes it without counting this one.
-        --job.compute_attempts;
+        job.lifecycle.forget_compute_attempt();
         persist_state(job);
       }
     }

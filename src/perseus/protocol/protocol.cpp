@@ -1,6 +1,5 @@
-#include "perseus/server/protocol.hpp"
+#include "perseus/protocol/protocol.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -8,9 +7,9 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/model/limits.hpp"
-#include "perseus/server/api.hpp"
+#include "perseus/protocol/api_error.hpp"
 
-namespace perseus::server {
+namespace perseus::protocol {
 namespace {
 
 constexpr int kMaxDegree = 1 << 20;  // bounds the per-rank tables a registration allocates
@@ -168,42 +167,6 @@ void check_metadata(const std::string& metadata) {
 }
 
 }  // namespace
-
-ApiResponse json_response(int status, const nlohmann::json& body) {
-  return ApiResponse{status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
-}
-
-ApiResponse error_response(int status, std::string_view detail) {
-  return json_response(status, json{{"detail", std::string(detail)}});
-}
-
-std::string logfmt_value(std::string_view value) {
-  const bool bare = !value.empty() && std::none_of(value.begin(), value.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u <= 0x20 || u == 0x7f || c == '"' || c == '=' || c == '\\';
-  });
-  if (bare) return std::string(value);
-  std::string out = "\"";
-  for (char c : value) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
 
 nlohmann::json parse_json_object(std::string_view text, std::string_view what) {
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -395,4 +358,4 @@ std::vector<std::vector<std::string>> stage_instruction_names(const PipelineLayo
   return names;
 }
 
-}  // namespace perseus::server
+}  // namespace perseus::protocol

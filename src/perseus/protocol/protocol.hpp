@@ -14,9 +14,10 @@
 
 #include "perseus/model/frequencies.hpp"
 #include "perseus/plan/plan_files.hpp"
+#include "perseus/protocol/api_error.hpp"
 #include "perseus/schedule/schedule.hpp"
 
-namespace perseus::server {
+namespace perseus::protocol {
 
 // How a job's iteration is laid out: what the server needs to list a stage's instructions.
 // Not part of the existing protocol; a job may send it with its JobInfo, with its profile,
@@ -91,4 +92,4 @@ std::string make_job_id(const JobInfo& info, std::string_view scheduler_name, st
 // The per-stage instruction names of one iteration, in execution order.
 std::vector<std::vector<std::string>> stage_instruction_names(const PipelineLayout& layout, int stages);
 
-}  // namespace perseus::server
+}  // namespace perseus::protocol
