@@ -162,6 +162,13 @@ class BenchServer {
     }
     return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
   }
+  // Peak resident memory of the server process, MiB (child only).
+  double peak_rss_mib() const {
+    if (pid_ <= 0) return 0.0;
+    const std::string status = read_text_file(fmt::format("/proc/{}/status", pid_));
+    const auto at = status.find("VmHWM:");
+    return at == std::string::npos ? 0.0 : std::atof(status.c_str() + at + 6) / 1024.0;
+  }
   void wait_for_frontiers(client::ServerConnection& connection, std::size_t jobs) {
     if (service_) {
       if (!service_->wait_until_idle(std::chrono::minutes(30))) throw std::runtime_error("frontier computation timed out");
@@ -197,6 +204,7 @@ struct RunFigures {
   double switch_after_p99 = 0;  // latency after release in the round that deployed a straggler plan
   bool plan_switched = false;
   double server_cpu_us_per_request = 0;  // with --serve-binary: server CPU time per request
+  double server_peak_rss_mib = 0;        // with --serve-binary
 };
 
 std::string bench_result(int rank, int microbatches) {
@@ -463,6 +471,7 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
   const double loop_end = seconds();
   if (server.separate()) {
     figures.server_cpu_us_per_request = (server.cpu_seconds() - cpu_start) / (2.0 * total * args.rounds) * 1e6;
+    figures.server_peak_rss_mib = server.peak_rss_mib();
   }
 
   std::vector<double> raw, after, post, round_times;
@@ -599,6 +608,7 @@ int main(int argc, char** argv) {
     if (!args.serve_binary.empty()) {
       fmt::print("  server CPU per request            {:.1f} us (server process, measured iterations)\n",
                  med(&RunFigures::server_cpu_us_per_request));
+      fmt::print("  server peak RSS                   {:.1f} MiB\n", med(&RunFigures::server_peak_rss_mib));
     }
     bool switched = true;
     for (const RunFigures& f : all) switched &= f.plan_switched || args.ranks / args.jobs / args.stages < 2;
