@@ -74,7 +74,7 @@ struct Args {
   double p_blocking = 83.64;
   double unit_time = 0.001;
   std::string serve_binary;  // empty: the server runs in this process
-  double keep_alive = 5.0;
+  double keep_alive = 600.0;
   std::size_t server_threads = 0;  // 0: the server's default
   std::size_t io_threads = 0;      // 0: the server's default
 };

@@ -578,12 +578,13 @@ PYBIND11_MODULE(_perseus, m) {
                     const std::string&, bool, double, double, std::size_t>(),
            py::arg("scheduler") = "Frontier", py::arg("scheduler_args") = "{}", py::arg("host") = "127.0.0.1",
            py::arg("port") = 0, py::arg("db") = ":memory:", py::arg("token") = "",
-           py::arg("straggler_only_token") = false, py::arg("barrier_timeout_s") = 600.0,
-           py::arg("max_job_idle_time_s") = 7 * 24 * 3600.0, py::arg("threads") = 1024, GilRelease())
+           py::arg("straggler_only_token") = false, py::arg("barrier_timeout_s") = 0.0,
+           py::arg("max_job_idle_time_s") = 7 * 24 * 3600.0, py::arg("threads") = server::HttpOptions{}.max_threads,
+           GilRelease())
       .def_property_readonly("port", &InProcessServer::port)
       .def_property_readonly("url", &InProcessServer::url)
       .def("wait_until_idle", &InProcessServer::wait_until_idle, py::arg("timeout_s") = 60.0, GilRelease(),
            "Waits until no frontier computation is queued or running")
       .def("stop", &InProcessServer::stop, GilRelease(),
-           "Stops serving. A connection a client keeps open (and idle) holds this up to 5 s: close clients first.");
+           "Stops serving: closes every connection, parked requests included.");
 }

@@ -113,8 +113,10 @@ class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
   Loop(Service& service, HttpOptions options)
       : service(service),
         options(std::move(options)),
+        io(static_cast<int>(std::max<std::size_t>(1, this->options.io_threads))),
         acceptor(io),
-        workers(static_cast<std::size_t>(std::max<std::size_t>(1, this->options.max_threads))),
+        // Settings written for the thread-per-connection front end asked for thousands.
+        workers(std::clamp<std::size_t>(this->options.max_threads, 1, 256)),
         accept_pause(io) {}
 
   int bind();
@@ -122,9 +124,9 @@ class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
   void stop();
   void join_workers() { std::call_once(workers_joined, [this] { workers.join(); }); }
 
-  asio::io_context io{static_cast<int>(std::max<std::size_t>(1, options.io_threads))};
   Service& service;
-  const HttpOptions options;
+  const HttpOptions options;  // before io: its thread count sizes the context
+  asio::io_context io;
   tcp::acceptor acceptor;
   asio::thread_pool workers;
 

@@ -29,10 +29,12 @@ struct HttpOptions {
   // first byte; else it is answered 408 and its connection closed. Clients trickling bytes
   // cost a socket each, never a thread.
   double request_timeout_s = 10.0;
-  // Seconds a connection may stay idle between requests (and before its first); 0: one
-  // request per connection. An idle connection costs the loop nothing, so the default keeps
-  // them as zeus's server (uvicorn) does.
-  double keep_alive_s = 5.0;
+  // Seconds a connection may stay idle between requests; 0: one request per connection. An
+  // idle connection costs the loop nothing, so the default outlasts any iteration: a rank
+  // keeps its connection from round to round instead of a thousand ranks reconnecting at
+  // every barrier (a burst of connection requests that a listen queue may drop, each then
+  // retried by the kernel a second or more later).
+  double keep_alive_s = 600.0;
   // Seconds a new connection may wait for its first request (at least keep_alive_s): clients
   // that connect early and ask later are answered, as zeus's server answers them.
   double first_request_idle_s = 60.0;

@@ -34,7 +34,7 @@ struct ServeArgs {
   double max_job_idle_time = 7 * 24 * 3600.0;
   double barrier_timeout = 0.0;
   std::size_t max_body_mib = 16;
-  double keep_alive = 5.0;
+  double keep_alive = HttpOptions{}.keep_alive_s;
   double request_timeout = 10.0;
   bool dump_data = false;
   std::string dump_dir = "dump";
@@ -156,7 +156,7 @@ void add_server_command(CLI::App& app) {
                   "Threads that run the routes which may block (uploads, registrations, pages); GET /schedule "
                   "runs on the event loop, and a rank waiting at a barrier holds no thread")
       ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));  // as before; more than 256 run as 256
   cmd->add_option("--io-threads", args.io_threads,
                   "Threads of the event loop that reads requests and writes answers (a released round's answers "
                   "are spread over them)")
