@@ -123,6 +123,7 @@ class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
   void run();
   void stop();
   void join_workers() { std::call_once(workers_joined, [this] { workers.join(); }); }
+  bool stopping() const { return stopped; }
 
   Service& service;
   const HttpOptions options;  // before io: its thread count sizes the context
@@ -328,6 +329,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // another rank's request released the round); it is written on this connection's strand,
     // at once when already there. A round's answers are thus spread over the loop's threads.
     Service::Responder respond = [self = shared_from_this()](ApiResponse response) {
+      // Answers that come after the server stopped (its Service answering parked requests
+      // as it shuts down) have no connection left to go to.
+      if (self->loop_->stopping()) return;
       asio::dispatch(self->socket_.get_executor(),
                      [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
     };
