@@ -1,5 +1,7 @@
 #include "perseus/server/http_server.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -262,6 +264,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_body() {
     if (parser_->is_done()) return on_request();
+    // A client that writes its headers and body apart, without TCP_NODELAY, holds the body
+    // back until the headers are acknowledged, and Linux delays that acknowledgement by
+    // 40 ms: acknowledge now (measured: every such request took 44 ms, now under 1).
+    boost::system::error_code ignored;
+    socket_.set_option(asio::detail::socket_option::boolean<IPPROTO_TCP, TCP_QUICKACK>(true), ignored);
     http::async_read(socket_, buffer_, *parser_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
       if (ec) return self->on_read_error(ec);
       self->on_request();
