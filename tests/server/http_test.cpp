@@ -160,6 +160,13 @@ TEST_F(HttpFixture, OversizedBodiesAndMalformedHttpAreRefusedWithJson) {
   auto healthy = c.Get("/healthz");
   ASSERT_TRUE(healthy);
   EXPECT_EQ(healthy->status, 200);
+  // HEAD: GET's status and headers, no body; the connection goes on.
+  auto head = c.Head("/healthz");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
+  EXPECT_NE(head->get_header_value("Content-Length"), "0");
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
 }
 
 // Clients that send a request a byte at a time, each byte well within the per-read timeout:

@@ -332,6 +332,9 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = loop_->options.keep_alive_s > 0 && message.keep_alive();
     version_ = message.version();
     ApiRequest request = to_api_request(/*with_body=*/true);
+    // HEAD is GET without the body, as HTTP has it (probes send it).
+    head_only_ = request.method == "HEAD";
+    if (head_only_) request.method = "GET";
     // The answer comes on whichever thread the Service gives it (a worker, or the loop when
     // another rank's request released the round); it is written on this connection's strand,
     // at once when already there. A round's answers are thus spread over the loop's threads.
@@ -364,13 +367,20 @@ class Session : public std::enable_shared_from_this<Session> {
     response.body() = std::move(answer.body);
     response.prepare_payload();
     arm_timer(seconds(loop_->options.request_timeout_s));
-    http::async_write(socket_, response, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+    auto written = [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
       self->disarm_timer();
+      self->serializer_.reset();
       self->response_.reset();
       if (ec) return self->close();
       if (!self->keep_alive_) return self->drain_and_close();
       self->wait_for_request(self->loop_->options.keep_alive_s);
-    });
+    };
+    if (head_only_) {
+      head_only_ = false;
+      serializer_.emplace(response);
+      return http::async_write_header(socket_, *serializer_, std::move(written));
+    }
+    http::async_write(socket_, response, std::move(written));
   }
 
   // Half-closes, then reads what the client still sends until it closes too (or kDrainTime).
@@ -399,6 +409,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;  // HEAD: the header alone
+  bool head_only_ = false;
   std::array<char, 4096> scratch_{};
   State state_ = State::kIdle;
   std::size_t drained_ = 0;
