@@ -137,6 +137,24 @@ def test_stored_frontier_reads_one_plan_at_a_time(frontier, tmp_path):
         perseus.load_frontier(out)
 
 
+def test_every_point_has_a_proven_lower_bound(frontier, profile_csv, tmp_path):
+    bounds = frontier.lower_bounds
+    assert isinstance(bounds, np.ndarray) and bounds.shape == (len(frontier),)
+    assert np.all(np.isfinite(bounds)), "a refined frontier bounds every point"
+    assert np.all(bounds <= frontier.energies * (1 + 1e-12)), "no plan beats its own bound"
+    summary = frontier.summary()["certification"]
+    gaps = frontier.energies / bounds - 1
+    assert summary["bounded_points"] == len(frontier)
+    assert summary["worst_gap_fraction"] == pytest.approx(gaps.max())
+    # Written and read back; without refinement there is no bound.
+    out = tmp_path / "certified"
+    frontier.write(out, py="none")
+    np.testing.assert_allclose(perseus.load_frontier(out).lower_bounds, bounds, rtol=1e-12)
+    profile = perseus.Profile.parse_csv(profile_csv, "synthetic")
+    plain = perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, unit_time=0.001, refine=False)
+    assert np.all(np.isnan(plain.lower_bounds))
+
+
 def test_plan_files_are_data_never_code(tmp_path):
     marker = tmp_path / "pwned"
     text = f"[[('forward', __import__('os').system('touch {marker}'))]]\n"

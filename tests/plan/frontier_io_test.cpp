@@ -329,11 +329,11 @@ TEST(FrontierDirectory, MalformedDirectoriesAreClearErrors) {
   };
   expect_error("t,e\n1,2\n", "frontier.csv:1: expected the header");
   const std::string header = good.substr(0, good.find('\n') + 1);
-  expect_error(header + "abc,1,1,0,,,,,\n", "frontier.csv:2: time: expected a number, got 'abc'");
-  expect_error(header + "1,1,1,0,\n", "frontier.csv:2: expected 9 fields, found 5");
-  expect_error(header + "2,1,1,0,,,,,\n1,1,1,1,,,,,\n", "frontier.csv:3: times must be ascending");
-  expect_error(header + "1,1,1,x,,,,,\n", "frontier.csv:2: plan: expected a record number, got 'x'");
-  expect_error(header + "1,1,1,1,,,,,\n", "frontier.csv:2: plan: expected record 0");
+  expect_error(header + "abc,1,1,0,,,,,,\n", "frontier.csv:2: time: expected a number, got 'abc'");
+  expect_error(header + "1,1,1,0,\n", "frontier.csv:2: expected 10 fields, found 5");
+  expect_error(header + "2,1,1,0,,,,,,\n1,1,1,1,,,,,,\n", "frontier.csv:3: times must be ascending");
+  expect_error(header + "1,1,1,x,,,,,,\n", "frontier.csv:2: plan: expected a record number, got 'x'");
+  expect_error(header + "1,1,1,1,,,,,,\n", "frontier.csv:2: plan: expected record 0");
   expect_error(header, "no frontier points");
   std::ofstream(dir / "summary.json", std::ios::trunc) << "{not json";
   EXPECT_THROW(read_frontier_directory(dir), InputError);

@@ -49,6 +49,60 @@ TEST(FrontierBruteForce, EveryPointIsNearTheOptimumAtItsTime) {
   EXPECT_LE(worst, kBruteForceMargin);
 }
 
+TEST(FrontierBruteForce, EveryPointHasABoundThatNoPlanBeats) {
+  int points = 0;
+  for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+    for (const ScheduleSpec& spec : {ScheduleSpec{ScheduleKind::k1F1B, 2, 2, 1, false},
+                                     ScheduleSpec{ScheduleKind::k1F1B, 3, 1, 1, false}}) {
+      const EnergyProblem problem = testing::synthetic_problem(spec, 6, seed, 0.0005);
+      const testing::BruteForce brute(problem);
+      const Frontier frontier = build_frontier(problem, crawl_frontier(problem));
+      EXPECT_GE(frontier.certify_solves, 1);
+      for (const FrontierPoint& point : frontier.points) {
+        ASSERT_TRUE(point.lower_bound_j.has_value()) << "seed " << seed << " t " << point.measured.time_s;
+        const double optimum = brute.optimum_energy_at(point.measured.time_s);
+        EXPECT_LE(*point.lower_bound_j, optimum + 1e-6 * optimum) << "seed " << seed;
+        EXPECT_LE(*point.lower_bound_j, point.measured.energy_j + 1e-9);
+        ++points;
+      }
+    }
+  }
+  EXPECT_GT(points, 50);
+}
+
+TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
+  // Beyond the local-search size, where the certification's LP plans improve the frontier.
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
+  ASSERT_GT(problem.dag.num_nodes(), FrontierOptions{}.local_search_max_nodes);
+  const CrawlResult crawl = crawl_frontier(problem);
+  FrontierOptions quick;
+  quick.certify_solves = 1;
+  FrontierOptions longer;
+  longer.certify_solves = 24;
+  const Frontier a = build_frontier(problem, crawl, quick);
+  const Frontier b = build_frontier(problem, crawl, longer);
+  EXPECT_GT(b.certify_solves, a.certify_solves);
+  // A bound holds against every plan: also against the other frontier's plan for its time.
+  const auto holds_against = [&](const Frontier& bounds, const Frontier& plans) {
+    for (const FrontierPoint& q : bounds.points) {
+      ASSERT_TRUE(q.lower_bound_j.has_value());
+      const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s);
+      if (p) EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
+    }
+  };
+  holds_against(a, b);
+  holds_against(b, a);
+  const auto median_gap = [](const Frontier& f) {
+    std::vector<double> gaps;
+    for (const FrontierPoint& p : f.points) gaps.push_back(p.measured.energy_j / *p.lower_bound_j - 1.0);
+    std::sort(gaps.begin(), gaps.end());
+    return gaps[gaps.size() / 2];
+  };
+  std::cout << "median gap: " << 100 * median_gap(a) << "% with 1 solve, " << 100 * median_gap(b) << "% with "
+            << b.certify_solves << "\n";
+  EXPECT_LT(median_gap(b), median_gap(a));
+}
+
 TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
   const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, 11);
   const Frontier frontier = build_frontier(problem, crawl_frontier(problem));

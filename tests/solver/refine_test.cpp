@@ -125,6 +125,42 @@ TEST(LpRelaxation, BoundNeverExceedsTheExactOptimum) {
   }
 }
 
+TEST(SupportingLines, EachSolveBoundsEveryDeadlineAndTouchesAtItsOwn) {
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 2, 2, 1, false}, 6, seed);
+    const testing::BruteForce brute(problem);
+    LpRelaxation relaxation(problem);
+    const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+    const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+    const auto deadline_at = [&](int k) { return t_min + (t_slow - t_min) * k / 20.0; };
+    // The LP optimum at every deadline of the grid, solved directly.
+    std::vector<double> lp(21);
+    for (int k = 0; k <= 20; ++k) lp[k] = relaxation.solve(deadline_at(k))->lower_bound_j;
+    for (int solved : {0, 5, 13, 20}) {
+      SupportingLines lines(problem.p_blocking * problem.num_gpus());
+      const auto relaxed = relaxation.solve(deadline_at(solved));
+      ASSERT_TRUE(relaxed.has_value());
+      EXPECT_LE(relaxed->slope_j_per_s, 0.0);  // more time never costs more effective energy
+      lines.add(deadline_at(solved), *relaxed);
+      for (int k = 0; k <= 20; ++k) {
+        const double bound = *lines.energy_at(deadline_at(k));
+        // Below the LP optimum (convexity) and so below the exact optimum, at every deadline;
+        // equal to the LP optimum where it was solved.
+        EXPECT_LE(bound, lp[k] + 1e-6 * lp[k]) << "seed " << seed << " solved " << solved << " at " << k;
+        EXPECT_LE(bound, brute.optimum_energy_at(deadline_at(k)) + 1e-6) << "seed " << seed << " at " << k;
+        if (k == solved) EXPECT_NEAR(bound, lp[k], 1e-6 * lp[k]);
+      }
+      // The slope is the optimum's derivative: a small step along it stays within the
+      // curvature between two grid deadlines.
+      if (solved < 20) {
+        const double step = deadline_at(solved + 1) - deadline_at(solved);
+        const double rise = lp[solved + 1] - lp[solved] - problem.p_blocking * problem.num_gpus() * step;
+        EXPECT_LE(relaxed->slope_j_per_s * step, rise + 1e-6 * lp[solved]);
+      }
+    }
+  }
+}
+
 // The lower convex hull of an operation's (time, effective energy) options at time x,
 // as the least interpolation between two options around x (exact in one dimension).
 double hull_at(const EnergyProblem& problem, Dag::NodeId node, double x) {

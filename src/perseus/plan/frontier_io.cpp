@@ -55,11 +55,23 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
       {"t_min_lower_bound_j", t_min_bound},
       {"t_min_gap_to_bound_fraction", t_min_gap},
       {"points", frontier.points.size()},
+      // Every plan's distance from the least energy any plan could use at its time (a proven
+      // bound, frontier.csv's lower_bound): how far the frontier is from the best possible.
+      {"certification", certification_json(frontier)},
       {"candidates", frontier.candidates},
       {"crawl", std::move(reference)},
       {"solve_seconds", info.solve_seconds},
       {"warnings", info.warnings},
   };
+}
+
+nlohmann::json certification_json(const Frontier& frontier) {
+  const Certificate c = certificate(frontier);
+  return {{"bounded_points", c.bounded_points},
+          {"median_gap_fraction", c.bounded_points ? nlohmann::json(c.median_gap) : nlohmann::json(nullptr)},
+          {"worst_gap_fraction", c.bounded_points ? nlohmann::json(c.worst_gap) : nlohmann::json(nullptr)},
+          {"lp_solves", frontier.certify_solves},
+          {"seconds", frontier.certify_seconds}};
 }
 
 PyFiles parse_py_files(const std::string& text, const std::string& what) {
@@ -210,7 +222,8 @@ void write_directory_contents(const fs::path& dir, const EnergyProblem& problem,
   const PlanStoreLayout layout = plan_store_layout(problem);
   PlanStoreWriter store(dir / "plans.bin", layout, store_size);
 
-  std::string csv = "time,energy,effective_energy,plan,plan_file,planned_time,fitted_energy,crawl_step,lower_bound\n";
+  std::string csv =
+      "time,energy,effective_energy,plan,plan_file,planned_time,fitted_energy,crawl_step,lower_bound,gap\n";
   csv.reserve(count * 160);
   std::size_t record = 0;
   std::vector<std::string> py_files;
@@ -227,12 +240,13 @@ void write_directory_contents(const fs::path& dir, const EnergyProblem& problem,
                                                        freqs_pipeline_comments(problem, point)));
       py_files.push_back(py_name);
     }
-    csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", format_double(point.measured.time_s),
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", format_double(point.measured.time_s),
                        format_double(point.measured.energy_j), format_double(point.effective_energy_j), plan_column,
                        py_name, point.planned_time_q >= 0 ? format_double(point.planned_time_q * problem.unit_time) : "",
                        point.crawl_step >= 0 ? format_double(point.fitted_energy_j) : "",
                        point.crawl_step >= 0 ? std::to_string(point.crawl_step + 1) : "",
-                       point.lower_bound_j ? format_double(*point.lower_bound_j) : "");
+                       point.lower_bound_j ? format_double(*point.lower_bound_j) : "",
+                       point.lower_bound_j ? format_double(point.measured.energy_j / *point.lower_bound_j - 1.0) : "");
     if (options.progress && (i + 1) % 2000 == 0) options.progress(i + 1, count);
   }
   store.finish();
@@ -313,6 +327,7 @@ FrontierIndex read_frontier_directory(const fs::path& dir) {
     return static_cast<std::size_t>(it - header.begin());
   };
   const auto plan_column = column("plan"), py_column = column("plan_file"), json_column = column("json_file");
+  const auto bound_column = column("lower_bound");
   if (header.size() < 3 || header[0] != "time" || header[1] != "energy" || header[2] != "effective_energy" ||
       !py_column || (!plan_column && !json_column)) {
     throw InputError(csv_path.string() +
@@ -332,6 +347,9 @@ FrontierIndex read_frontier_directory(const fs::path& dir) {
     FrontierEntry entry{parse_number(fields[0], where + ": time"), parse_number(fields[1], where + ": energy"),
                         parse_number(fields[2], where + ": effective_energy"), std::nullopt, fields[*py_column],
                         json_column ? fields[*json_column] : std::string()};
+    if (bound_column && !fields[*bound_column].empty()) {
+      entry.lower_bound_j = parse_number(fields[*bound_column], where + ": lower_bound");
+    }
     if (plan_column && !fields[*plan_column].empty()) {
       const std::string& text = fields[*plan_column];
       std::size_t record = 0;

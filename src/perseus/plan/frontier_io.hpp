@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,9 @@ std::vector<std::string> freqs_pipeline_comments(const EnergyProblem& problem, c
 // A point's plan in record order (stage-major, execution order).
 std::vector<int> plan_clocks(const EnergyProblem& problem, const FrontierPoint& point);
 
+// The summary's "certification": points with a proven bound, median and worst gap (energy /
+// bound - 1), and the LP solves and seconds the certification took.
+nlohmann::json certification_json(const Frontier& frontier);
 nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& crawl,
                             const Frontier& frontier, const RunInfo& info);
 
@@ -86,6 +90,9 @@ struct FrontierEntry {
   std::optional<std::size_t> plan;  // record in plans.bin; none when thinned out (--max-plans)
   std::string plan_file;            // freqs_pipeline file relative to the directory, if written
   std::string json_file;            // directories written before the store: the JSON plan
+  // A proven lower bound on any plan's energy at time_s (frontier.csv's lower_bound); NaN
+  // where the row has none.
+  double lower_bound_j = std::numeric_limits<double>::quiet_NaN();
 };
 
 // A frontier directory, read: frontier.csv and summary.json at once, plans on demand.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 
 #include "perseus/client/frequency_controller.hpp"
@@ -95,12 +96,13 @@ py::dict figures(const MeasuredFigures& m) {
 
 std::shared_ptr<SolvedFrontier> optimize(const Profile& profile, int microbatches, double p_blocking, double unit_time,
                                          const std::string& schedule, int chunks, bool data_load, bool refine,
-                                         const std::string& coefficients, int stages) {
+                                         const std::string& coefficients, int stages, double certify_seconds) {
   SolveRequest request;
   request.schedule = make_spec(schedule, stages, microbatches, chunks, data_load);
   request.options = {unit_time, p_blocking, {}};
   if (!coefficients.empty()) request.options.overrides = read_cost_overrides(coefficients);
   request.frontier.refine = refine;
+  request.frontier.certify_seconds = certify_seconds;
   Solution solution = [&] {
     py::gil_scoped_release release;  // a long solve lets other Python threads run
     return solve(profile, request);
@@ -248,6 +250,14 @@ PYBIND11_MODULE(_perseus, m) {
                                return per_point(f, [](const FrontierPoint& p) { return p.effective_energy_j; });
                              },
                              "Energy of each point less p_blocking x stages x time, J (a float64 numpy array)")
+      .def_property_readonly("lower_bounds",
+                             [](const SolvedFrontier& f) {
+                               return per_point(f, [](const FrontierPoint& p) {
+                                 return p.lower_bound_j.value_or(std::numeric_limits<double>::quiet_NaN());
+                               });
+                             },
+                             "A proven lower bound on the energy of any plan at each point's time, J (NaN where "
+                             "none: refine=False)")
       .def_property_readonly("t_min", [](const SolvedFrontier& f) { return f.times.front(); })
       .def_property_readonly("t_star", [](const SolvedFrontier& f) { return f.times.back(); })
       .def_property_readonly("all_max", [](const SolvedFrontier& f) { return figures(f.frontier.all_max); },
@@ -302,8 +312,10 @@ PYBIND11_MODULE(_perseus, m) {
 
   m.def("optimize", &optimize, py::arg("profile"), py::arg("microbatches"), py::arg("p_blocking"),
         py::arg("unit_time") = kDefaultUnitTime, py::arg("schedule") = "1f1b", py::arg("chunks") = 1, py::arg("data_load") = false,
-        py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0,  // releases the GIL for the solve itself
-        "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given).");
+        py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0,
+        py::arg("certify_seconds") = 0.0,  // releases the GIL for the solve itself
+        "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given); "
+        "certify_seconds: time beyond the default spent proving lower bounds (lower_bounds).");
 
   m.def("read_frontier",
         [](const std::filesystem::path& directory) {
@@ -349,6 +361,8 @@ PYBIND11_MODULE(_perseus, m) {
                              "Iteration energy of each point, J (a float64 numpy array)")
       .def_property_readonly("effective_energies", stored_figure(&FrontierEntry::effective_energy_j),
                              "Energy of each point less p_blocking x stages x time, J (a float64 numpy array)")
+      .def_property_readonly("lower_bounds", stored_figure(&FrontierEntry::lower_bound_j),
+                             "A proven lower bound on the energy of any plan at each point's time, J (NaN where none)")
       .def_property_readonly("t_min", [](const FrontierIndex& index) { return index.entries.front().time_s; })
       .def_property_readonly("t_star", [](const FrontierIndex& index) { return index.entries.back().time_s; })
       .def_property_readonly("summary", [](const FrontierIndex& index) { return to_python(index.summary); })

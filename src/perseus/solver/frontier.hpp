@@ -22,8 +22,9 @@ struct FrontierPoint {
   std::int64_t crawl_step = -1;       // crawl step its plan was derived from; -1 for an end point
   std::int64_t planned_time_q = -1;   // the crawl's planned (quantised) time, -1 if none
   double fitted_energy_j = 0.0;       // the reference's figure for that crawl step (0 if none)
-  // A proven lower bound on the energy of any plan at this point's time (the LP relaxation,
-  // relaxation.hpp), where it was computed.
+  // A proven lower bound on the energy of any plan at this point's time: the greatest of the
+  // LP relaxation's supporting lines there (relaxation.hpp). Every point of a refined
+  // frontier has one.
   std::optional<double> lower_bound_j;
 
   OptionChoice option_choice() const { return {choice.begin(), choice.end()}; }
@@ -41,7 +42,9 @@ struct Frontier {
   // local-search move.
   double refine_budget = 0.0;
   double refine_work = 0.0;
-  double lp_seconds = 0.0;            // of the refinement, in LP relaxation solves
+  double lp_seconds = 0.0;            // of the refinement and certification, in LP relaxation solves
+  int certify_solves = 0;             // LP solves of the certification (FrontierOptions::certify_*)
+  double certify_seconds = 0.0;       // time the certification took
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -85,6 +88,14 @@ struct FrontierOptions {
   // Threads that reclaim slack from the crawl's plans (each plan is independent); 0: as many
   // as the machine has, at most 4. The plans do not depend on it.
   unsigned threads = 0;
+  // Certification (docs/solver.md, "Certified frontier"): after refining, LP solves at the
+  // points furthest above the bound the solves so far prove (T*'s first): at least
+  // certify_solves (counted, so the same input gets the same bounds on any machine), more
+  // while certify_seconds lasts; it stops early once every point is within
+  // certify_target_gap of its bound. Plans do not change.
+  int certify_solves = 8;
+  double certify_seconds = 0.0;
+  double certify_target_gap = 0.0005;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
@@ -95,6 +106,14 @@ struct FrontierOptions {
 // the best of its own plan, the previous point's improved plan and the LP relaxation's.
 Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl,
                         const FrontierOptions& options = {});
+
+// How far a frontier's plans are from their proven lower bounds (energy / bound - 1).
+struct Certificate {
+  std::size_t bounded_points = 0;
+  double median_gap = 0.0;
+  double worst_gap = 0.0;
+};
+Certificate certificate(const Frontier& frontier);
 
 // The plan to run when the iteration may take up to `deadline_s` (a straggler's time T'):
 // the slowest frontier point no slower than T_opt = min(T*, deadline), found by binary

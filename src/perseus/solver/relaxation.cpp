@@ -3,6 +3,7 @@
 #include <coin/ClpSimplex.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace perseus {
@@ -171,8 +172,15 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   const std::size_t n = dag.num_nodes();
   const double* x = m.simplex.primalColumnSolution();
   RelaxedSolution solution;
-  solution.lower_bound_j =
-      m.constant_j + m.simplex.objectiveValue() + problem_.p_blocking * problem_.num_gpus() * deadline_s;
+  solution.effective_j = m.constant_j + m.simplex.objectiveValue();
+  solution.lower_bound_j = solution.effective_j + problem_.p_blocking * problem_.num_gpus() * deadline_s;
+  // d(objective)/d(deadline): every deadline row's right-hand side moves with the deadline
+  // (in ms here), so the slope is the sum of their duals. Non-positive for a minimisation
+  // with <= rows; a positive sum is rounding noise.
+  const double* duals = m.simplex.dualRowSolution();
+  double slope_per_ms = 0.0;
+  for (const int row : m.deadline_rows) slope_per_ms += duals[row];
+  solution.slope_j_per_s = std::min(0.0, slope_per_ms * kMsPerSecond);
   solution.duration_s.resize(n);
   solution.rounded.resize(n);
   solution.rounded_up.resize(n);
@@ -212,6 +220,17 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
     solution.rounded_up[i] = up;
   }
   return solution;
+}
+
+void SupportingLines::add(double deadline_s, const RelaxedSolution& solution) {
+  lines_.push_back({deadline_s, solution.effective_j, solution.slope_j_per_s});
+}
+
+std::optional<double> SupportingLines::energy_at(double time_s) const {
+  if (lines_.empty()) return std::nullopt;
+  double best = -std::numeric_limits<double>::infinity();
+  for (const Line& line : lines_) best = std::max(best, line.effective_j + line.slope_j_per_s * (time_s - line.at_s));
+  return best + blocking_w_ * time_s;
 }
 
 }  // namespace perseus

@@ -21,12 +21,40 @@ struct RelaxedSolution {
   // Least energy at the deadline of any plan of the problem's options: the LP optimum
   // (effective energy) plus p_blocking * S * deadline.
   double lower_bound_j = 0.0;
+  // The LP optimum in effective energy, v(deadline), and its slope in the deadline (J per
+  // second, <= 0): the sum of the deadline rows' duals. v is convex in the deadline (the
+  // deadline moves only right-hand sides), so v(deadline) + slope * (t - deadline) <= v(t)
+  // at every t: one solve bounds every deadline (SupportingLines).
+  double effective_j = 0.0;
+  double slope_j_per_s = 0.0;
   std::vector<double> duration_s;  // per DAG node
   // Per node, the slowest option no slower than its relaxed duration: meets the deadline.
   OptionChoice rounded;
   // Per node, the fastest option no faster than its relaxed duration: cheaper, and usually
   // too slow, a start for a repair (a different one: rounding all down often overshoots).
   OptionChoice rounded_up;
+};
+
+// The lower envelope the solves so far prove: at a time t, the greatest of their supporting
+// lines, plus p_blocking * S * t. Each line is tangent to the LP optimum's curve where it was
+// solved, so the bound equals the LP optimum there and lies below it elsewhere, never above
+// the least energy of any plan (docs/solver.md, "Certified frontier").
+// add: O(1); energy_at: O(lines).
+class SupportingLines {
+ public:
+  explicit SupportingLines(double blocking_w) : blocking_w_(blocking_w) {}  // p_blocking * S
+  void add(double deadline_s, const RelaxedSolution& solution);
+  bool empty() const { return lines_.empty(); }
+  std::size_t size() const { return lines_.size(); }
+  // nullopt when no line is known.
+  std::optional<double> energy_at(double time_s) const;
+
+ private:
+  struct Line {
+    double at_s, effective_j, slope_j_per_s;
+  };
+  double blocking_w_;
+  std::vector<Line> lines_;
 };
 
 class LpRelaxation {
