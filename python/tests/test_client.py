@@ -158,7 +158,8 @@ def perseus_binary():
 @pytest.mark.skipif(not perseus_binary().exists(), reason="the perseus command is not built")
 def test_perseus_serve_speaks_to_the_python_client(tmp_path):
     server = subprocess.Popen(
-        [str(perseus_binary()), "serve", "--port", "0", "--db", str(tmp_path / "server.db"), "--token", "tok"],
+        [str(perseus_binary()), "serve", "--port", "0", "--db", str(tmp_path / "server.db"), "--token", "tok",
+         "--dump-dir", str(tmp_path / "dump")],
         stderr=subprocess.PIPE, text=True)
     try:
         port = None

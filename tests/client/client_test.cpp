@@ -3,6 +3,7 @@
 #include "perseus/client/perseus_client.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
+#include "perseus/server/zeus_dump.hpp"
 #include "server_test_support.hpp"
 #include "synthetic.hpp"
 
@@ -78,12 +80,15 @@ class ClientFixture : public ::testing::Test {
     return options;
   }
 
-  // The results the server received, from its dump.
+  // The results the server received, from its dump (zeus's N.prof.json, one per round every
+  // rank reported for), in round order.
   std::vector<json> dumped_results(const std::string& job_id) const {
     std::vector<json> out;
-    std::string id = job_id;
-    std::ifstream in(dir_.path() / "dump" / id / "results.jsonl");
-    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line).at("result"));
+    const std::filesystem::path folder = dir_.path() / "dump" / server::dump_folder_name(job_id);
+    for (int round = 0; std::filesystem::exists(folder / (std::to_string(round) + ".prof.json")); ++round) {
+      std::ifstream in(folder / (std::to_string(round) + ".prof.json"));
+      for (json& result : json::parse(in)) out.push_back(std::move(result));
+    }
     return out;
   }
 

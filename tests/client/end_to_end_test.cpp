@@ -7,6 +7,7 @@
 // Ranks run on virtual time (fabric.hpp), so instruction times are the profile's, yet an
 // iteration takes a few milliseconds of real time.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -17,6 +18,7 @@
 #include "fabric.hpp"
 #include "perseus/client/server_connection.hpp"
 #include "perseus/server/frontier_table.hpp"
+#include "perseus/server/zeus_dump.hpp"
 #include "server_test_support.hpp"
 #include "synthetic.hpp"
 
@@ -55,6 +57,7 @@ TEST(EndToEnd, ProfilesInVivoDeploysTMinAndFollowsAStraggler) {
 
   ChildProcess server(PERSEUS_SERVE_BINARY,
                       {"serve", "--port", "0", "--db", (dir.path() / "server.db").string(), "--token", "e2e",
+                       "--dump-dir", (dir.path() / "dump").string(),
                        "--scheduler", "InVivoProfiling", "--scheduler-args",
                        json({{"p_blocking", kPBlocking}, {"unit_time", 0.001}, {"iterations_per_frequency", 2}}).dump(),
                        "--barrier-timeout", "60"});
@@ -141,6 +144,12 @@ TEST(EndToEnd, ProfilesInVivoDeploysTMinAndFollowsAStraggler) {
   ASSERT_EQ(hub.error(), "");
   ASSERT_EQ(scenario_error, "");
   ASSERT_EQ(phase, Phase::kRecovered) << "the scenario did not finish; last deployment: " << label_of.rbegin()->second;
+
+  // zeus's dump, on by default: the ranks, and each round's plans and results.
+  const std::filesystem::path dumped = dir.path() / "dump" / server::dump_folder_name(job_id);
+  EXPECT_TRUE(std::filesystem::is_regular_file(dumped / "ranks.json")) << dumped;
+  EXPECT_TRUE(std::filesystem::is_regular_file(dumped / "0.sched.json")) << dumped;
+  EXPECT_TRUE(std::filesystem::is_regular_file(dumped / "0.prof.json")) << dumped;
 
   // Every rank's iterations.
   std::vector<std::map<int, Record>> records(kRanks);

@@ -75,6 +75,37 @@ TEST(FreqsPipeline, ReadsTheFormatsSpecExampleWithCommentsAndPythonSyntax) {
   EXPECT_EQ(parsed[1], (StageFrequencies{{"forward", 1410}, {"backward", 1410}}));
 }
 
+// ["forward", 1410] pairs, as zeus's FrequencySchedule serialises them, read as tuples do:
+// Python (zeus's PointSolution evaluates the file) reads both alike.
+TEST(FreqsPipeline, ReadsPairsWrittenAsListsAsPythonDoes) {
+  const std::string text = "[\n[[\"forward\", 1020], ('backward', 960,)],\n[[\"forward\", 1410,], [\"backward\", 1410]],\n]\n";
+  EXPECT_EQ(parse_freqs_pipeline(text, "f.py"),
+            (PipelineFrequencies{{{"forward", 1020}, {"backward", 960}}, {{"forward", 1410}, {"backward", 1410}}}));
+  try {
+    parse_freqs_pipeline("[[[\"forward\", 1410)]]", "f.py");
+    ADD_FAILURE() << "accepted a pair opened by '[' and closed by ')'";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("f.py:1:19: expected ']' closing the pair"), std::string::npos) << e.what();
+  }
+}
+
+// One list of pairs is one rank's schedule, not a plan: said so, with the form a plan takes.
+TEST(FreqsPipeline, AFlatListOfPairsIsRefusedAsOneRanksSchedule) {
+  for (const char* text : {R"([["forward", 1410], ["backward", 1410]])", "[('forward', 1410), ('backward', 1410)]",
+                           "[\n  [ 'forward', 1410]]\n"}) {
+    try {
+      parse_freqs_pipeline(text, "plan.py");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_TRUE(message.starts_with("plan.py: expected a plan, one list of (instruction, frequency) pairs per "
+                                      "pipeline stage in stage order (the freqs_pipeline form: [[('forward', 1410)"))
+          << message;
+      EXPECT_NE(message.find("got a single list of pairs (one rank's schedule"), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(FreqsPipeline, AnythingButDataIsRejectedWithLineAndColumn) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"__import__('os').system('rm -rf /')", "f.py:1:1: expected '[' opening the list of stages"},

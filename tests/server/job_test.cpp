@@ -84,6 +84,34 @@ TEST(JobLifecycle, ServePointSetsThePhaseAndThePlanTogether) {
   EXPECT_EQ(plan_from_json(plan_json(plan)), plan);
 }
 
+// zeus's PointSolution reads a plan with one list per rank: rank r runs list r whatever its
+// stage, and a restart keeps reading it so.
+TEST(JobLifecycle, APlanWithAListPerRankServesEachRankItsOwnAndIsRestoredSo) {
+  TwoStageJob job;
+  job.ranks = {{0, RankInfo{0, 0, 1, 0, kClocks}}, {1, RankInfo{1, 0, 0, 0, kClocks}}};  // rank 0 on stage 1
+  const PipelineFrequencies plan = {{{"forward", 1350}}, {{"forward", 1290}}};
+  const auto lists_served = [&](JobLifecycle& lifecycle) {
+    const Deployment deployment = lifecycle.scheduler().next_round(JobView{job.info, job.ranks}, 0.0);
+    return std::vector<StageFrequencies>{deployment.for_rank(job.ranks.at(0)), deployment.for_rank(job.ranks.at(1))};
+  };
+  JobLifecycle per_rank(kLayout);
+  per_rank.serve_point(plan, PlanLists::kPerRank);
+  EXPECT_EQ(lists_served(per_rank), (std::vector<StageFrequencies>{plan[0], plan[1]}));
+  EXPECT_EQ(per_rank.state_json().at("point_plan_lists"), "rank");
+  JobLifecycle per_stage(kLayout);
+  per_stage.serve_point(plan, PlanLists::kPerStage);
+  EXPECT_EQ(lists_served(per_stage), (std::vector<StageFrequencies>{plan[1], plan[0]}));
+
+  JobLifecycle back;
+  back.restore(per_rank.state_json(), ProfilingSettings{}, false, [] { return nullptr; });
+  EXPECT_EQ(lists_served(back), lists_served(per_rank));
+  json stored_before_lists = per_stage.state_json();
+  stored_before_lists.erase("point_plan_lists");
+  back = JobLifecycle();
+  back.restore(stored_before_lists, ProfilingSettings{}, false, [] { return nullptr; });
+  EXPECT_EQ(lists_served(back), lists_served(per_stage));
+}
+
 TEST(JobLifecycle, StartProfilingNeedsALayout) {
   JobLifecycle unknown;
   EXPECT_THROW(unknown.start_profiling(ProfilingSettings{}), InputError);

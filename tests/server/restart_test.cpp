@@ -5,17 +5,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <future>
 #include <mutex>
 #include <regex>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/job_store.hpp"
+#include "perseus/server/zeus_dump.hpp"
 #include "server_test_support.hpp"
 #include "synthetic.hpp"
 
@@ -27,10 +30,20 @@ using json = nlohmann::json;
 using testing::rank_of;
 using testing::TempDir;
 
+bool is_zeus_setting(std::string_view entry) {
+  constexpr std::string_view kPrefix = "zeus_pfo_";
+  if (entry.size() < kPrefix.size()) return false;
+  for (std::size_t i = 0; i < kPrefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(entry[i])) != kPrefix[i]) return false;
+  }
+  return true;
+}
+
 // A `serve` child process; its stderr is drained by a thread so that logging never blocks it.
+// Its environment is this one's without any ZEUS_PFO_* setting, plus `env` ("NAME=value").
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::vector<std::string>& args) {
+  explicit ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     // Everything the child needs is built before fork: after it, only exec-safe calls.
     std::string binary = PERSEUS_SERVE_BINARY;
     std::vector<std::string> copy = args;
@@ -38,6 +51,14 @@ class ServerProcess {
     argv.push_back(binary.data());
     for (std::string& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> environment;
+    for (char** entry = environ; *entry; ++entry) {
+      if (!is_zeus_setting(*entry)) environment.emplace_back(*entry);
+    }
+    environment.insert(environment.end(), env.begin(), env.end());
+    std::vector<char*> envp;
+    for (std::string& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     pid_ = ::fork();
@@ -45,7 +66,7 @@ class ServerProcess {
       ::dup2(pipe_fds[1], STDERR_FILENO);
       ::close(pipe_fds[0]);
       ::close(pipe_fds[1]);
-      ::execv(binary.c_str(), argv.data());
+      ::execve(binary.c_str(), argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(pipe_fds[1]);
@@ -124,7 +145,8 @@ TEST(ServeProcess, SurvivesSigkillAndServesTheSamePlans) {
   TempDir dir;
   const std::string db = (dir.path() / "server.db").string();
   const std::vector<std::string> args = {"serve", "--port", "0", "--db", db, "--token", "restart-token",
-                                         "--log-level", "info", "--barrier-timeout", "20"};
+                                         "--log-level", "info", "--barrier-timeout", "20",
+                                         "--dump-dir", (dir.path() / "dump").string()};
   constexpr int kPp = 2, kDp = 2;
   std::string frontier_job, waiting_job;
   std::vector<std::string> before;
@@ -207,7 +229,8 @@ bool wait_for_log(ServerProcess& server, const std::string& text, std::size_t ti
 TEST(ServeProcess, AComputationThatKeepsKillingTheServerIsMarkedFailed) {
   TempDir dir;
   const std::string db = (dir.path() / "server.db").string();
-  const std::vector<std::string> args = {"serve", "--port", "0", "--db", db, "--token", "restart-token"};
+  const std::vector<std::string> args = {"serve", "--port", "0", "--db", db, "--token", "restart-token",
+                                         "--dump-dir", (dir.path() / "dump").string()};
   std::string id;
   {
     ServerProcess server(args);
@@ -283,6 +306,99 @@ TEST(ServeProcess, RefusesBadSettingsWithAClearMessage) {
     ServerProcess server({"serve", "--port", "0", "--db", db, "--scheduler-args", "{oops"});
     for (int i = 0; i < 500 && server.log().find("not valid JSON") == std::string::npos; ++i) std::this_thread::sleep_for(10ms);
     EXPECT_NE(server.log().find("not valid JSON"), std::string::npos) << server.log();
+  }
+}
+
+// A path segment as the perseus client writes it: everything but unreserved characters as %XX.
+std::string percent_encode(const std::string& segment) {
+  std::string out;
+  for (unsigned char c : segment) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// zeus's settings as pydantic's BaseSettings reads them: names in any case, NOTSET the lowest
+// log level, dumps on unless turned off; PointSolution3D serves every rank its stage's list.
+TEST(ServeProcess, ReadsZeusSettingsAsPydanticDoes) {
+  TempDir dir;
+  const auto plan = dir.write("freqs_pipeline_00001.py", "[[('forward', 1410)], [('forward', 1300)]]\n");
+  const std::filesystem::path dump = dir.path() / "dumps";
+  ServerProcess server({"serve", "--port", "0", "--db", (dir.path() / "x.db").string()},
+                       {"zeus_pfo_scheduler=PointSolution3D",
+                        "Zeus_Pfo_Scheduler_Args={\"solution_path\": \"" + plan.string() + "\"}",
+                        "zeus_pfo_log_level=NOTSET", "zeus_pfo_dump_dir=" + dump.string()});
+  const int port = server.wait_for_port();
+  ASSERT_GT(port, 0) << server.log();
+  httplib::Client c = client(port);
+  const json info = json::parse(c.Get("/info")->body);
+  EXPECT_EQ(info.at("scheduler"), "PointSolution3D");
+  EXPECT_EQ(info.at("dump_data"), true);  // zeus's default
+
+  // Two pipelines of two stages, under an id whose metadata its URLs must percent-encode.
+  const auto registered =
+      c.Post("/register_job", testing::job_info(2, 2, 1, {{"job_metadata", "run 1/a%b\\c?d#e"}}).dump(), "application/json");
+  ASSERT_EQ(registered->status, 200) << registered->body;
+  const std::string id = json::parse(registered->body).get<std::string>();
+  EXPECT_TRUE(id.ends_with("+dp2+pp2+tp1+PointSolution3D+run 1/a%b\\c?d#e")) << id;
+  for (int d = 0; d < 2; ++d) {
+    for (int p = 0; p < 2; ++p) {
+      const json rank = {{"rank", rank_of(2, 1, d, p, 0)}, {"dp_rank", d}, {"pp_rank", p}, {"tp_rank", 0},
+                         {"available_frequencies", {1410, 1300}}};
+      const auto answer = c.Post(("/register_rank/" + percent_encode(id)).c_str(), rank.dump(), "application/json");
+      ASSERT_EQ(answer->status, 200) << answer->body;
+    }
+  }
+  const std::vector<std::string> answers = fetch_round(port, percent_encode(id), 4);
+  for (int r = 0; r < 4; ++r) {
+    const json expected = {{"frequencies", json::array({json::array({"forward", r % 2 == 0 ? 1410 : 1300})})},
+                           {"rank", r}};
+    EXPECT_EQ(answers[static_cast<std::size_t>(r)], expected.dump()) << "rank " << r;
+  }
+  EXPECT_NE(server.log().find("level=debug event=register_rank"), std::string::npos) << server.log();
+  EXPECT_TRUE(std::filesystem::is_regular_file(dump / dump_folder_name(id) / "ranks.json"));
+  EXPECT_EQ(server.kill_and_wait(SIGTERM), 0);
+
+  // Booleans as pydantic reads them, any case.
+  const std::vector<std::pair<std::string, bool>> booleans = {{"t", true},  {"Y", true},   {"On", true}, {"1", true},
+                                                              {"yes", true}, {"TRUE", true}, {"f", false}, {"n", false},
+                                                              {"OFF", false}, {"0", false}, {"No", false}, {"False", false}};
+  for (const auto& [text, value] : booleans) {
+    ServerProcess with({"serve", "--port", "0", "--db", ":memory:"}, {"ZEUS_PFO_DUMP_DATA=" + text});
+    const int with_port = with.wait_for_port();
+    ASSERT_GT(with_port, 0) << with.log();
+    EXPECT_EQ(json::parse(client(with_port).Get("/info")->body).at("dump_data"), value) << text;
+  }
+  ServerProcess flag({"serve", "--port", "0", "--db", ":memory:", "--no-dump-data"}, {"ZEUS_PFO_DUMP_DATA=yes"});
+  const int flag_port = flag.wait_for_port();
+  ASSERT_GT(flag_port, 0) << flag.log();
+  EXPECT_EQ(json::parse(client(flag_port).Get("/info")->body).at("dump_data"), false);  // the flag wins
+}
+
+// Settings it cannot read stop the server at start-up, saying which and why.
+TEST(ServeProcess, RefusesZeusSettingsItCannotReadWithAClearMessage) {
+  TempDir dir;
+  const auto flat = dir.write("freqs_pipeline_00001.py", "[[\"forward\", 1410], [\"backward\", 1410]]\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"ZEUS_PFO_DUMP_DATA=maybe"}, "ZEUS_PFO_DUMP_DATA: expected a boolean"},
+      {{"ZEUS_PFO_DUMP_DATA="}, "ZEUS_PFO_DUMP_DATA: expected a boolean"},
+      {{"ZEUS_PFO_LOG_LEVEL=loud"}, "ZEUS_PFO_LOG_LEVEL: unknown level 'loud'"},
+      {{"ZEUS_PFO_SCHEDULER=Frontier", "zeus_pfo_scheduler=PointSolution"}, "settings ignore case, so set one"},
+      {{"zeus_pfo_scheduler_args={\"microbatches\": 4.5}"}, "'microbatches' must be a whole number, got 4.5"},
+      {{"ZEUS_PFO_MAX_JOB_IDLE_TIME=soon"}, "ZEUS_PFO_MAX_JOB_IDLE_TIME: expected a positive number of seconds"},
+      {{"ZEUS_PFO_SCHEDULER=PointSolution", "ZEUS_PFO_SCHEDULER_ARGS={\"solution_path\": \"" + flat.string() + "\"}"},
+       "solution_path: " + flat.string() + ": expected a plan, one list of (instruction, frequency) pairs per pipeline stage"},
+  };
+  for (const auto& [env, message] : cases) {
+    ServerProcess server({"serve", "--port", "0", "--db", (dir.path() / "x.db").string()}, env);
+    ASSERT_TRUE(wait_for_log(server, "perseus: error:")) << server.log();
+    const int status = server.kill_and_wait(0);  // already exiting: only waits
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << server.log();
+    EXPECT_NE(server.log().find(message), std::string::npos) << server.log();
   }
 }
 

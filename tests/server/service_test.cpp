@@ -418,7 +418,8 @@ TEST(Service, BadRequestsGetA4xxNamingTheProblemAndChangeNothing) {
       {"GET", "/register_job", "", {}, 405, "use POST"},
       {"DELETE", "/schedule/" + id, "", {}, 405, "use GET"},
       {"GET", "/nowhere", "", {}, 404, "no route"},
-      {"GET", "/schedule/" + id + "/extra", "", {}, 404, "no route"},
+      // A job id may hold '/' (job_metadata is any string): the rest of the path is one.
+      {"GET", "/schedule/" + id + "/extra", "", {{"rank", "0"}}, 404, "unknown job id '" + id + "/extra'"},
   };
   for (const Case& c : cases) {
     const ApiResponse response = call(service, c.method, c.path, c.body, c.query);

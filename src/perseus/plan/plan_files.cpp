@@ -85,6 +85,7 @@ class FreqsParser {
   PipelineFrequencies parse() {
     PipelineFrequencies stages;
     expect('[', "'[' opening the list of stages");
+    refuse_one_flat_list();
     while (true) {
       skip_space_and_comments();
       if (peek() == ']') break;
@@ -110,13 +111,17 @@ class FreqsParser {
     while (true) {
       skip_space_and_comments();
       if (peek() == ']') break;
-      expect('(', "'(' opening an (instruction, frequency) tuple");
+      // ('forward', 1410) as the reference solver writes it, or ["forward", 1410] as zeus's
+      // FrequencySchedule serialises it: Python reads both alike.
+      skip_space_and_comments();
+      const char close = peek() == '[' ? ']' : ')';
+      expect(close == ']' ? '[' : '(', "'(' opening an (instruction, frequency) tuple");
       std::string name = parse_string();
       expect(',', "',' between instruction and frequency");
       const int frequency = parse_int();
       skip_space_and_comments();
       if (peek() == ',') ++pos_;  // a trailing comma inside the tuple is valid Python
-      expect(')', "')' closing the tuple");
+      expect(close, close == ']' ? "']' closing the pair" : "')' closing the tuple");
       stage.emplace_back(std::move(name), frequency);
       skip_space_and_comments();
       if (peek() == ',') {
@@ -127,6 +132,24 @@ class FreqsParser {
     }
     ++pos_;
     return stage;
+  }
+
+  // One list of (instruction, frequency) pairs, [("forward", 1410), ...] or [["forward", 1410],
+  // ...], is one rank's schedule, not a plan: said plainly rather than as a parse error
+  // deep inside it, since it is the likely mistake.
+  void refuse_one_flat_list() {
+    skip_space_and_comments();
+    std::size_t at = pos_;
+    if (at < text_.size() && (text_[at] == '(' || text_[at] == '[')) ++at;
+    while (at < text_.size() && std::isspace(static_cast<unsigned char>(text_[at]))) ++at;
+    const bool pair_opens = pos_ < text_.size() && at > pos_ && at < text_.size() &&
+                            (text_[at] == '\'' || text_[at] == '"');
+    if (!pair_opens) return;
+    throw InputError(fmt::format(
+        "{}: expected a plan, one list of (instruction, frequency) pairs per pipeline stage in stage order "
+        "(the freqs_pipeline form: [[('forward', 1410), ('backward', 1410), ...], [('forward', 1410), ...]]), "
+        "got a single list of pairs (one rank's schedule, as zeus's FrequencySchedule holds it)",
+        source_));
   }
 
   std::string parse_string() {

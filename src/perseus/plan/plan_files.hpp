@@ -47,7 +47,9 @@ std::string freqs_pipeline_text(const PipelineFrequencies& frequencies, const st
 PipelineFrequencies plan_frequencies(const Plan& plan);
 
 // Parses a freqs_pipeline file as data. Throws InputError naming the source, line and
-// column of anything that is not a list of lists of ('name', int) tuples.
+// column of anything that is not a list of lists of ('name', int) tuples (["name", int]
+// pairs read alike, as Python reads them); a single flat list of pairs, one rank's schedule,
+// is refused as such, saying what form a plan takes.
 PipelineFrequencies parse_freqs_pipeline(std::string_view text, const std::string& source);
 PipelineFrequencies read_freqs_pipeline(const std::filesystem::path& path);
 // A plan file of either kind, told apart by content: a perseus.plan/1 JSON plan or a

@@ -86,7 +86,8 @@ nlohmann::json frequency_schedule_json(int rank, const StageFrequencies& frequen
 // Reads a FrequencySchedule answer strictly: ApiError 422 naming what is wrong.
 StageFrequencies parse_frequency_schedule(const nlohmann::json& body, int expected_rank);
 
-// "<YYYY-MM-DD-HH-MM-SS>+dp<d>+pp<p>+tp<t>+<SchedulerName>[+<job_metadata>]", local time.
+// "<YYYY-MM-DD-HH-MM-SS>+dp<d>+pp<p>+tp<t>+<SchedulerName>[+<job_metadata>]", local time;
+// as zeus, an empty job_metadata adds nothing.
 std::string make_job_id(const JobInfo& info, std::string_view scheduler_name, std::time_t when);
 
 // The per-stage instruction names of one iteration, in execution order.

@@ -63,9 +63,10 @@ JobLifecycle::JobLifecycle(std::optional<PipelineLayout> layout) : layout_(std::
   enter_highest_clock(JobPhase::kWaiting, std::string(kWaitingLabel));
 }
 
-void JobLifecycle::serve_point(PipelineFrequencies plan) {
+void JobLifecycle::serve_point(PipelineFrequencies plan, PlanLists lists) {
   point_plan_ = plan;
-  enter(JobPhase::kPoint, std::make_unique<PointSolutionScheduler>(std::move(plan)));
+  point_plan_lists_ = lists;
+  enter(JobPhase::kPoint, std::make_unique<PointSolutionScheduler>(std::move(plan), lists));
 }
 
 void JobLifecycle::start_profiling(const ProfilingSettings& settings) {
@@ -116,7 +117,9 @@ void JobLifecycle::restore(const json& state, const ProfilingSettings& settings,
 
   switch (*phase) {
     case JobPhase::kPoint:
-      serve_point(plan_from_json(state.at("point_plan")));
+      // Stored before plans per rank existed: per stage.
+      serve_point(plan_from_json(state.at("point_plan")),
+                  state.value("point_plan_lists", "stage") == "rank" ? PlanLists::kPerRank : PlanLists::kPerStage);
       return;
     case JobPhase::kProfiling:
       if (!layout_) throw InputError("a profiling job without a layout");
@@ -172,7 +175,10 @@ json JobLifecycle::state_json() const {
                 {"frontier_seconds", frontier_seconds_},
                 {"scheduler_state", scheduler_->state()},
                 {"compute_attempts", compute_attempts_}};
-  if (phase_ == JobPhase::kPoint) state["point_plan"] = plan_json(point_plan_);
+  if (phase_ == JobPhase::kPoint) {
+    state["point_plan"] = plan_json(point_plan_);
+    state["point_plan_lists"] = point_plan_lists_ == PlanLists::kPerRank ? "rank" : "stage";
+  }
   return state;
 }
 

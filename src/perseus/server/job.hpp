@@ -52,8 +52,8 @@ class JobLifecycle {
 
   // ---- transitions ----
 
-  // PointSolution: `plan` in every round.
-  void serve_point(PipelineFrequencies plan);
+  // PointSolution (and PointSolution3D): `plan` in every round, a list per stage or per rank.
+  void serve_point(PipelineFrequencies plan, PlanLists lists = PlanLists::kPerStage);
   // InVivoProfiling from its first clock. InputError without a layout.
   void start_profiling(const ProfilingSettings& settings);
   // A new profile, for `layout`: the highest clock while its frontier is computed. The
@@ -111,6 +111,7 @@ class JobLifecycle {
   std::unique_ptr<Scheduler> scheduler_;  // never null; its kind follows phase_
   std::optional<PipelineLayout> layout_;
   PipelineFrequencies point_plan_;  // the point phase's plan, persisted with the state
+  PlanLists point_plan_lists_ = PlanLists::kPerStage;
   std::string error_;
   std::vector<std::string> warnings_;
   std::string profiling_stop_reason_;

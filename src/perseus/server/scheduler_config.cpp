@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 
@@ -34,10 +35,84 @@ double positive_arg(const json& args, const char* key) {
   return value.get<double>();
 }
 
+// A number given as text, as pydantic's lax mode reads "4" or " 83.64 ".
+std::optional<double> number_in_string(std::string text) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return std::nullopt;
+  text = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+  if (text.front() == '+') text.erase(0, 1);
+  const json parsed = json::parse(text, nullptr, false);
+  if (!parsed.is_number()) return std::nullopt;
+  return parsed.get<double>();
+}
+
+// Integer arguments as pydantic reads an int (what zeus's settings do): 4, 4.0 and "4" are 4.
+// 4.5 is refused rather than cut to 4 as pydantic v1 would; booleans are refused too.
+json lax_integer(const json& value, const char* key) {
+  if (value.is_number_integer()) return value;
+  std::optional<double> number;
+  if (value.is_number()) number = value.get<double>();
+  if (value.is_string()) number = number_in_string(value.get<std::string>());
+  if (!number || !std::isfinite(*number) || std::trunc(*number) != *number || std::fabs(*number) > 9.0e15) {
+    throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: '{}' must be a whole number, got {}", key, value.dump()));
+  }
+  // As JSON text would parse it: unsigned when not negative.
+  if (*number >= 0) return static_cast<std::uint64_t>(*number);
+  return static_cast<std::int64_t>(*number);
+}
+
+// Number arguments as pydantic reads a float: 83.64 and "83.64" alike.
+json lax_number(const json& value, const char* key) {
+  if (!value.is_string()) return value;  // checked where it is read
+  const std::optional<double> number = number_in_string(value.get<std::string>());
+  if (!number) throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: '{}' must be a number, got {}", key, value.dump()));
+  return *number;
+}
+
+// The arguments with numbers written as pydantic accepts them turned into plain JSON numbers,
+// so that every reader below sees one form.
+json with_lax_numbers(json args) {
+  for (const char* key : {"microbatches", "chunks", "max_energy_rises", "iterations_per_frequency", "plan"}) {
+    if (args.contains(key)) args[key] = lax_integer(args.at(key), key);
+  }
+  for (const char* key : {"p_blocking", "unit_time", "deadline_s"}) {
+    if (args.contains(key)) args[key] = lax_number(args.at(key), key);
+  }
+  return args;
+}
+
+PipelineFrequencies read_point_plan_file(const std::string& path) {
+  try {
+    return read_freqs_pipeline(path);  // parsed as data, never evaluated
+  } catch (const InputError& e) {
+    throw InputError(std::string("ZEUS_PFO_SCHEDULER_ARGS: solution_path: ") + e.what());
+  }
+}
+
 }  // namespace
 
-SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::json& args) {
-  if (!args.is_object()) throw InputError("ZEUS_PFO_SCHEDULER_ARGS: expected a JSON object, got " + args.dump());
+bool SchedulerConfig::serves_point_plan() const { return name == "PointSolution" || name == "PointSolution3D"; }
+
+PlanLists point_plan_lists(const SchedulerConfig& config, int pp_degree, int world_size) {
+  const std::size_t lists = config.point_plan.size();
+  if (config.name == "PointSolution" && lists == static_cast<std::size_t>(world_size)) return PlanLists::kPerRank;
+  if (lists == static_cast<std::size_t>(pp_degree)) return PlanLists::kPerStage;
+  if (config.name == "PointSolution3D") {
+    throw ApiError(422, fmt::format("JobInfo.pp_degree: the PointSolution3D plan {} has {} stages, the job {} "
+                                    "(PointSolution3D serves every rank its stage's list)",
+                                    config.point_plan_path, lists, pp_degree));
+  }
+  throw ApiError(422, fmt::format("JobInfo: the PointSolution plan {} has {} stages (lists); the job needs "
+                                  "world_size = {} (one list per rank, as zeus reads it) or pp_degree = {} (one per "
+                                  "stage; PointSolution3D is the scheduler for that)",
+                                  config.point_plan_path, lists, world_size, pp_degree));
+}
+
+SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::json& given_args) {
+  if (!given_args.is_object()) {
+    throw InputError("ZEUS_PFO_SCHEDULER_ARGS: expected a JSON object, got " + given_args.dump());
+  }
+  const json args = with_lax_numbers(given_args);
   SchedulerConfig config;
   config.name = name;
   auto layout_from_args = [&] {
@@ -53,11 +128,12 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
       throw InputError(e.what());
     }
   };
-  if (name == "PointSolution") {
+  if (config.serves_point_plan()) {
     check_keys(args, name, {"solution_path", "plan", "deadline_s"});
     if (!args.contains("solution_path") || !args.at("solution_path").is_string()) {
-      throw InputError("ZEUS_PFO_SCHEDULER_ARGS: PointSolution needs {\"solution_path\": \"freqs_pipeline_%05d.py\"} "
-                       "or {\"solution_path\": \"FRONTIER_DIR\", \"plan\": ROW or \"deadline_s\": S}");
+      throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: {} needs {{\"solution_path\": \"freqs_pipeline_%05d.py\"}} "
+                                   "or {{\"solution_path\": \"FRONTIER_DIR\", \"plan\": ROW or \"deadline_s\": S}}",
+                                   name));
     }
     config.point_plan_path = args.at("solution_path").get<std::string>();
     if (std::filesystem::is_directory(config.point_plan_path)) {
@@ -84,7 +160,7 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
       if (args.contains("plan") || args.contains("deadline_s")) {
         throw InputError("ZEUS_PFO_SCHEDULER_ARGS: 'plan' and 'deadline_s' need a frontier directory as solution_path");
       }
-      config.point_plan = read_freqs_pipeline(config.point_plan_path);  // parsed as data, never evaluated
+      config.point_plan = read_point_plan_file(config.point_plan_path);
     }
   } else if (name == "InVivoProfiling") {
     check_keys(args, name,
@@ -117,7 +193,7 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
     layout_from_args();
   } else {
     throw InputError(fmt::format("ZEUS_PFO_SCHEDULER: unknown scheduler '{}' (known: PointSolution, "
-                                 "InVivoProfiling, Frontier)",
+                                 "PointSolution3D, InVivoProfiling, Frontier)",
                                  name));
   }
   return config;

@@ -26,15 +26,24 @@ std::shared_ptr<const PipelineFrequencies> uniform_plan(const PipelineLayout& la
 
 }  // namespace
 
+bool Deployment::straggles(const RankInfo& rank) const {
+  return straggling && std::binary_search(straggler_pipelines.begin(), straggler_pipelines.end(), rank.dp_rank);
+}
+
+std::size_t Deployment::list_index(const RankInfo& rank) const {
+  return static_cast<std::size_t>(lists == PlanLists::kPerRank ? rank.rank : rank.pp_rank);
+}
+
 const StageFrequencies& Deployment::for_rank(const RankInfo& rank) const {
-  const bool straggles =
-      straggling && std::binary_search(straggler_pipelines.begin(), straggler_pipelines.end(), rank.dp_rank);
-  const PipelineFrequencies& plan = straggles ? *straggling : *normal;
-  if (rank.pp_rank < 0 || static_cast<std::size_t>(rank.pp_rank) >= plan.size()) {
+  const PipelineFrequencies& plan = straggles(rank) ? *straggling : *normal;
+  if (list_index(rank) >= plan.size()) {
+    if (lists == PlanLists::kPerRank) {
+      throw ApiError(409, fmt::format("the plan has {} lists, one per rank; rank {} has none", plan.size(), rank.rank));
+    }
     throw ApiError(409, fmt::format("the plan has {} stages; rank {} is on pp_rank {}", plan.size(), rank.rank,
                                     rank.pp_rank));
   }
-  return plan[static_cast<std::size_t>(rank.pp_rank)];
+  return plan[list_index(rank)];
 }
 
 void Deployment::prepare() {
@@ -53,15 +62,13 @@ void Deployment::prepare() {
 }
 
 std::string Deployment::schedule_body(const RankInfo& rank) const {
-  const bool straggles =
-      straggling && std::binary_search(straggler_pipelines.begin(), straggler_pipelines.end(), rank.dp_rank);
-  const std::vector<std::string>& lists = straggles ? straggling_json : normal_json;
-  if (lists.empty()) {  // not prepared: the slow path
+  const std::vector<std::string>& prepared = straggles(rank) ? straggling_json : normal_json;
+  if (prepared.empty()) {  // not prepared: the slow path
     return frequency_schedule_json(rank.rank, for_rank(rank)).dump(-1, ' ', false,
                                                                     nlohmann::json::error_handler_t::replace);
   }
-  if (rank.pp_rank < 0 || static_cast<std::size_t>(rank.pp_rank) >= lists.size()) for_rank(rank);  // throws 409
-  const std::string& list = lists[static_cast<std::size_t>(rank.pp_rank)];
+  if (list_index(rank) >= prepared.size()) for_rank(rank);  // throws 409
+  const std::string& list = prepared[list_index(rank)];
   std::string body;
   body.reserve(list.size() + 40);
   body += R"({"frequencies":)";
@@ -92,11 +99,13 @@ std::vector<int> common_frequencies(const JobView& job) {
 
 // ---- PointSolution ----
 
-PointSolutionScheduler::PointSolutionScheduler(PipelineFrequencies plan)
-    : plan_(std::make_shared<const PipelineFrequencies>(std::move(plan))) {}
+PointSolutionScheduler::PointSolutionScheduler(PipelineFrequencies plan, PlanLists lists)
+    : plan_(std::make_shared<const PipelineFrequencies>(std::move(plan))), lists_(lists) {}
 
 Deployment PointSolutionScheduler::next_round(const JobView&, double) {
-  return Deployment{plan_, nullptr, {}, std::nullopt, "point solution", {}, {}};
+  Deployment deployment{plan_, nullptr, {}, std::nullopt, "point solution", {}, {}};
+  deployment.lists = lists_;
+  return deployment;
 }
 
 // ---- MaxFrequency ----

@@ -21,8 +21,13 @@
 
 namespace perseus::server {
 
-// What every pipeline runs from one round on. All ranks of a stage run the same list;
-// pipelines (data-parallel replicas) holding a straggler run `straggling`.
+// Whose list each list of a plan is: a stage's (every rank of the stage runs it) or one
+// global rank's (zeus's PointSolution reads a plan file so).
+enum class PlanLists { kPerStage, kPerRank };
+
+// What every pipeline runs from one round on. All ranks of a stage run the same list (unless
+// the plan has one list per rank); pipelines (data-parallel replicas) holding a straggler
+// run `straggling`.
 struct Deployment {
   std::shared_ptr<const PipelineFrequencies> normal;
   std::shared_ptr<const PipelineFrequencies> straggling;  // null when no pipeline straggles
@@ -33,13 +38,19 @@ struct Deployment {
   // the ranks of a round (a thousand of them) only copy it.
   std::vector<std::string> normal_json;
   std::vector<std::string> straggling_json;
+  PlanLists lists = PlanLists::kPerStage;  // how a rank finds its list
 
-  // Throws ApiError 409 when the plan has no list for the rank's stage.
+  // Throws ApiError 409 when the plan has no list for the rank's stage (or the rank).
   const StageFrequencies& for_rank(const RankInfo& rank) const;
   void prepare();
   // The FrequencySchedule answer for `rank`, byte for byte what frequency_schedule_json
   // dumps. ApiError 409 as for_rank.
   std::string schedule_body(const RankInfo& rank) const;
+
+ private:
+  bool straggles(const RankInfo& rank) const;
+  // The index of the rank's list: its pp_rank, or its global rank.
+  std::size_t list_index(const RankInfo& rank) const;
 };
 
 // What a scheduler may look at: the job and its registered ranks.
@@ -64,11 +75,13 @@ std::vector<int> common_frequencies(const JobView& job);
 
 class PointSolutionScheduler final : public Scheduler {
  public:
-  explicit PointSolutionScheduler(PipelineFrequencies plan);
+  explicit PointSolutionScheduler(PipelineFrequencies plan, PlanLists lists = PlanLists::kPerStage);
   Deployment next_round(const JobView& job, double now) override;
+  PlanLists lists() const { return lists_; }
 
  private:
   std::shared_ptr<const PipelineFrequencies> plan_;
+  PlanLists lists_;
 };
 
 // Every instruction at the highest clock all ranks support.

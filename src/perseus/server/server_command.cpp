@@ -2,12 +2,17 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdlib>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -36,36 +41,112 @@ struct ServeArgs {
   std::size_t max_body_mib = 16;
   double keep_alive = HttpOptions{}.keep_alive_s;
   double request_timeout = 10.0;
-  bool dump_data = false;
+  bool dump_data = true;  // zeus's default
   std::string dump_dir = "dump";
 };
+
+// The settings zeus's server reads from the environment (pydantic's BaseSettings, prefix
+// ZEUS_PFO_); the flag of each, when given, overrides it.
+constexpr const char* kSchedulerEnv = "ZEUS_PFO_SCHEDULER";
+constexpr const char* kSchedulerArgsEnv = "ZEUS_PFO_SCHEDULER_ARGS";
+constexpr const char* kLogLevelEnv = "ZEUS_PFO_LOG_LEVEL";
+constexpr const char* kDumpDataEnv = "ZEUS_PFO_DUMP_DATA";
+constexpr const char* kDumpDirEnv = "ZEUS_PFO_DUMP_DIR";
+constexpr const char* kMaxJobIdleTimeEnv = "ZEUS_PFO_MAX_JOB_IDLE_TIME";
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
-// Python's logging names (ZEUS_PFO_LOG_LEVEL=INFO) and spdlog's both work.
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// A setting from the environment, its name in any case (ZEUS_PFO_SCHEDULER, zeus_pfo_scheduler),
+// as pydantic's settings read it. Two spellings with different values are refused: which one
+// pydantic takes depends on the environment's order.
+std::optional<std::string> environment_setting(std::string_view name) {
+  std::optional<std::pair<std::string, std::string>> found;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view text(*entry);
+    const std::size_t equals = text.find('=');
+    if (equals == std::string_view::npos || !same_ignoring_case(text.substr(0, equals), name)) continue;
+    std::pair<std::string, std::string> setting{std::string(text.substr(0, equals)), std::string(text.substr(equals + 1))};
+    if (found && found->second != setting.second) {
+      throw InputError(fmt::format("{} and {} are both set, to different values; settings ignore case, so set one",
+                                   found->first, setting.first));
+    }
+    found = std::move(setting);
+  }
+  if (!found) return std::nullopt;
+  return found->second;
+}
+
+// Python's logging names (ZEUS_PFO_LOG_LEVEL=INFO; NOTSET, its lowest, logs everything) and
+// spdlog's both work.
 spdlog::level::level_enum parse_level(const std::string& name) {
   const std::string n = lower(name);
-  if (n == "trace") return spdlog::level::trace;
+  if (n == "trace" || n == "notset") return spdlog::level::trace;
   if (n == "debug") return spdlog::level::debug;
   if (n == "info") return spdlog::level::info;
   if (n == "warning" || n == "warn") return spdlog::level::warn;
   if (n == "error") return spdlog::level::err;
   if (n == "critical" || n == "fatal") return spdlog::level::critical;
   if (n == "off") return spdlog::level::off;
-  throw InputError(fmt::format("--log-level / ZEUS_PFO_LOG_LEVEL: unknown level '{}' (debug, info, warning, error, "
-                               "critical, off)",
+  throw InputError(fmt::format("--log-level / ZEUS_PFO_LOG_LEVEL: unknown level '{}' (notset, debug, info, warning, "
+                               "error, critical, off)",
                                name));
 }
 
-// Pydantic's reading of a boolean setting.
+// Pydantic's reading of a boolean setting, any case.
 bool parse_bool_setting(const char* name, const std::string& value) {
   const std::string v = lower(value);
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
-  throw InputError(fmt::format("{}: expected true or false, got '{}'", name, value));
+  for (const char* yes : {"1", "true", "t", "yes", "y", "on"}) {
+    if (v == yes) return true;
+  }
+  for (const char* no : {"0", "false", "f", "no", "n", "off"}) {
+    if (v == no) return false;
+  }
+  throw InputError(fmt::format("{}: expected a boolean (true/false, t/f, yes/no, y/n, on/off, 1/0), got '{}'", name,
+                               value));
+}
+
+double parse_positive_seconds(const char* name, const std::string& value) {
+  double seconds = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, ec] = std::from_chars(value.data(), end, seconds);
+  if (ec != std::errc() || stop != end || value.empty() || !std::isfinite(seconds) || seconds <= 0) {
+    throw InputError(fmt::format("{}: expected a positive number of seconds, got '{}'", name, value));
+  }
+  return seconds;
+}
+
+// The options that zeus's environment settings give, where the command line does not.
+struct ZeusOptions {
+  CLI::Option* scheduler = nullptr;
+  CLI::Option* scheduler_args = nullptr;
+  CLI::Option* log_level = nullptr;
+  CLI::Option* dump_data = nullptr;
+  CLI::Option* dump_dir = nullptr;
+  CLI::Option* max_job_idle_time = nullptr;
+};
+
+ServeArgs with_environment(ServeArgs args, const ZeusOptions& given) {
+  const auto from_env = [](CLI::Option* flag, const char* name) {
+    return flag->count() == 0 ? environment_setting(name) : std::nullopt;
+  };
+  if (auto v = from_env(given.scheduler, kSchedulerEnv)) args.scheduler = *v;
+  if (auto v = from_env(given.scheduler_args, kSchedulerArgsEnv)) args.scheduler_args = *v;
+  if (auto v = from_env(given.log_level, kLogLevelEnv)) args.log_level = *v;
+  if (auto v = from_env(given.dump_data, kDumpDataEnv)) args.dump_data = parse_bool_setting(kDumpDataEnv, *v);
+  if (auto v = from_env(given.dump_dir, kDumpDirEnv)) args.dump_dir = *v;
+  if (auto v = from_env(given.max_job_idle_time, kMaxJobIdleTimeEnv)) {
+    args.max_job_idle_time = parse_positive_seconds(kMaxJobIdleTimeEnv, *v);
+  }
+  return args;
 }
 
 void run_serve(const ServeArgs& args) {
@@ -162,20 +243,24 @@ void add_server_command(CLI::App& app) {
                   "are spread over them)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{64}));
-  cmd->add_option("--log-level", args.log_level, "debug, info, warning, error, critical or off")
-      ->envname("ZEUS_PFO_LOG_LEVEL")
-      ->capture_default_str();
-  cmd->add_option("--scheduler", args.scheduler, "PointSolution, InVivoProfiling or Frontier")
-      ->envname("ZEUS_PFO_SCHEDULER")
-      ->capture_default_str();
-  cmd->add_option("--scheduler-args", args.scheduler_args,
-                  "JSON arguments of the scheduler, e.g. '{\"solution_path\": \"freqs_pipeline_00042.py\"}'")
-      ->envname("ZEUS_PFO_SCHEDULER_ARGS")
-      ->capture_default_str();
-  cmd->add_option("--max-job-idle-time", args.max_job_idle_time, "Seconds after which an idle job is forgotten")
-      ->envname("ZEUS_PFO_MAX_JOB_IDLE_TIME")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  // The ZEUS_PFO_* settings are read by with_environment, names in any case as zeus reads them.
+  static ZeusOptions zeus;
+  zeus.log_level = cmd->add_option("--log-level", args.log_level,
+                                   "notset (everything), debug, info, warning, error, critical or off "
+                                   "[env ZEUS_PFO_LOG_LEVEL]")
+                       ->capture_default_str();
+  zeus.scheduler = cmd->add_option("--scheduler", args.scheduler,
+                                   "PointSolution, PointSolution3D, InVivoProfiling or Frontier [env ZEUS_PFO_SCHEDULER]")
+                       ->capture_default_str();
+  zeus.scheduler_args =
+      cmd->add_option("--scheduler-args", args.scheduler_args,
+                      "JSON arguments of the scheduler, e.g. '{\"solution_path\": \"freqs_pipeline_00042.py\"}' "
+                      "[env ZEUS_PFO_SCHEDULER_ARGS]")
+          ->capture_default_str();
+  zeus.max_job_idle_time = cmd->add_option("--max-job-idle-time", args.max_job_idle_time,
+                                           "Seconds after which an idle job is forgotten [env ZEUS_PFO_MAX_JOB_IDLE_TIME]")
+                               ->capture_default_str()
+                               ->check(CLI::PositiveNumber);
   cmd->add_option("--barrier-timeout", args.barrier_timeout,
                   "Seconds a schedule request waits for the other ranks of its round, then gets 408 and is no "
                   "longer counted in it (0: as long as it takes, as zeus's server waits)")
@@ -194,15 +279,12 @@ void add_server_command(CLI::App& app) {
                   "slower ones get 408 and their connection is closed")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
-  auto* dump = cmd->add_flag("--dump-data", args.dump_data, "Write results and deployed plans under --dump-dir");
-  cmd->add_option("--dump-dir", args.dump_dir, "Where --dump-data writes")->envname("ZEUS_PFO_DUMP_DIR")->capture_default_str();
-  cmd->callback([dump] {
-    ServeArgs effective = args;
-    if (dump->count() == 0) {
-      if (const char* env = std::getenv("ZEUS_PFO_DUMP_DATA")) effective.dump_data = parse_bool_setting("ZEUS_PFO_DUMP_DATA", env);
-    }
-    run_serve(effective);
-  });
+  zeus.dump_data = cmd->add_flag("--dump-data,!--no-dump-data", args.dump_data,
+                                 "Write zeus's dump files (ranks.json, N.sched.json, N.prof.json) and the deployed "
+                                 "plans under --dump-dir/<job id>; on by default, as in zeus [env ZEUS_PFO_DUMP_DATA]");
+  zeus.dump_dir = cmd->add_option("--dump-dir", args.dump_dir, "Where --dump-data writes [env ZEUS_PFO_DUMP_DIR]")
+                      ->capture_default_str();
+  cmd->callback([] { run_serve(with_environment(args, zeus)); });
 }
 
 }  // namespace perseus::server

@@ -14,8 +14,10 @@
 #include <spdlog/spdlog.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/output_files.hpp"
 #include "perseus/server/job.hpp"
 #include "perseus/server/web_page.hpp"
+#include "perseus/server/zeus_dump.hpp"
 
 namespace perseus::server {
 namespace {
@@ -37,17 +39,6 @@ bool same_secret(std::string_view given, std::string_view expected) {
   const std::size_t n = std::min(given.size(), expected.size());
   for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
   return diff == 0;
-}
-
-// A name that is safe as one path component.
-std::string file_safe(const std::string& id) {
-  std::string out;
-  for (char c : id) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '_' || c == '+' || c == '=' || c == ',';
-    out += safe ? c : '_';
-  }
-  return out;
 }
 
 std::optional<std::string> query_value(const ApiRequest& request, const char* name) {
@@ -147,6 +138,7 @@ struct Service::Job {
   Clock::time_point round_started;
   std::shared_ptr<const Deployment> deployment;  // the latest round's
   std::shared_ptr<Round> round = std::make_shared<Round>();  // the round ranks are waiting for
+  std::optional<DumpRound> dump_round;  // --dump-data: the latest round's files, until complete
 };
 
 
@@ -272,11 +264,9 @@ std::optional<ApiResponse> Service::dispatch(const ApiRequest& request, const st
       throw ApiError(405, fmt::format("method {} not allowed on {}; use {}", request.method.substr(0, 16), route, method));
     }
   };
-  const auto job_id = [&](std::string_view prefix) {
-    std::string id = request.path.substr(prefix.size());
-    if (id.find('/') != std::string::npos) throw ApiError(404, fmt::format("no route {}", request.path.substr(0, 200)));
-    return id;
-  };
+  // All that follows the route's prefix: a job id may hold '/' (its job_metadata is any
+  // string, as zeus takes it), which clients send percent-encoded.
+  const auto job_id = [&](std::string_view prefix) { return request.path.substr(prefix.size()); };
   if (route == "/") {
     require("GET");
     authorize_listing(request);
@@ -362,12 +352,10 @@ ApiResponse Service::register_job(const ApiRequest& request) {
 
   auto job = std::make_shared<Job>();
   job->lifecycle = JobLifecycle(layout);  // Frontier: waiting for a profile
-  if (config.name == "PointSolution") {
-    if (static_cast<int>(config.point_plan.size()) != info.pp_degree) {
-      throw ApiError(422, fmt::format("JobInfo.pp_degree: the PointSolution plan {} has {} stages, the job {}",
-                                      config.point_plan_path, config.point_plan.size(), info.pp_degree));
-    }
-    job->lifecycle.serve_point(config.point_plan);
+  if (config.serves_point_plan()) {
+    // A plan that does not fit the job is refused now; zeus's server fails its ranks' first
+    // schedule request instead.
+    job->lifecycle.serve_point(config.point_plan, point_plan_lists(config, info.pp_degree, info.world_size));
   } else if (config.name == "InVivoProfiling") {
     if (!layout) {
       throw ApiError(422, "JobInfo: InVivoProfiling needs the pipeline schedule: send \"microbatches\" (and "
@@ -399,15 +387,12 @@ ApiResponse Service::register_job(const ApiRequest& request) {
   return json_response(200, info.job_id);
 }
 
-ApiResponse Service::register_rank(const ApiRequest& request, const std::string& job_id) {
-  authorize(request, false);
-  const JobPtr job = find_job(job_id);
-  const RankInfo info = parse_rank_info(parse_json_object(request.body, "RankInfo"));
-  std::lock_guard lock(job->mutex);
-  const JobInfo& j = job->info;
+// job.mutex held.
+void Service::check_new_rank(const Job& job, const RankInfo& info) const {
+  const JobInfo& j = job.info;
   auto check = [&](const char* field, int value, int limit, const char* degree) {
     if (value >= limit) {
-      throw ApiError(422, fmt::format("RankInfo.{}: {} is out of range for job {} ({} = {})", field, value, job_id,
+      throw ApiError(422, fmt::format("RankInfo.{}: {} is out of range for job {} ({} = {})", field, value, j.job_id,
                                       degree, limit));
     }
   };
@@ -415,20 +400,33 @@ ApiResponse Service::register_rank(const ApiRequest& request, const std::string&
   check("dp_rank", info.dp_rank, j.dp_degree, "dp_degree");
   check("pp_rank", info.pp_rank, j.pp_degree, "pp_degree");
   check("tp_rank", info.tp_rank, j.tp_degree, "tp_degree");
-  if (job->ranks.count(info.rank)) {
-    throw ApiError(409, fmt::format("RankInfo.rank: rank {} of job {} is already registered", info.rank, job_id));
+  if (job.ranks.count(info.rank)) {
+    throw ApiError(409, fmt::format("RankInfo.rank: rank {} of job {} is already registered", info.rank, j.job_id));
   }
-  for (const auto& [rank, other] : job->ranks) {
+  for (const auto& [rank, other] : job.ranks) {
     if (other.dp_rank == info.dp_rank && other.pp_rank == info.pp_rank && other.tp_rank == info.tp_rank) {
       throw ApiError(409, fmt::format("RankInfo: rank {} already holds (dp_rank {}, pp_rank {}, tp_rank {})", rank,
                                       info.dp_rank, info.pp_rank, info.tp_rank));
     }
   }
-  store_.insert_rank(job_id, info.rank, to_json(info));
-  job->ranks.emplace(info.rank, info);
-  job->last_active = now();
+}
+
+ApiResponse Service::register_rank(const ApiRequest& request, const std::string& job_id) {
+  authorize(request, false);
+  const JobPtr job = find_job(job_id);
+  const RankInfo info = parse_rank_info(parse_json_object(request.body, "RankInfo"));
+  std::optional<std::map<int, RankInfo>> all_ranks;
+  {
+    std::lock_guard lock(job->mutex);
+    check_new_rank(*job, info);
+    store_.insert_rank(job_id, info.rank, to_json(info));
+    job->ranks.emplace(info.rank, info);
+    job->last_active = now();
+    if (options_.dump_data && static_cast<int>(job->ranks.size()) == job->info.world_size) all_ranks = job->ranks;
+  }
   log_->debug("event=register_rank job_id={} rank={} pp_rank={} dp_rank={}", logfmt_value(job_id), info.rank,
               info.pp_rank, info.dp_rank);
+  if (all_ranks) write_dump_file(*job, "ranks.json", [&] { return ranks_file(*all_ranks); });
   return json_response(200, nullptr);
 }
 
@@ -450,14 +448,16 @@ Service::Release Service::release_round(Job& job) {
           record["straggler_pipelines"] = job.deployment->straggler_pipelines;
           record["straggler_plan"] = plan_json(*job.deployment->straggling);
         }
-        dump(job, "deployments.jsonl", record.dump());
+        append_dump_line(job, "deployments.jsonl", record.dump());
       }
     }
+    if (options_.dump_data) job.dump_round = DumpRound{job.generation, job.deployment, {}, {}};
   } catch (const ApiError& e) {
     release_error = e;
   } catch (const std::exception& e) {
     release_error = ApiError(500, std::string("internal error: ") + e.what());
   }
+  if (release_error) job.dump_round.reset();
   metrics_.record_barrier_release(seconds_since(job.round_started));
   std::fill(job.arrived.begin(), job.arrived.end(), 0);
   job.arrived_count = 0;
@@ -609,6 +609,36 @@ ApiResponse Service::result(const ApiRequest& request, const std::string& job_id
   authorize(request, false);
   const JobPtr job = find_job(job_id);
   const ProfilingResult result = parse_profiling_result(parse_json_object(request.body, "ProfilingResult"));
+  std::optional<nlohmann::ordered_json> dumped;  // read before taking the job's lock
+  if (options_.dump_data) dumped = zeus_profiling_result(request.body);
+  std::optional<DumpRound> complete;
+  ApiResponse response = apply_result(job, result, std::move(dumped), complete);
+  if (complete) {
+    // As zeus: N.prof.json, then N.sched.json. Written without the job's lock: with a
+    // thousand ranks they are megabytes.
+    write_dump_file(*job, fmt::format("{}.prof.json", complete->round),
+                    [&] { return profiling_results_file(complete->results); });
+    write_dump_file(*job, fmt::format("{}.sched.json", complete->round),
+                    [&] { return schedules_file(*complete->deployment, complete->ranks); });
+  }
+  return response;
+}
+
+// job.mutex held. A rank's first result after the latest round counts toward that round's
+// files; the round, once every rank has reported, is handed back to be written.
+std::optional<DumpRound> Service::add_to_dump_round(Job& job, int rank, nlohmann::ordered_json result) {
+  if (!job.dump_round) return std::nullopt;
+  job.dump_round->results.emplace(rank, std::move(result));
+  if (static_cast<int>(job.dump_round->results.size()) < job.info.world_size) return std::nullopt;
+  DumpRound complete = std::move(*job.dump_round);
+  job.dump_round.reset();
+  complete.ranks = job.ranks;
+  return complete;
+}
+
+ApiResponse Service::apply_result(const JobPtr& job, const ProfilingResult& result,
+                                  std::optional<nlohmann::ordered_json> dumped, std::optional<DumpRound>& complete) {
+  const std::string& job_id = job->info.job_id;
   std::lock_guard lock(job->mutex);
   if (result.rank >= job->info.world_size) {
     throw ApiError(422, fmt::format("ProfilingResult.rank: {} is out of range for job {} (world_size = {})",
@@ -618,9 +648,7 @@ ApiResponse Service::result(const ApiRequest& request, const std::string& job_id
     throw ApiError(409, fmt::format("rank {} has not registered with job {}", result.rank, job_id));
   }
   job->last_active = now();
-  if (options_.dump_data) {
-    dump(*job, "results.jsonl", json({{"at", now()}, {"round", job->generation}, {"result", parse_json_object(request.body, "")}}).dump());
-  }
+  if (dumped) complete = add_to_dump_round(*job, result.rank, std::move(*dumped));
   const bool changed = job->lifecycle.scheduler().on_result(JobView{job->info, job->ranks}, result);
   const InVivoProfilingScheduler* profiling = job->lifecycle.profiling();
   if (profiling && profiling->done()) {
@@ -654,8 +682,9 @@ ApiResponse Service::result(const ApiRequest& request, const std::string& job_id
 ApiResponse Service::profile(const ApiRequest& request, const std::string& job_id) {
   authorize(request, false);
   const JobPtr job = find_job(job_id);
-  if (job->scheduler_name == "PointSolution") {
-    throw ApiError(409, fmt::format("job {} is served by PointSolution, a fixed plan; it takes no profile", job_id));
+  if (job->scheduler_name == "PointSolution" || job->scheduler_name == "PointSolution3D") {
+    throw ApiError(409, fmt::format("job {} is served by {}, a fixed plan; it takes no profile", job_id,
+                                    job->scheduler_name));
   }
   const auto p_blocking = query_positive(request, "p_blocking");
   if (!p_blocking && !options_.scheduler.p_blocking) {
@@ -1143,15 +1172,33 @@ void Service::housekeeping_loop() {
   }
 }
 
-void Service::dump(const Job& job, const std::string& file, const std::string& line) {
+std::filesystem::path Service::dump_folder(const Job& job) const {
+  return std::filesystem::path(options_.dump_dir) / dump_folder_name(job.info.job_id);
+}
+
+// A failure to dump is logged, never the job's: zeus's server fails every rank of the job.
+void Service::write_dump_file(const Job& job, const std::string& file, const std::function<std::string()>& content) {
+  try {
+    const std::filesystem::path dir = dump_folder(job);
+    std::filesystem::create_directories(dir);
+    write_file_atomically(dir / file, content());
+  } catch (const std::exception& e) {
+    log_->warn("event=dump_failed job_id={} file={} error={}", logfmt_value(job.info.job_id), logfmt_value(file),
+               logfmt_value(e.what()));
+  }
+}
+
+void Service::append_dump_line(const Job& job, const std::string& file, const std::string& line) {
   std::lock_guard lock(dump_mutex_);
   try {
-    const std::filesystem::path dir = std::filesystem::path(options_.dump_dir) / file_safe(job.info.job_id);
+    const std::filesystem::path dir = dump_folder(job);
     std::filesystem::create_directories(dir);
     std::ofstream out(dir / file, std::ios::app);
     out << line << '\n';
+    if (!out.flush()) throw InputError((dir / file).string() + ": cannot be written");
   } catch (const std::exception& e) {
-    log_->warn("event=dump_failed job_id={} error={}", logfmt_value(job.info.job_id), logfmt_value(e.what()));
+    log_->warn("event=dump_failed job_id={} file={} error={}", logfmt_value(job.info.job_id), logfmt_value(file),
+               logfmt_value(e.what()));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "perseus/server/metrics.hpp"
 #include "perseus/server/scheduler_config.hpp"
 #include "perseus/server/schedulers.hpp"
+#include "perseus/server/zeus_dump.hpp"
 
 namespace spdlog {
 class logger;
@@ -108,6 +110,10 @@ class Service {
   ApiResponse register_rank(const ApiRequest& request, const std::string& job_id);
   std::optional<ApiResponse> schedule(const ApiRequest& request, const std::string& job_id, Responder* park);
   ApiResponse result(const ApiRequest& request, const std::string& job_id);
+  ApiResponse apply_result(const JobPtr& job, const ProfilingResult& result,
+                           std::optional<nlohmann::ordered_json> dumped, std::optional<DumpRound>& complete);
+  std::optional<DumpRound> add_to_dump_round(Job& job, int rank, nlohmann::ordered_json result);
+  void check_new_rank(const Job& job, const RankInfo& info) const;  // ApiError when it cannot join
   ApiResponse profile(const ApiRequest& request, const std::string& job_id);
   ApiResponse straggler(const ApiRequest& request);
   ApiResponse info() const;
@@ -126,7 +132,11 @@ class Service {
   void recover();
   void worker_loop();
   void housekeeping_loop();
-  void dump(const Job& job, const std::string& file, const std::string& line);
+  // --dump-data: zeus's files (zeus_dump.hpp) and deployments.jsonl, perseus's log of the
+  // plans deployed, in the job's folder under --dump-dir.
+  std::filesystem::path dump_folder(const Job& job) const;
+  void write_dump_file(const Job& job, const std::string& file, const std::function<std::string()>& content);
+  void append_dump_line(const Job& job, const std::string& file, const std::string& line);
 
   ServiceOptions options_;
   DatabaseLock db_lock_;  // before store_: no second server opens the database meanwhile

@@ -51,8 +51,9 @@ __version__ = "0.1.0"
 class Server(_Server):
     """A perseus server in this process (the same service `perseus serve` runs).
 
-    ``scheduler`` is ``"Frontier"`` (jobs upload a profile), ``"InVivoProfiling"`` or
-    ``"PointSolution"``; ``scheduler_args`` a dict as ``ZEUS_PFO_SCHEDULER_ARGS`` gives it.
+    ``scheduler`` is ``"Frontier"`` (jobs upload a profile), ``"InVivoProfiling"``,
+    ``"PointSolution"`` or ``"PointSolution3D"``; ``scheduler_args`` a dict as
+    ``ZEUS_PFO_SCHEDULER_ARGS`` gives it.
     Binds 127.0.0.1 on a free port unless told otherwise; usable as a context manager.
     """
 
