@@ -122,6 +122,8 @@ class BenchServer {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(err, STDERR_FILENO);
+      // No dump files (on by default, as in zeus): the bench measures serving, not writing.
+      ::setenv("ZEUS_PFO_DUMP_DATA", "false", 1);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
