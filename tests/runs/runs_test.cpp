@@ -78,7 +78,7 @@ TEST(RunsImport, BloomCountsAndProfile) {
   EXPECT_EQ(t.runs.size(), 34u);
   EXPECT_EQ(t.stages, 4);
   EXPECT_EQ(t.microbatches, 128);
-  const auto entries = time_profile(t, -1);
+  const auto entries = profile_with_energy(t, -1);
   ASSERT_FALSE(entries.empty());
   // At the highest clock each (stage, kind) is in the profile, measured by runs 0 and 1 at least.
   for (int s = 0; s < 4; ++s)
@@ -102,6 +102,12 @@ TEST(RunsImport, BloomCountsAndProfile) {
   EXPECT_LT(fit.rms_residual, 0.02);
   const Profile p = to_profile(entries, "bloom");
   EXPECT_EQ(p.num_stages(), 4);
+  // The CSV it writes reads back as a profile with every entry.
+  const Profile read = Profile::parse_csv(profile_csv(entries), "bloom.csv");
+  std::size_t measurements = 0;
+  for (const auto& op : read.operations()) measurements += op.measurements.size();
+  EXPECT_EQ(measurements, entries.size());
+  EXPECT_EQ(read.num_stages(), 4);
 }
 
 TEST(RunsImport, OneFOneBOrder) {

@@ -52,13 +52,9 @@ void write_output(const std::string& path, bool force, const std::string& conten
 
 void run_import(const ImportArgs& a) {
   const runs::RunTable table = runs::import_runs(a.dir);
-  // Profile energy from the energy model fitted on every run: power at the clock x time.
+  // Energy per entry from the energy model fitted on every run: power at the clock x time.
   const runs::EnergyFit fit = runs::fit_energy(table, -1);
-  auto entries = runs::time_profile(table, -1);
-  for (auto& e : entries) {
-    const auto& w = fit.stages[static_cast<std::size_t>(e.stage)];
-    e.energy_j = (e.forward ? w.forward_w(e.clock) : w.backward_w(e.clock)) * e.time_s;
-  }
+  const auto entries = runs::profile_with_energy(table, -1);
   runs::to_profile(entries, a.dir);  // validates the profile as the planner would read it
   if (!a.profile_out.empty()) write_output(a.profile_out, a.force, runs::profile_csv(entries), a.dir);
 

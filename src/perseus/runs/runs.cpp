@@ -92,7 +92,7 @@ Run read_run(const std::filesystem::path& dir, int id, int& stages, int& microba
                                    r.rank, ranks));
     seen[static_cast<std::size_t>(r.rank)] = true;
     if (r.iter_time.empty() || r.iter_energy.size() != r.iter_time.size())
-      throw InputError(fmt::format("{}: rank {}: iter_time has {} values and iter_energy {}; expected as many, at least 1",
+      throw InputError(fmt::format("{}: rank {}: iter_time has {} value(s) and iter_energy {}; expected as many, at least one",
                                    prof_path.string(), r.rank, r.iter_time.size(), r.iter_energy.size()));
     RankRun& rr = run.ranks[static_cast<std::size_t>(r.rank)];
     rr.rank = r.rank;

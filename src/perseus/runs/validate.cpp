@@ -179,6 +179,16 @@ EnergyFit fit_energy(const RunTable& table, int exclude, double blocked_w) {
   return fit;
 }
 
+std::vector<ProfileEntry> profile_with_energy(const RunTable& table, int exclude, double blocked_w) {
+  const EnergyFit fit = fit_energy(table, exclude, blocked_w);
+  auto entries = time_profile(table, exclude);
+  for (auto& e : entries) {
+    const StagePower& w = fit.stages[static_cast<std::size_t>(e.stage)];
+    e.energy_j = (e.forward ? w.forward_w(e.clock) : w.backward_w(e.clock)) * e.time_s;
+  }
+  return entries;
+}
+
 Validation validate(const RunTable& table, const ValidateOptions& options, const std::function<void(int, int)>& progress) {
   if (table.runs.size() < 3) throw InputError(fmt::format("{}: leave-one-out needs at least 3 runs, found {}",
                                                           table.dir.string(), table.runs.size()));

@@ -53,6 +53,10 @@ struct EnergyFit {
 // Fits the energy model on every run but `exclude` (-1: all); `blocked_w` as in ValidateOptions.
 EnergyFit fit_energy(const RunTable& table, int exclude, double blocked_w = 83.64);
 
+// The profile of every run but `exclude`: time_profile with each entry's energy the fitted
+// power of its (stage, kind) at its clock times its time.
+std::vector<ProfileEntry> profile_with_energy(const RunTable& table, int exclude, double blocked_w = 83.64);
+
 struct RunPrediction {
   int id = 0;
   bool uniform_clock = false;
