@@ -274,7 +274,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       return std::any_of(solved_at.begin(), solved_at.end(), [&](double s) { return std::abs(s - t) <= kTimeEpsilon; });
     };
     // Counted solves: certify_solves, or fewer where an LP solve is a large part of the
-    // refinement's budget (on 1,536 nodes one costs about two thirds of it), at least one.
+    // refinement's budget (on 1,536 nodes one costs about two thirds of it): three there.
     const double counted_solves = std::min<double>(
         options.certify_solves, std::max(1.0, std::floor(options.certify_work_share * budget / lp_solve_work)));
     // T*'s line first: with T_min's, every point then lies between two tangents.

@@ -90,12 +90,12 @@ struct FrontierOptions {
   unsigned threads = 0;
   // Certification (docs/solver.md, "Certified frontier"): after refining, LP solves at the
   // points furthest above the bound the solves so far prove (T*'s first), each offering its
-  // rounded plan there: certify_solves of them, or as many as certify_work_share of the
+  // rounded plan there: certify_solves of them, or as many as certify_work_share times the
   // refinement's budget pays for if fewer (at least one; counted, so the same input gets the
   // same plans and bounds on any machine), then more while certify_seconds lasts; it stops
   // early once every point is within certify_target_gap of its bound.
-  int certify_solves = 4;
-  double certify_work_share = 0.5;
+  int certify_solves = 8;
+  double certify_work_share = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
   std::function<void(std::size_t done, std::size_t total)> progress;
