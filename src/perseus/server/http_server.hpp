@@ -21,9 +21,11 @@ struct HttpOptions {
   // Threads that run the routes which may block (SQLite writes, profile uploads, pages);
   // GET /schedule and /healthz run on the loop itself, and a parked request holds no thread.
   std::size_t max_threads = 4;
-  // Threads of the event loop. Two spread a released round's answers over two cores; the
-  // kernel's work to send them is most of a round's cost.
-  std::size_t io_threads = 2;
+  // Threads of the event loop. More spread a released round's answers over more cores (the
+  // kernel's work to send them is most of a round's cost), where the host has cores to
+  // spare; on a 2-core machine shared with the ranks' load, one answered a round's last rank
+  // 30% sooner than two (docs/runtime.md, "Load").
+  std::size_t io_threads = 1;
   std::size_t payload_limit_bytes = 16u << 20;  // chunked bodies included
   // A request's line, headers and body must all arrive within this many seconds of its
   // first byte; else it is answered 408 and its connection closed. Clients trickling bytes
