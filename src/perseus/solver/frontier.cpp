@@ -247,6 +247,19 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   if (frontier.t_min_lower_bound_j && frontier.points.front().measured.time_s <= t_min + kTimeEpsilon) {
     frontier.points.front().lower_bound_j = frontier.t_min_lower_bound_j;
   }
+  // Point i of `points` takes `plan` where it meets the point's time for less effective
+  // energy; the point's bound still holds at its time.
+  const auto replace_if_cheaper = [&](std::vector<FrontierPoint>& points, std::size_t i,
+                                      const std::optional<OptionChoice>& plan) {
+    const double deadline = points[i].measured.time_s;
+    if (!plan || refiner.effective_energy(*plan) >= points[i].effective_energy_j - 1e-9 ||
+        refiner.measured_time(*plan) > deadline + kTimeEpsilon) {
+      return;
+    }
+    const std::optional<double> bound = points[i].lower_bound_j;
+    points[i] = make_point(problem, *plan, points[i].crawl_step, crawl);
+    points[i].lower_bound_j = bound;
+  };
   // Every point's bound: the supporting lines of the LP solves, with more solves where the
   // plans are furthest above the bound (docs/solver.md, "Certified frontier"). Each solve
   // also offers its rounded plan at that point, which in the frontier's middle is often
@@ -258,17 +271,6 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
     refiner.set_work_limit(std::numeric_limits<double>::infinity());
     std::vector<FrontierPoint>& points = frontier.points;
-    const auto replace_if_cheaper = [&](std::size_t i, std::optional<OptionChoice> plan) {
-      const double deadline = points[i].measured.time_s;
-      if (plan && refiner.effective_energy(*plan) < points[i].effective_energy_j - 1e-9 &&
-          refiner.measured_time(*plan) <= deadline + kTimeEpsilon) {
-        const std::optional<double> bound = points[i].lower_bound_j;  // still holds at this time
-        points[i] = make_point(problem, *plan, points[i].crawl_step, crawl);
-        points[i].lower_bound_j = bound;
-        return true;
-      }
-      return false;
-    };
     std::vector<double> solved_at;  // deadlines solved here
     const auto solved = [&](double t) {
       return std::any_of(solved_at.begin(), solved_at.end(), [&](double s) { return std::abs(s - t) <= kTimeEpsilon; });
@@ -288,7 +290,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       if (relaxed) {
         const auto at = std::find_if(points.begin(), points.end(),
                                      [&](const FrontierPoint& p) { return std::abs(p.measured.time_s - *next) <= kTimeEpsilon; });
-        if (at != points.end()) replace_if_cheaper(at - points.begin(), rounded_plan(*relaxed, *next));
+        if (at != points.end()) replace_if_cheaper(points, at - points.begin(), rounded_plan(*relaxed, *next));
       }
       // Next: the point furthest above the bound so far without a solve of its own.
       next.reset();
@@ -304,7 +306,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     }
     // Slower points inherit what improved, slack reclaimed: one pass, fastest first.
     for (std::size_t i = 1; i < points.size(); ++i) {
-      replace_if_cheaper(i, refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s));
+      replace_if_cheaper(points, i, refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s));
     }
     points = pareto_filter(std::move(points));
     for (FrontierPoint& point : points) {
@@ -384,18 +386,9 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   // down to its time (a minimum-cut speed-up on the measured options). The forward pass
   // carries what faster plans found to slower points; this carries the structure of slower
   // plans, which single moves rarely reach, to faster ones.
-  const auto replace_if_cheaper = [&](std::size_t i, const OptionChoice& plan) {
-    const double deadline = points[i].measured.time_s;
-    if (refiner.effective_energy(plan) < points[i].effective_energy_j - 1e-9 &&
-        refiner.measured_time(plan) <= deadline + kTimeEpsilon) {
-      const std::optional<double> bound = points[i].lower_bound_j;  // still holds at this time
-      points[i] = make_point(problem, plan, points[i].crawl_step, crawl);
-      points[i].lower_bound_j = bound;
-    }
-  };
   for (std::size_t i = points.size() - 1; i-- > 0 && !refiner.out_of_work();) {
     auto repaired = refiner.repair(points[i + 1].option_choice(), points[i].measured.time_s);
-    if (repaired) replace_if_cheaper(i, *repaired);
+    replace_if_cheaper(points, i, repaired);
   }
   // Local search where it can gain most: the points furthest above their LP bound first.
   share_of_rest(0.5);
@@ -406,7 +399,8 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   std::stable_sort(loose.begin(), loose.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [gap, i] : loose) {
     if (refiner.out_of_work()) break;
-    replace_if_cheaper(i, refiner.local_search(points[i].option_choice(), points[i].measured.time_s, kRoundsPerPoint));
+    replace_if_cheaper(points, i,
+                       refiner.local_search(points[i].option_choice(), points[i].measured.time_s, kRoundsPerPoint));
   }
   points = pareto_filter(std::move(points));
   refiner.set_work_limit(limit);
