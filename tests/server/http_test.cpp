@@ -55,6 +55,20 @@ class HttpFixture : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
 };
 
+// A loopback connection to `port`; -1 when refused.
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 ServiceOptions options_with(double barrier_timeout_s, std::string token = "") {
   ServiceOptions options;
   options.scheduler = parse_scheduler_config("Frontier", json::object());
@@ -143,12 +157,8 @@ TEST_F(HttpFixture, OversizedBodiesAndMalformedHttpAreRefusedWithJson) {
   EXPECT_EQ(service_->job_count(), 0u);
 
   // Raw garbage on a socket.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const int fd = connect_to(server_->port());
+  ASSERT_GE(fd, 0);
   const std::string garbage = "\x16\x03\x01 NOT HTTP AT ALL\r\n\r\n";
   ASSERT_GT(::write(fd, garbage.data(), garbage.size()), 0);
   char buffer[512] = {};
@@ -175,12 +185,8 @@ class Dribblers {
  public:
   Dribblers(int port, int count, std::chrono::milliseconds every) {
     for (int i = 0; i < count; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in address{};
-      address.sin_family = AF_INET;
-      address.sin_port = htons(static_cast<uint16_t>(port));
-      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+      const int fd = connect_to(port);
+      EXPECT_GE(fd, 0);
       fds_.push_back(fd);
     }
     closed_after_.assign(fds_.size(), -1.0);
@@ -261,19 +267,6 @@ TEST_F(HttpFixture, ClientsTricklingBytesAreDroppedAndHealthzStillAnswers) {
   // Those dropped mid-headers were told why.
   const std::string metrics = client().Get("/metrics")->body;
   EXPECT_NE(metrics.find("status=\"408\""), std::string::npos) << metrics;
-}
-
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Reads until the peer closes, `limit` bytes or `timeout`; what came.

@@ -45,6 +45,17 @@ std::pair<int, int> clock_range(const runs::Run& run) {
   return {lo, hi};
 }
 
+// Every rank's count of power states ("520/518/..."), and the ranks' load time summed.
+std::pair<std::string, double> states_and_load(const runs::Run& run) {
+  std::string states;
+  double load = 0.0;
+  for (const auto& r : run.ranks) {
+    states += (states.empty() ? "" : "/") + std::to_string(r.power_states);
+    load += r.load_s;
+  }
+  return {states, load};
+}
+
 void write_output(const std::string& path, bool force, const std::string& content, const std::string& input_dir) {
   check_replaceable_file(path, force, {input_dir});
   write_file_atomically(path, content);
@@ -62,10 +73,7 @@ void run_import(const ImportArgs& a) {
   json rows = json::array();
   for (const auto& run : table.runs) {
     const auto [lo, hi] = clock_range(run);
-    std::string states;
-    for (const auto& r : run.ranks) states += (states.empty() ? "" : "/") + std::to_string(r.power_states);
-    double load = 0.0;
-    for (const auto& r : run.ranks) load += r.load_s;
+    const auto [states, load] = states_and_load(run);
     csv += fmt::format("{},{},{},{},{},{:.6f},{:.3f},{:.6f}\n", run.id, run.ranks.size(), states, lo, hi,
                        run.iter_time_s(), run.iter_energy_j(), load);
     json ranks = json::array();
@@ -90,10 +98,7 @@ void run_import(const ImportArgs& a) {
              "energy J", "load s");
   for (const auto& run : table.runs) {
     const auto [lo, hi] = clock_range(run);
-    std::string states;
-    for (const auto& r : run.ranks) states += (states.empty() ? "" : "/") + std::to_string(r.power_states);
-    double load = 0.0;
-    for (const auto& r : run.ranks) load += r.load_s;
+    const auto [states, load] = states_and_load(run);
     fmt::print("{:>4}  {:>15}  {:>11}  {:>11.3f}  {:>12.0f}  {:>8.3f}\n", run.id, states, fmt::format("{}-{}", lo, hi),
                run.iter_time_s(), run.iter_energy_j(), load);
   }
