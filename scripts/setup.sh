@@ -5,8 +5,8 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  liblemon-dev              # max flow (Preflow) for the solver's minimum cut
-  coinor-libclp-dev         # LP relaxation: lower bounds and starting plans for the refiner
+  liblemon-dev              # the LP relaxation's network simplex; Preflow, compared with our max flow
+  coinor-libclp-dev         # LP solver under CBC (the exact MILP reference in tests and benchmarks)
   libeigen3-dev             # Levenberg-Marquardt (MINPACK port) for the cost fits
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libcpp-httplib-dev libsqlite3-dev chromium   # client HTTP, server store (chromium: headless test of its web page)

@@ -71,11 +71,12 @@ TEST(FlowNetwork, MaxFlowEqualsTheMinimumCutByBruteForce) {
   for (int trial = 0; trial < 200; ++trial) {
     const RandomNetwork net = random_network(rng, 4 + trial % 7);
     FlowNetwork flow = build(net);
-    const double value = flow.run(0, net.nodes - 1, 1e-9);
+    flow.run(0, net.nodes - 1, 1e-9);
+    const double value = flow.flow_value();
     const double expected = brute_force_min_cut(net);
     ASSERT_NEAR(value, expected, 1e-6 * std::max(1.0, expected)) << "trial " << trial;
     // The source side is a minimum cut, and t is not on it.
-    const std::vector<char>& side = flow.source_side();
+    const std::vector<char> side = flow.source_side();
     ASSERT_TRUE(side[0]);
     ASSERT_FALSE(side[net.nodes - 1]);
     ASSERT_NEAR(cut_capacity(net, side), expected, 1e-6 * std::max(1.0, expected)) << "trial " << trial;
@@ -97,9 +98,11 @@ TEST(FlowNetwork, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
         else if (draw < 0.5) net.capacity[a] = std::round(unit(rng) * 100) / 10;
         warm.set_capacity(static_cast<int>(a), net.capacity[a]);
       }
-      const double warm_value = warm.run(0, net.nodes - 1, 1e-9);
+      warm.run(0, net.nodes - 1, 1e-9);
+      const double warm_value = warm.flow_value();
       FlowNetwork fresh = build(net);
-      const double fresh_value = fresh.run(0, net.nodes - 1, 1e-9);
+      fresh.run(0, net.nodes - 1, 1e-9);
+      const double fresh_value = fresh.flow_value();
       ASSERT_NEAR(warm_value, fresh_value, 1e-6 * std::max(1.0, fresh_value)) << "trial " << trial;
       // The minimal minimum cut is unique: both find the same source side.
       ASSERT_EQ(warm.source_side(), fresh.source_side()) << "trial " << trial << " round " << round;
@@ -121,10 +124,12 @@ TEST(FlowNetwork, ClearFlowStartsOver) {
   std::mt19937 rng(3);
   const RandomNetwork net = random_network(rng, 8);
   FlowNetwork flow = build(net);
-  const double first = flow.run(0, net.nodes - 1, 1e-9);
+  flow.run(0, net.nodes - 1, 1e-9);
+  const double first = flow.flow_value();
   flow.clear_flow();
   for (int a = 0; a < flow.num_arcs(); ++a) EXPECT_EQ(flow.flow(a), 0.0);
-  EXPECT_NEAR(flow.run(0, net.nodes - 1, 1e-9), first, 1e-9);
+  flow.run(0, net.nodes - 1, 1e-9);
+  EXPECT_NEAR(flow.flow_value(), first, 1e-9);
 }
 
 // No recursion whose depth grows with the input: a path of 200,000 arcs (a pipeline of many
@@ -147,7 +152,8 @@ TEST(FlowNetwork, LongPathsNeedNoDeepStack) {
     std::vector<int> arcs;
     for (int u = 0; u + 1 < kNodes; ++u) arcs.push_back(flow.add_arc(u, u + 1));
     for (std::size_t a = 0; a < arcs.size(); ++a) flow.set_capacity(arcs[a], a == arcs.size() / 2 ? 0.5 : 2.0);
-    w->value = flow.run(0, kNodes - 1, 1e-9);
+    flow.run(0, kNodes - 1, 1e-9);
+    w->value = flow.flow_value();
     w->side = flow.source_side();
     return nullptr;
   };

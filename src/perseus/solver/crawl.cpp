@@ -3,6 +3,7 @@
 #include "perseus/solver/max_flow.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -40,18 +41,33 @@ class Crawler {
     }
     tables_.reserve(problem.operations.size());
     for (const OperationOptions& op : problem.operations) tables_.push_back(make_table(op));
+    // The critical-path passes run over arrays in topological order (positions), so that
+    // they read and write memory in order; pred_/succ_ hold positions too.
+    const auto& order = dag_.topological_order();
+    position_.resize(n);
+    for (std::size_t k = 0; k < n; ++k) position_[order[k]] = static_cast<std::int32_t>(k);
+    pred_begin_.assign(1, 0);
+    succ_begin_.assign(1, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      for (const Dag::NodeId p : dag_.predecessors(order[k])) pred_.push_back(position_[p]);
+      for (const Dag::NodeId w : dag_.successors(order[k])) succ_.push_back(position_[w]);
+      pred_begin_.push_back(static_cast<std::int32_t>(pred_.size()));
+      succ_begin_.push_back(static_cast<std::int32_t>(succ_.size()));
+    }
+    ordered_duration_.resize(n);
     earliest_finish_.resize(n);
     latest_start_.resize(n);
-    was_critical_.assign(n, 1);  // the first step sets every arc
+    arc_state_.assign(n, kUnknownState);  // the first step sets every arc
+    duration_changed_.assign(n, 0);
     build_network();
   }
 
   CrawlResult run(const CrawlOptions& options) {
     algorithm_ = options.max_flow;
     CrawlResult result;
-    duration_ = min_q_;
+    set_durations(min_q_);
     result.t_min_q = compute_times();
-    duration_ = max_q_;
+    set_durations(max_q_);
     result.initial_durations = duration_;
     result.t_star_q = compute_times();
     result.initial_fitted_cost = total_fitted_cost();
@@ -68,6 +84,8 @@ class Crawler {
       for (const DurationChange& c : step_changes) {
         fitted_cost += cost(c.node, c.duration_q) - cost(c.node, duration_[c.node]);
         duration_[c.node] = c.duration_q;
+        ordered_duration_[position_[c.node]] = c.duration_q;
+        duration_changed_[c.node] = 1;
       }
       const std::int64_t new_length = compute_times();
       if (new_length != length - 1) {
@@ -79,6 +97,7 @@ class Crawler {
       result.steps.push_back({new_length, fitted_cost, cost_change});
       result.changes.insert(result.changes.end(), step_changes.begin(), step_changes.end());
       result.change_begin.push_back(result.changes.size());
+      if (options.on_step) options.on_step(result.steps.size() - 1, result.steps.back(), step_changes);
       if (options.progress && result.steps.size() % options.progress_every == 0) {
         options.progress(result.steps.size(), new_length, result.t_min_q);
       }
@@ -137,28 +156,61 @@ class Crawler {
     return total;
   }
 
+  void set_durations(const std::vector<std::int64_t>& durations) {
+    duration_ = durations;
+    for (std::size_t i = 0; i < durations.size(); ++i) ordered_duration_[position_[i]] = durations[i];
+  }
+
   // Forward and backward critical-path passes over the DAG; returns the iteration length.
+  // The backward pass also finds each node's arc state (arc_state_) and lists the nodes whose
+  // arcs set_capacities() must set: those whose state or duration changed.
+
   std::int64_t compute_times() {
     const auto& order = dag_.topological_order();
-    std::fill(earliest_finish_.begin(), earliest_finish_.end(), 0);
+    const std::size_t n = order.size();
+    const std::int64_t* const duration = ordered_duration_.data();
+    std::int64_t* const finish_at = earliest_finish_.data();
+    std::int64_t* const start_by = latest_start_.data();
     std::int64_t length = 0;
-    for (Dag::NodeId n : order) {
+    for (std::size_t k = 0; k < n; ++k) {
       std::int64_t start = 0;
-      for (Dag::NodeId p : dag_.predecessors(n)) start = std::max(start, earliest_finish_[p]);
-      earliest_finish_[n] = start + duration_[n];
-      length = std::max(length, earliest_finish_[n]);
+      for (std::int32_t j = pred_begin_[k]; j < pred_begin_[k + 1]; ++j) start = std::max(start, finish_at[pred_[j]]);
+      finish_at[k] = start + duration[k];
+      length = std::max(length, finish_at[k]);
     }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Dag::NodeId n = *it;
+    for (std::size_t k = n; k-- > 0;) {
       std::int64_t finish = length;
-      for (Dag::NodeId s : dag_.successors(n)) finish = std::min(finish, latest_start_[s]);
-      latest_start_[n] = finish - duration_[n];
+      std::uint64_t tight = 0;  // successors whose latest start is this one's earliest finish
+      const std::int32_t first = succ_begin_[k], count = succ_begin_[k + 1] - first;
+      for (std::int32_t j = 0; j < count; ++j) {
+        const std::int64_t successor_start = start_by[succ_[first + j]];
+        finish = std::min(finish, successor_start);
+        if (j < static_cast<std::int32_t>(kMaxTrackedSuccessors) && successor_start == finish_at[k]) {
+          tight |= kFirstTightSuccessor << j;
+        }
+      }
+      start_by[k] = finish - duration[k];
+      std::uint64_t state = 0;
+      if (finish_at[k] - duration[k] == start_by[k]) {  // critical
+        state = count > static_cast<std::int32_t>(kMaxTrackedSuccessors)
+                    ? kUnknownState  // too many to track: set every time
+                    : kCritical | (start_by[k] == 0 ? kStartsAtZero : 0) | (finish_at[k] == length ? kEndsLast : 0) | tight;
+      }
+      const Dag::NodeId v = order[k];
+      if (state != arc_state_[v] || state == kUnknownState || (state != 0 && duration_changed_[v])) {
+        arc_state_[v] = state;
+        stale_arcs_.push_back(v);
+      }
     }
     iteration_length_ = length;
     return length;
   }
 
-  bool critical(Dag::NodeId n) const { return earliest_finish_[n] - duration_[n] == latest_start_[n]; }
+  // Earliest finish and latest start of a node (the passes keep them by position).
+  std::int64_t earliest_finish(Dag::NodeId v) const { return earliest_finish_[position_[v]]; }
+  std::int64_t latest_start(Dag::NodeId v) const { return latest_start_[position_[v]]; }
+
+  bool critical(Dag::NodeId n) const { return arc_state_[n] & kCritical; }
 
   // Flow bounds of an operation arc on the critical DAG (docs/solver.md, "The crawl", step 2b).
   std::pair<double, double> bounds(Dag::NodeId n) const {
@@ -185,6 +237,8 @@ class Crawler {
     sink_arc_.assign(n, -1);
     dummy_begin_.assign(n + 1, 0);
     dummy_arc_.clear();
+    first_operations_.clear();
+    candidate_bits_.assign((n + 63) / 64, 0);
     arc_ends_.clear();
     const auto add = [&](int from, int to) {
       arc_ends_.emplace_back(from, to);
@@ -195,51 +249,91 @@ class Crawler {
       op_arc_[i] = add(left_of(v), right_of(v));
       lower_out_arc_[i] = add(left_of(v), kSink);
       lower_in_arc_[i] = add(kSource, right_of(v));
-      if (dag_.predecessors(v).empty()) source_arc_[i] = add(kSource, left_of(v));
+      if (dag_.predecessors(v).empty()) {
+        source_arc_[i] = add(kSource, left_of(v));
+        first_operations_.push_back(v);
+      }
       if (dag_.successors(v).empty()) sink_arc_[i] = add(right_of(v), kSink);
       for (Dag::NodeId w : dag_.successors(v)) dummy_arc_.push_back(add(right_of(v), left_of(w)));
       dummy_begin_[i + 1] = dummy_arc_.size();
     }
   }
 
-  // Capacities of the current critical DAG (docs/solver.md, "The crawl", steps 2a-2b).
-  // A node off the critical DAG now and at the last step has every arc at 0 already.
+  // Capacities of the current critical DAG (docs/solver.md, "The crawl", steps 2a-2b), set
+  // for the nodes compute_times() listed: a node whose arc state and duration stayed as they
+  // were has its arcs as they should be. Off the critical DAG every arc is 0.
   void set_capacities() {
-    const std::size_t n = dag_.num_nodes();
     constexpr double kUnbounded = FlowNetwork::kUnbounded;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto v = static_cast<Dag::NodeId>(i);
-      const bool on = critical(v);
-      if (!on && !was_critical_[i]) continue;
-      was_critical_[i] = on;
+    // In node order: the order of capacity cuts decides how the flow is restored, which can
+    // decide between cuts of equal cost (ties in the crawl are common: identical microbatches).
+    std::sort(stale_arcs_.begin(), stale_arcs_.end());
+    stale_arcs_.erase(std::unique(stale_arcs_.begin(), stale_arcs_.end()), stale_arcs_.end());
+    for (const Dag::NodeId v : stale_arcs_) {
+      const std::size_t i = static_cast<std::size_t>(v);
+      const std::uint64_t state = arc_state_[i];
+      const bool on = state & kCritical;
+      const bool all = state == kUnknownState;  // state unknown: work the arcs out here
       const auto [lb, ub] = on ? bounds(v) : std::pair<double, double>{0.0, 0.0};
       network_.set_capacity(op_arc_[i], std::isfinite(ub) ? std::max(0.0, ub - lb) : kUnbounded);
       network_.set_capacity(lower_out_arc_[i], lb);
       network_.set_capacity(lower_in_arc_[i], lb);
-      if (source_arc_[i] >= 0) network_.set_capacity(source_arc_[i], on && latest_start_[v] == 0 ? kUnbounded : 0.0);
+      if (source_arc_[i] >= 0) {
+        const bool tight = all ? on && latest_start(v) == 0 : (state & kStartsAtZero) != 0;
+        network_.set_capacity(source_arc_[i], tight ? kUnbounded : 0.0);
+      }
       if (sink_arc_[i] >= 0) {
-        network_.set_capacity(sink_arc_[i], on && earliest_finish_[v] == iteration_length_ ? kUnbounded : 0.0);
+        const bool tight = all ? on && earliest_finish(v) == iteration_length_ : (state & kEndsLast) != 0;
+        network_.set_capacity(sink_arc_[i], tight ? kUnbounded : 0.0);
       }
       const auto successors = dag_.successors(v);
       for (std::size_t j = 0; j < successors.size(); ++j) {
-        const bool tight = on && earliest_finish_[v] == latest_start_[successors[j]];
+        const bool tight = all ? on && earliest_finish(v) == latest_start(successors[j])
+                               : (state & (kFirstTightSuccessor << j)) != 0;
         network_.set_capacity(dummy_arc_[dummy_begin_[i] + j], tight ? kUnbounded : 0.0);
       }
+      duration_changed_[i] = 0;
     }
+    stale_arcs_.clear();
   }
 
   // One Phillips–Dessouky step: finds the cut and the duration changes. Returns false when
   // the crawl must stop (reason set).
   bool step(std::vector<DurationChange>* changes, double* cost_change, std::string* reason) {
     set_capacities();
-    const std::vector<char> source_side = algorithm_ == MaxFlowAlgorithm::kDinic
-                                              ? (network_.run(kSource, kSink, kFlowEpsilon), network_.source_side())
-                                              : preflow_source_side();
-    const auto crosses = [&](int arc_from, int arc_to) { return source_side[arc_from] && !source_side[arc_to]; };
+    std::vector<char> preflow_side;
+    std::vector<int> preflow_nodes;
+    if (algorithm_ == MaxFlowAlgorithm::kDinic) {
+      network_.run(kSource, kSink, kFlowEpsilon);
+    } else {
+      preflow_side = preflow_source_side();
+      for (int x = 0; x < network_.num_nodes(); ++x) {
+        if (preflow_side[x]) preflow_nodes.push_back(x);
+      }
+    }
+    const auto on_source_side = [&](int v) {
+      return algorithm_ == MaxFlowAlgorithm::kDinic ? network_.on_source_side(v) : preflow_side[v] != 0;
+    };
+    const auto crosses = [&](int arc_from, int arc_to) { return on_source_side(arc_from) && !on_source_side(arc_to); };
     const auto active = [&](int arc) { return arc >= 0 && network_.capacity(arc) > 0.0; };
+    // Only operations with an end on the source side, and those after s, can cross the cut:
+    // those, in node order (the order of the changes and of their summed cost).
+    // A bit per operation, read back word by word: in node order without sorting.
+    for (const Dag::NodeId v : first_operations_) candidate_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    for (const int x : algorithm_ == MaxFlowAlgorithm::kDinic ? network_.source_side_nodes() : std::span<const int>(preflow_nodes)) {
+      if (x < 2) continue;
+      const int v = (x - 2) / 2;
+      candidate_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    }
+    cut_candidates_.clear();
+    for (std::size_t w = 0; w < candidate_bits_.size(); ++w) {
+      for (std::uint64_t bits = candidate_bits_[w]; bits; bits &= bits - 1) {
+        cut_candidates_.push_back(static_cast<Dag::NodeId>(64 * w + std::countr_zero(bits)));
+      }
+      candidate_bits_[w] = 0;
+    }
     double change = 0.0;
-    for (std::size_t i = 0; i < dag_.num_nodes(); ++i) {
-      const auto v = static_cast<Dag::NodeId>(i);
+    for (const Dag::NodeId v : cut_candidates_) {
+      const auto i = static_cast<std::size_t>(v);
       if (!critical(v)) continue;
       const std::int64_t d = duration_[v];
       if (crosses(left_of(v), right_of(v))) {  // shorten
@@ -329,8 +423,18 @@ class Crawler {
   const Dag& dag_;
   std::vector<CostTable> tables_;  // per problem operation
   std::vector<std::int64_t> duration_, min_q_, max_q_;
-  std::vector<std::int64_t> earliest_finish_, latest_start_;
-  std::vector<char> was_critical_;  // per node, critical at the last set_capacities()
+  std::vector<std::int32_t> position_;                  // per node: its topological position
+  std::vector<std::int32_t> pred_begin_, pred_, succ_begin_, succ_;  // by position
+  std::vector<std::int64_t> ordered_duration_;         // by position
+  std::vector<std::int64_t> earliest_finish_, latest_start_;  // by position
+  // A node's arc state: 0 off the critical DAG; else kCritical, whether it starts at 0 and
+  // ends last (its source and sink arcs), and which arcs to its successors are tight.
+  static constexpr std::uint64_t kCritical = 1, kStartsAtZero = 2, kEndsLast = 4, kFirstTightSuccessor = 8;
+  static constexpr std::size_t kMaxTrackedSuccessors = 60;
+  static constexpr std::uint64_t kUnknownState = ~std::uint64_t{0};
+  std::vector<std::uint64_t> arc_state_;  // per node, as set_capacities() last set its arcs
+  std::vector<char> duration_changed_;    // per node, since set_capacities() last ran
+  std::vector<Dag::NodeId> stale_arcs_;   // nodes whose arcs set_capacities() must set
   std::int64_t iteration_length_ = 0;
   MaxFlowAlgorithm algorithm_ = MaxFlowAlgorithm::kDinic;
   FlowNetwork network_;
@@ -339,6 +443,9 @@ class Crawler {
   std::vector<int> dummy_arc_;              // per DAG edge, grouped by tail node
   std::vector<std::size_t> dummy_begin_;    // n + 1 offsets into dummy_arc_
   std::vector<std::pair<int, int>> arc_ends_;  // per network arc (for the LEMON rebuild)
+  std::vector<Dag::NodeId> first_operations_;  // the DAG's sources, with arcs from s
+  std::vector<Dag::NodeId> cut_candidates_;    // step()'s, kept to reuse its memory
+  std::vector<std::uint64_t> candidate_bits_;  // step()'s: a bit per operation, all 0 between steps
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,9 @@ struct CrawlOptions {
   std::function<void(std::size_t, std::int64_t, std::int64_t)> progress;
   std::size_t progress_every = 1000;
   std::size_t max_steps = 0;  // 0: until the crawl stops by itself
+  // Called after every step with its index, the step and its duration changes (to build the
+  // frontier while the crawl runs: FrontierBuilder).
+  std::function<void(std::size_t, const CrawlStep&, std::span<const DurationChange>)> on_step;
 };
 
 CrawlResult crawl_frontier(const EnergyProblem& problem, const CrawlOptions& options = {});

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -34,20 +37,28 @@ constexpr double kShareAtTMin = 0.15;
 // pass over 38 nodes and edges, 0.55 us over 176).
 constexpr double kPassOverheadVisits = 35.0;
 
-FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice, std::int64_t step,
-                         const CrawlResult& crawl) {
+// The reference's fitted energy of a crawl step: cost + S * time * p_blocking.
+double reference_energy(const CrawlStep& step, const EnergyProblem& problem) {
+  return step.fitted_cost + problem.num_gpus() * (static_cast<double>(step.time_q) * problem.unit_time) * problem.p_blocking;
+}
+
+// A frontier point of a plan; `step` is the crawl step it was derived from (nullptr: none).
+FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice, std::int64_t index,
+                         const CrawlStep* step) {
   FrontierPoint point;
   point.choice.assign(choice.begin(), choice.end());
   point.measured = evaluate_measured(problem, choice);
   point.effective_energy_j =
       point.measured.energy_j - problem.p_blocking * problem.num_gpus() * point.measured.time_s;
-  point.crawl_step = step;
-  if (step >= 0) {
-    const CrawlStep& s = crawl.steps[static_cast<std::size_t>(step)];
-    point.planned_time_q = s.time_q;
-    point.fitted_energy_j = crawl.reference_energy(s, problem);
+  point.crawl_step = step ? index : -1;
+  if (step) {
+    point.planned_time_q = step->time_q;
+    point.fitted_energy_j = reference_energy(*step, problem);
   }
   return point;
+}
+FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice) {
+  return make_point(problem, choice, -1, nullptr);
 }
 
 // Fastest first; a plan is kept only if it uses strictly less effective energy than every
@@ -75,8 +86,7 @@ std::vector<FrontierPoint> pareto_filter(std::vector<FrontierPoint> candidates) 
 // them): plans there come from the measured options, by reclaiming slack from the crawl's
 // start towards evenly spread deadlines, and by repairing the slowest plan down to them.
 void fill_beyond_crawl(const PlanRefiner& refiner, const OptionChoice& crawl_start, const OptionChoice& slowest,
-                       int fills, std::vector<FrontierPoint>* candidates, const EnergyProblem& problem,
-                       const CrawlResult& crawl) {
+                       int fills, std::vector<FrontierPoint>* candidates, const EnergyProblem& problem) {
   const double from = refiner.measured_time(crawl_start);
   const double to = refiner.measured_time(slowest);
   if (fills <= 1 || to <= from + kTimeEpsilon) return;
@@ -84,135 +94,364 @@ void fill_beyond_crawl(const PlanRefiner& refiner, const OptionChoice& crawl_sta
   OptionChoice slower = slowest;      // chained: each plan is the start of the next repair
   for (int k = 1; k < fills; ++k) {
     faster = refiner.reclaim_slack(std::move(faster), from + (to - from) * k / fills);
-    candidates->push_back(make_point(problem, faster, -1, crawl));
+    candidates->push_back(make_point(problem, faster));
     if (refiner.out_of_work()) continue;  // the cheap reclaim chain goes on; repairs stop
     if (auto repaired = refiner.repair(slower, to - (to - from) * k / fills)) {
       slower = std::move(*repaired);
-      candidates->push_back(make_point(problem, slower, -1, crawl));
+      candidates->push_back(make_point(problem, slower));
     }
   }
 }
 
+// Refinement work (PlanRefiner::work) charged for one LP relaxation solve: about
+// kLpSolvePasses passes over a DAG of a few hundred nodes and edges, a fixed part that weighs
+// more on smaller ones, and about quadratic growth on large ones (measured with CLP: 0.2-0.4
+// s, some 20,000 passes, on 1,536 nodes).
+double lp_solve_work(double dag_size) {
+  return std::max({kLpSolvePasses, kLpSolveVisits / dag_size, dag_size * dag_size / kLpQuadraticVisits});
+}
+
+// The crawl's length in steps, T* - T_min in units: known before it runs, so that the work
+// bounded by it can start beside it. (The crawl takes one step per unit; it can stop a few
+// short, when a cut would cross a dependency.)
+std::int64_t crawl_length(const EnergyProblem& problem) {
+  const std::size_t n = problem.dag.num_nodes();
+  std::vector<std::int64_t> slowest(n), fastest(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const OperationOptions& op = problem.options_of(static_cast<Dag::NodeId>(i));
+    slowest[i] = op.max_q();
+    fastest[i] = op.min_q();
+  }
+  return critical_path_length<std::int64_t>(problem.dag, slowest) -
+         critical_path_length<std::int64_t>(problem.dag, fastest);
+}
+
 }  // namespace
 
-Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, const FrontierOptions& options) {
-  Frontier frontier;
-  const OptionChoice fastest = fastest_choice(problem);
-  frontier.all_max = evaluate_highest_clock(problem);
-  const PlanRefiner refiner(problem);
-  const std::size_t total = crawl.steps.size() + 2;
-  std::size_t done = 0;
-  auto report = [&](std::size_t increment) {
-    const std::size_t before = done;
-    done += increment;
-    if (options.progress && (done / 1000 != before / 1000 || done == total)) options.progress(done, total);
+// What the builder holds: the crawl's plans as they arrive, and what needs no crawl (the
+// plans beyond the crawl's slowest, T_min's relaxed plan, T*'s relaxation), computed by the
+// side refiner, on the second thread when there is one.
+struct FrontierBuilder::State {
+  struct PendingPlan {
+    OptionChoice choice;
+    std::int64_t step;
+    CrawlStep crawl_step;
+  };
+  // Steps as the crawl publishes them.
+  struct StepBatch {
+    std::vector<std::size_t> index;
+    std::vector<CrawlStep> steps;
+    std::vector<std::size_t> change_begin;  // index.size() + 1 offsets
+    std::vector<DurationChange> changes;
+    void clear() {
+      index.clear();
+      steps.clear();
+      change_begin.assign(1, 0);
+      changes.clear();
+    }
   };
 
-  std::vector<FrontierPoint> candidates;
-  auto add = [&](OptionChoice choice, std::int64_t step) {
+  State(const EnergyProblem& p, FrontierOptions o)
+      : problem(p), options(std::move(o)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()) {
+    const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
+    budget = std::max(options.refine_visits_min / (dag_size + kPassOverheadVisits),
+                      options.refine_work_per_crawl_step * static_cast<double>(crawl_length(problem)));
+    lp_work = lp_solve_work(dag_size);
+    search = problem.dag.num_nodes() <= options.local_search_max_nodes;
+    slowest = slowest_choice(problem);
+    fastest = fastest_choice(problem);
+    std::vector<std::int64_t> durations(problem.dag.num_nodes());
+    for (std::size_t i = 0; i < durations.size(); ++i) durations[i] = problem.options_of(static_cast<Dag::NodeId>(i)).max_q();
+    crawl_start = choice_for_durations(problem, durations);
+    current = crawl_start;
+    threads = options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    published.clear();
+    batch.clear();
+  }
+
+  // A plan with its slack reclaimed (refining), as a frontier point.
+  FrontierPoint point_of(const PlanRefiner& refiner, OptionChoice choice, std::int64_t index = -1,
+                         const CrawlStep* step = nullptr) const {
     if (options.refine) choice = refiner.reclaim_slack(std::move(choice), refiner.measured_time(choice));
-    candidates.push_back(make_point(problem, choice, step, crawl));
-  };
-  // The crawl's plans are refined in chunks, each split over `threads` refiners: a plan's
-  // reclaimed slack depends on nothing else, so the result does not depend on the threads.
-  const unsigned threads =
-      options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-  std::vector<std::unique_ptr<PlanRefiner>> helpers;  // one per thread beside this one
-  for (unsigned t = 1; t < threads && options.refine; ++t) helpers.push_back(std::make_unique<PlanRefiner>(problem));
-  constexpr std::size_t kChunk = 256;
-  std::vector<std::pair<OptionChoice, std::int64_t>> pending;
-  const auto add_pending = [&] {
-    std::vector<FrontierPoint> points(pending.size());
-    const std::size_t workers = pending.size() > 1 ? helpers.size() : 0;  // beside this thread
-    const std::size_t stride = workers + 1;
-    const auto refine_share = [&](const PlanRefiner& r, std::size_t first) {
-      for (std::size_t i = first; i < pending.size(); i += stride) {
-        OptionChoice& choice = pending[i].first;
-        if (options.refine) choice = r.reclaim_slack(std::move(choice), r.measured_time(choice));
-        points[i] = make_point(problem, choice, pending[i].second, crawl);
-      }
-    };
-    std::vector<std::thread> running;
-    for (std::size_t t = 0; t < workers; ++t) running.emplace_back(refine_share, std::cref(*helpers[t]), t + 1);
-    refine_share(refiner, 0);
-    for (std::thread& thread : running) thread.join();
-    for (FrontierPoint& point : points) candidates.push_back(std::move(point));
-    pending.clear();
-  };
+    return make_point(problem, choice, index, step);
+  }
 
-  // The crawl's plans, walked through its change log: consecutive steps whose planned
-  // durations map to the same options are one plan (with a fine time unit, most are), so
-  // each plan is refined once. `last_plans` keeps the fastest few for the T_min repairs.
-  // The slowest plan of all (slow clocks the reference's filter dropped included: the least
-  // effective energy), and the crawl's start, the reference's all-slowest plan.
-  const OptionChoice slowest = slowest_choice(problem);
-  add(slowest, -1);
-  OptionChoice current = choice_for_durations(problem, crawl.initial_durations);
-  const OptionChoice crawl_start = current;
-  add(current, -1);
-  report(1);
-  std::vector<std::pair<OptionChoice, std::int64_t>> last_plans;
-  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+  std::optional<RelaxedSolution> solve_relaxation(double deadline) {
+    const auto started = std::chrono::steady_clock::now();
+    auto relaxed = relaxation.solve(deadline);
+    lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (relaxed) lines.add(deadline, *relaxed);
+    return relaxed;
+  }
+
+  // A relaxation's plan rounded to options (down and up) and made to meet its deadline.
+  std::optional<OptionChoice> rounded_plan(const PlanRefiner& refiner, const RelaxedSolution& relaxed,
+                                           double deadline) const {
+    auto down = refiner.repair(relaxed.rounded, deadline);
+    auto up = refiner.repair(relaxed.rounded_up, deadline);
+    if (!up || (down && refiner.effective_energy(*down) <= refiner.effective_energy(*up))) return down;
+    return up;
+  }
+
+  // What needs no crawl. Bounded as the old sequence was: the fills within a quarter of the
+  // budget, T_min's search within its share of what is left (side_work counts it all).
+  void work_beside_crawl() {
+    slowest_point = point_of(side, slowest);
+    start_point = point_of(side, crawl_start);
+    if (!options.refine) return;
+    const double from = side.work();
+    side.set_work_limit(from + 0.25 * budget);
+    fill_beyond_crawl(side, crawl_start, slowest, options.fills_beyond_crawl, &fill_points, problem);
+    side.set_work_limit(std::numeric_limits<double>::infinity());
+    // T_min: the relaxation's plan first (it also gives the lower bound), with a local search
+    // on small DAGs.
+    t_min = side.measured_time(fastest);
+    if (const auto relaxed = solve_relaxation(t_min)) {
+      side.add_work(lp_work);
+      t_min_bound = relaxed->lower_bound_j;
+      if (auto plan = rounded_plan(side, *relaxed, t_min)) {
+        const double left = std::max(0.0, budget - (side.work() - from));
+        side.set_work_limit(side.work() + kShareAtTMin * left);
+        if (search) *plan = side.local_search(std::move(*plan), t_min);
+        side.set_work_limit(std::numeric_limits<double>::infinity());
+        t_min_point = make_point(problem, *plan);
+      }
+    } else {
+      side.add_work(lp_work);
+    }
+    // T*'s relaxation, the certification's first solve (large DAGs, whose slowest point is
+    // the slowest plan's; small ones search their points first).
+    if (!search) {
+      t_star = slowest_point->measured.time_s;
+      t_star_solution = solve_relaxation(*t_star);
+    }
+    side_work = side.work() - from;
+  }
+
+  // One crawl step: the plan it leads to, if the options changed.
+  void consume(std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes) {
     bool changed = false;
-    for (std::size_t i = crawl.change_begin[k]; i < crawl.change_begin[k + 1]; ++i) {
-      const DurationChange& change = crawl.changes[i];
-      const auto option =
-          static_cast<std::int32_t>(problem.options_of(change.node).option_for_duration(change.duration_q));
+    for (const DurationChange& change : changes) {
+      const auto option = static_cast<std::int32_t>(problem.options_of(change.node).option_for_duration(change.duration_q));
       changed |= option != current[change.node];
       current[change.node] = option;
     }
-    report(1);
-    if (!changed) continue;
-    pending.emplace_back(current, static_cast<std::int64_t>(k));
-    if (pending.size() == kChunk) add_pending();
-    last_plans.emplace_back(current, static_cast<std::int64_t>(k));
+    if (!changed) return;
+    pending.push_back({current, static_cast<std::int64_t>(index), step});
+    last_plans.emplace_back(current, static_cast<std::int64_t>(index));
     if (last_plans.size() > options.t_min_repairs) last_plans.erase(last_plans.begin());
   }
-  add_pending();
-  add(fastest, -1);
-  report(1);
+
+  // f(refiner, k) for k in [0, count), on `own` and up to `workers` helpers (threads - 1 at
+  // most), each on a thread of its own. Their work is added to `own`'s: the total does not
+  // depend on the threads.
+  template <typename F>
+  void for_each_on_threads(const PlanRefiner& own, std::size_t count, std::size_t workers, F&& f) {
+    workers = count > 1 ? std::min<std::size_t>(workers, threads - 1) : 0;
+    while (helpers.size() < workers) helpers.push_back(std::make_unique<PlanRefiner>(problem));
+    std::vector<double> before;
+    for (std::size_t t = 0; t < workers; ++t) before.push_back(helpers[t]->work());
+    const auto share = [&](const PlanRefiner& r, std::size_t first) {
+      for (std::size_t k = first; k < count; k += workers + 1) f(r, k);
+    };
+    std::vector<std::thread> running;
+    for (std::size_t t = 0; t < workers; ++t) running.emplace_back(share, std::cref(*helpers[t]), t + 1);
+    share(own, 0);
+    for (std::thread& thread : running) thread.join();
+    for (std::size_t t = 0; t < workers; ++t) own.add_work(helpers[t]->work() - before[t]);
+  }
+
+  // The pending plans reclaimed, on `own` and up to `workers` helpers (a plan's reclaimed
+  // slack depends on nothing else, so the result does not depend on the threads).
+  void reclaim_pending(const PlanRefiner& own, std::size_t workers) {
+    std::vector<FrontierPoint> points(pending.size());
+    for_each_on_threads(own, pending.size(), workers, [&](const PlanRefiner& r, std::size_t i) {
+      points[i] = point_of(r, std::move(pending[i].choice), pending[i].step, &pending[i].crawl_step);
+    });
+    for (FrontierPoint& point : points) crawl_points.push_back(std::move(point));
+    pending.clear();
+  }
+
+  // The second thread: the work beside the crawl, then the steps as they come.
+  void run_beside() {
+    try {
+      work_beside_crawl();
+      StepBatch taken;
+      taken.clear();
+      while (true) {
+        bool last = false;
+        {
+          std::unique_lock lock(mutex);
+          ready.wait(lock, [&] { return !published.index.empty() || finished || stop; });
+          if (stop) return;
+          std::swap(taken, published);
+          last = finished;
+        }
+        for (std::size_t k = 0; k < taken.index.size(); ++k) {
+          consume(taken.index[k], taken.steps[k],
+                  {taken.changes.data() + taken.change_begin[k], taken.changes.data() + taken.change_begin[k + 1]});
+          if (pending.size() >= kChunk) reclaim_pending(side, 0);
+        }
+        taken.clear();
+        if (last) return;
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+
+  static constexpr std::size_t kChunk = 256;
+  static constexpr std::size_t kStepsPerBatch = 64;
+
+  const EnergyProblem& problem;
+  const FrontierOptions options;
+  PlanRefiner side;  // the second thread's (or the only one's, without it)
+  LpRelaxation relaxation;
+  SupportingLines lines;
+  double budget = 0.0;
+  double lp_work = 0.0;
+  bool search = false;
+  unsigned threads = 1;
+  OptionChoice slowest, fastest, crawl_start, current;
+
+  std::optional<FrontierPoint> slowest_point, start_point;
+  std::vector<FrontierPoint> fill_points;
+  double t_min = 0.0;
+  std::optional<double> t_min_bound;
+  std::optional<FrontierPoint> t_min_point;
+  std::optional<double> t_star;
+  std::optional<RelaxedSolution> t_star_solution;
+  double side_work = 0.0;  // the work beside the crawl, after the reclaims in the old order
+  double lp_seconds = 0.0;
+
+  std::vector<PendingPlan> pending;
+  std::vector<FrontierPoint> crawl_points;  // in crawl order
+  std::vector<std::pair<OptionChoice, std::int64_t>> last_plans;  // the fastest few, for T_min
+  std::vector<std::unique_ptr<PlanRefiner>> helpers;
+
+  // Between the crawl's thread and the second one.
+  bool background = false;
+  std::thread beside;
+  std::mutex mutex;
+  std::condition_variable ready;
+  StepBatch published, batch;  // batch: the crawl thread's, not yet published
+  bool finished = false, stop = false;
+  std::exception_ptr error;
+};
+
+FrontierBuilder::FrontierBuilder(const EnergyProblem& problem, const FrontierOptions& options, bool beside_crawl)
+    : state_(std::make_unique<State>(problem, options)) {
+  State& s = *state_;
+  s.background = beside_crawl && s.threads > 1;
+  if (s.background) s.beside = std::thread([&s] { s.run_beside(); });
+}
+
+FrontierBuilder::~FrontierBuilder() {
+  State& s = *state_;
+  if (s.beside.joinable()) {
+    {
+      std::lock_guard lock(s.mutex);
+      s.stop = true;
+    }
+    s.ready.notify_one();
+    s.beside.join();
+  }
+}
+
+void FrontierBuilder::add_step(std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes) {
+  State& s = *state_;
+  if (!s.background) {
+    s.consume(index, step, changes);
+    if (s.pending.size() >= State::kChunk) s.reclaim_pending(s.side, s.threads - 1);
+    return;
+  }
+  s.batch.index.push_back(index);
+  s.batch.steps.push_back(step);
+  s.batch.changes.insert(s.batch.changes.end(), changes.begin(), changes.end());
+  s.batch.change_begin.push_back(s.batch.changes.size());
+  if (s.batch.index.size() < State::kStepsPerBatch) return;
+  {
+    std::lock_guard lock(s.mutex);
+    // Appended to what the second thread has not taken yet.
+    const std::size_t offset = s.published.changes.size();
+    s.published.index.insert(s.published.index.end(), s.batch.index.begin(), s.batch.index.end());
+    s.published.steps.insert(s.published.steps.end(), s.batch.steps.begin(), s.batch.steps.end());
+    s.published.changes.insert(s.published.changes.end(), s.batch.changes.begin(), s.batch.changes.end());
+    for (std::size_t k = 1; k < s.batch.change_begin.size(); ++k) {
+      s.published.change_begin.push_back(offset + s.batch.change_begin[k]);
+    }
+  }
+  s.ready.notify_one();
+  s.batch.clear();
+}
+
+Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
+  State& s = *state_;
+  const EnergyProblem& problem = s.problem;
+  const FrontierOptions& options = s.options;
+  if (s.background) {
+    {
+      std::lock_guard lock(s.mutex);
+      const std::size_t offset = s.published.changes.size();
+      s.published.index.insert(s.published.index.end(), s.batch.index.begin(), s.batch.index.end());
+      s.published.steps.insert(s.published.steps.end(), s.batch.steps.begin(), s.batch.steps.end());
+      s.published.changes.insert(s.published.changes.end(), s.batch.changes.begin(), s.batch.changes.end());
+      for (std::size_t k = 1; k < s.batch.change_begin.size(); ++k) {
+        s.published.change_begin.push_back(offset + s.batch.change_begin[k]);
+      }
+      s.finished = true;
+    }
+    s.ready.notify_one();
+    s.beside.join();
+    if (s.error) std::rethrow_exception(s.error);
+  } else {
+    s.work_beside_crawl();
+  }
+  Frontier frontier;
+  frontier.all_max = evaluate_highest_clock(problem);
+  const PlanRefiner refiner(problem);
+  const std::size_t total = crawl.steps.size() + 2;
+  std::size_t done = total;
+  if (options.progress) options.progress(done, total);
+  s.reclaim_pending(refiner, s.threads - 1);
+
+  // Candidates in the order the sequential build made them: the slowest plan, the crawl's
+  // start, the crawl's plans, the fastest plan, then what refining adds.
+  std::vector<FrontierPoint> candidates;
+  candidates.reserve(s.crawl_points.size() + s.fill_points.size() + 4);
+  candidates.push_back(std::move(*s.slowest_point));
+  candidates.push_back(std::move(*s.start_point));
+  for (FrontierPoint& point : s.crawl_points) candidates.push_back(std::move(point));
+  candidates.push_back(s.point_of(refiner, s.fastest));
   frontier.candidates = candidates.size();
+  frontier.lp_seconds = s.lp_seconds;
 
   if (!options.refine) {
     frontier.points = pareto_filter(std::move(candidates));
     return frontier;
   }
   // What follows is bounded in work (refine_visits_min, refine_work_per_crawl_step): a
-  // quarter for the plans beyond the crawl's slowest, then T_min, then the local search of
-  // small DAGs.
-  for (const auto& helper : helpers) refiner.add_work(helper->work());
-  const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
-  // A pass costs about as much as visiting 35 more nodes or edges (per-call set-up), which
-  // weighs on small DAGs.
-  const double budget = std::max(options.refine_visits_min / (dag_size + kPassOverheadVisits),
-                                 options.refine_work_per_crawl_step * static_cast<double>(crawl.steps.size()));
+  // quarter for the plans beyond the crawl's slowest, then T_min (both done beside the
+  // crawl: side_work), then the local search of small DAGs.
+  refiner.add_work(s.side.work() - s.side_work);  // the reclaims (the helpers' counted where they ran)
+  const double budget = s.budget;
   const double bounded_from = refiner.work();
+  refiner.add_work(s.side_work);
   const double limit = bounded_from + budget;
   frontier.refine_budget = budget;
   const auto account = [&] { frontier.refine_work = refiner.work() - bounded_from; };
-  refiner.set_work_limit(refiner.work() + 0.25 * budget);
-  fill_beyond_crawl(refiner, crawl_start, slowest, options.fills_beyond_crawl, &candidates, problem, crawl);
   refiner.set_work_limit(limit);
-  const bool search = problem.dag.num_nodes() <= options.local_search_max_nodes;
-  LpRelaxation relaxation(problem);
-  SupportingLines lines(problem.p_blocking * problem.num_gpus());
-  // An LP solve costs about as much as kLpSolvePasses passes over a DAG of a few hundred
-  // nodes and edges, a fixed part that weighs more on smaller ones, and grows about
-  // quadratically on large ones (measured: 0.2-0.4 s, some 20,000 passes, on 1,536 nodes).
-  const double lp_solve_work =
-      std::max({kLpSolvePasses, kLpSolveVisits / dag_size, dag_size * dag_size / kLpQuadraticVisits});
-  // A relaxation's plan rounded to options (down and up) and made to meet its deadline.
-  const auto rounded_plan = [&](const RelaxedSolution& relaxed, double deadline) -> std::optional<OptionChoice> {
-    auto down = refiner.repair(relaxed.rounded, deadline);
-    auto up = refiner.repair(relaxed.rounded_up, deadline);
-    if (!up || (down && refiner.effective_energy(*down) <= refiner.effective_energy(*up))) return down;
-    return up;
+  for (FrontierPoint& point : s.fill_points) candidates.push_back(std::move(point));
+  const bool search = s.search;
+  SupportingLines& lines = s.lines;
+  const double lp_solve_work = s.lp_work;
+  const auto rounded_plan = [&](const RelaxedSolution& relaxed, double deadline) {
+    return s.rounded_plan(refiner, relaxed, deadline);
   };
   const auto solve_relaxation = [&](double deadline) {
-    const auto lp_started = std::chrono::steady_clock::now();
-    auto relaxed = relaxation.solve(deadline);
-    frontier.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - lp_started).count();
-    if (relaxed) lines.add(deadline, *relaxed);
+    const double before = s.lp_seconds;
+    auto relaxed = s.solve_relaxation(deadline);
+    frontier.lp_seconds += s.lp_seconds - before;
     return relaxed;
   };
   // The relaxation's plan at `deadline`, rounded to options and made to meet it.
@@ -223,24 +462,22 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     *bound = relaxed->lower_bound_j;
     return rounded_plan(*relaxed, deadline);
   };
+  // A plan as a point; its crawl step, if any, from the crawl.
+  const auto point_at = [&](const OptionChoice& plan, std::int64_t step) {
+    return make_point(problem, plan, step, step >= 0 ? &crawl.steps[static_cast<std::size_t>(step)] : nullptr);
+  };
 
   // T_min: the crawl's fastest plans take longer than the all-max plan on the measured data
   // (quantisation hides up to a unit per operation); repaired to the all-max time they, and
-  // the relaxation's plan there, are much cheaper than the all-max plan with its slack
-  // reclaimed. The relaxation's plan first (it also gives the lower bound), then the crawl's
-  // plans, the fastest first, while a third of the work left lasts.
-  const double t_min = refiner.measured_time(fastest);
-  if (auto plan = relaxed_plan(t_min, &frontier.t_min_lower_bound_j)) {
-    refiner.set_work_limit(refiner.work() + kShareAtTMin * std::max(0.0, limit - refiner.work()));
-    if (search) *plan = refiner.local_search(std::move(*plan), t_min);
-    refiner.set_work_limit(limit);
-    candidates.push_back(make_point(problem, *plan, -1, crawl));
-  }
+  // the relaxation's plan there (found beside the crawl, with the lower bound), are much
+  // cheaper than the all-max plan with its slack reclaimed. The crawl's plans, the fastest
+  // first, while a third of the work left lasts.
+  const double t_min = s.t_min;
+  frontier.t_min_lower_bound_j = s.t_min_bound;
+  if (s.t_min_point) candidates.push_back(std::move(*s.t_min_point));
   const double repairs_limit = refiner.work() + std::max(0.0, limit - refiner.work()) / 3.0;
-  for (auto it = last_plans.rbegin(); it != last_plans.rend() && refiner.work() < repairs_limit; ++it) {
-    if (auto repaired = refiner.repair(std::move(it->first), t_min)) {
-      candidates.push_back(make_point(problem, *repaired, it->second, crawl));
-    }
+  for (auto it = s.last_plans.rbegin(); it != s.last_plans.rend() && refiner.work() < repairs_limit; ++it) {
+    if (auto repaired = refiner.repair(std::move(it->first), t_min)) candidates.push_back(point_at(*repaired, it->second));
   }
   frontier.candidates = candidates.size();
   frontier.points = pareto_filter(std::move(candidates));
@@ -257,7 +494,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       return;
     }
     const std::optional<double> bound = points[i].lower_bound_j;
-    points[i] = make_point(problem, *plan, points[i].crawl_step, crawl);
+    points[i] = point_at(*plan, points[i].crawl_step);
     points[i].lower_bound_j = bound;
   };
   // Every point's bound: the supporting lines of the LP solves, with more solves where the
@@ -285,7 +522,9 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
       const bool counted = k < counted_solves;
       if (!counted && elapsed() >= options.certify_seconds) break;
       solved_at.push_back(*next);
-      const auto relaxed = solve_relaxation(*next);
+      // T*'s solve was made beside the crawl.
+      const bool precomputed = k == 0 && s.t_star && std::abs(*s.t_star - *next) <= kTimeEpsilon;
+      const auto relaxed = precomputed ? s.t_star_solution : solve_relaxation(*next);
       ++frontier.certify_solves;
       if (relaxed) {
         const auto at = std::find_if(points.begin(), points.end(),
@@ -304,9 +543,26 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
         }
       }
     }
-    // Slower points inherit what improved, slack reclaimed: one pass, fastest first.
-    for (std::size_t i = 1; i < points.size(); ++i) {
-      replace_if_cheaper(points, i, refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s));
+    // Slower points inherit what improved, slack reclaimed: one pass, fastest first. A
+    // chunk at a time, each point's candidate from its faster neighbour as the chunk starts
+    // is worked out on every thread; where that neighbour has just been replaced, its new
+    // plan is reclaimed instead. The same as the sequential pass.
+    constexpr std::size_t kInheritChunk = 256;
+    std::vector<OptionChoice> inherited;
+    for (std::size_t from = 1; from < points.size(); from += kInheritChunk) {
+      const std::size_t to = std::min(points.size(), from + kInheritChunk);
+      inherited.assign(to - from, {});
+      s.for_each_on_threads(refiner, to - from, s.threads - 1, [&](const PlanRefiner& r, std::size_t k) {
+        inherited[k] = r.reclaim_slack(points[from + k - 1].option_choice(), points[from + k].measured.time_s);
+      });
+      bool replaced = false;  // the previous point, in this chunk
+      for (std::size_t i = from; i < to; ++i) {
+        const double before = points[i].effective_energy_j;
+        replace_if_cheaper(points, i,
+                           replaced ? refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s)
+                                    : std::move(inherited[i - from]));
+        replaced = points[i].effective_energy_j != before;
+      }
     }
     points = pareto_filter(std::move(points));
     for (FrontierPoint& point : points) {
@@ -350,7 +606,7 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
     if (with_relaxation) consider(relaxed_plan(deadline, &bound));
     if (start.empty()) return;
     previous = refiner.local_search(std::move(start), deadline, rounds);
-    improved.push_back(make_point(problem, previous, step, crawl));
+    improved.push_back(point_at(previous, step));
     if (bound) {
       // The bound holds for every plan within `deadline`, so also, with less blocking, at
       // the improved plan's own (possibly shorter) time.
@@ -429,6 +685,15 @@ Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, 
   certify();
   account();
   return frontier;
+}
+
+Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl, const FrontierOptions& options) {
+  FrontierBuilder builder(problem, options, false);
+  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+    builder.add_step(k, crawl.steps[k],
+                     {crawl.changes.data() + crawl.change_begin[k], crawl.changes.data() + crawl.change_begin[k + 1]});
+  }
+  return builder.finish(crawl);
 }
 
 Certificate certificate(const Frontier& frontier) {

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -108,6 +110,29 @@ struct FrontierOptions {
 // the best of its own plan, the previous point's improved plan and the LP relaxation's.
 Frontier build_frontier(const EnergyProblem& problem, const CrawlResult& crawl,
                         const FrontierOptions& options = {});
+
+// build_frontier while the crawl runs. On two cores and more, a second thread takes the
+// crawl's steps as they come (add_step, from CrawlOptions::on_step) and reclaims each new
+// plan, and first does what needs no crawl: the plans beyond the crawl's slowest, the LP
+// relaxation's plan and bound at T_min, and (large DAGs) the relaxation at T*, the
+// certification's first solve. finish() does the rest. The frontier is build_frontier's,
+// whatever the threads (every bound on the refinement is counted work, not time).
+class FrontierBuilder {
+ public:
+  // beside_crawl: use a second thread (if options.threads allows more than one).
+  FrontierBuilder(const EnergyProblem& problem, const FrontierOptions& options, bool beside_crawl);
+  ~FrontierBuilder();  // stops the second thread (a crawl that threw leaves it waiting)
+  FrontierBuilder(const FrontierBuilder&) = delete;
+  FrontierBuilder& operator=(const FrontierBuilder&) = delete;
+  // Steps in crawl order, from the crawl's thread.
+  void add_step(std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes);
+  // After the crawl's last step: the frontier. Rethrows what the second thread threw.
+  Frontier finish(const CrawlResult& crawl);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // How far a frontier's plans are from their proven lower bounds (energy / bound - 1).
 struct Certificate {

@@ -29,10 +29,9 @@ void FlowNetwork::build() {
     ++first_[head_[a] + 1];
   }
   for (int v = 0; v < num_nodes_; ++v) first_[v + 1] += first_[v];
-  to_.assign(2 * arcs, 0);
-  partner_.assign(2 * arcs, 0);
+  half_.assign(2 * arcs, HalfArc{0, 0, 0.0});
   is_forward_.assign(2 * arcs, 0);
-  residual_.assign(2 * arcs, 0.0);
+  level_.assign(num_nodes_, -1);
   forward_.assign(arcs, 0);
   backward_.assign(arcs, 0);
   imbalance_.assign(num_nodes_, 0.0);
@@ -41,34 +40,30 @@ void FlowNetwork::build() {
   for (int a = 0; a < arcs; ++a) {
     const int f = fill[tail_[a]]++;
     const int b = fill[head_[a]]++;
-    to_[f] = head_[a];
-    to_[b] = tail_[a];
-    partner_[f] = b;
-    partner_[b] = f;
+    half_[f] = {head_[a], b, capacity_[a]};
+    half_[b] = {tail_[a], f, 0.0};
     is_forward_[f] = 1;
-    residual_[f] = capacity_[a];
     forward_[a] = f;
     backward_[a] = b;
   }
   built_ = true;
+  open_source_ = -1;
 }
 
-void FlowNetwork::set_capacity(int arc, double capacity) {
-  // The crawl sets every arc's capacity every step and most stay as they were: skip those
-  // before touching the arc's scattered residual entries.
-  if (capacity_[arc] == capacity) return;
+void FlowNetwork::change_capacity(int arc, double capacity) {
   capacity_[arc] = capacity;
   if (!built_) return;  // build() starts every arc empty
   const int f = forward_[arc];
   const int b = backward_[arc];
-  if (residual_[b] > capacity) {
+  if (half_[b].residual > capacity) {
     // The cut flow leaves the head short of inflow and the tail with a surplus.
-    const double cut = residual_[b] - capacity;
-    residual_[b] = capacity;
+    const double cut = half_[b].residual - capacity;
+    half_[b].residual = capacity;
     note_imbalance(head_[arc], -cut);
     note_imbalance(tail_[arc], cut);
   }
-  residual_[f] = capacity - residual_[b];
+  half_[f].residual = capacity - half_[b].residual;
+  note_source_arc(f);
 }
 
 void FlowNetwork::note_imbalance(int v, double amount) {
@@ -79,11 +74,12 @@ void FlowNetwork::note_imbalance(int v, double amount) {
 void FlowNetwork::clear_flow() {
   if (!built_) return;
   for (int a = 0; a < num_arcs(); ++a) {
-    residual_[forward_[a]] = capacity_[a];
-    residual_[backward_[a]] = 0.0;
+    half_[forward_[a]].residual = capacity_[a];
+    half_[backward_[a]].residual = 0.0;
   }
   for (int v : unbalanced_nodes_) imbalance_[v] = 0.0;
   unbalanced_nodes_.clear();
+  open_source_ = -1;
 }
 
 void FlowNetwork::restore_conservation(int s, int t) {
@@ -92,7 +88,7 @@ void FlowNetwork::restore_conservation(int s, int t) {
   // below rely on exact signs, which sums of cut amounts only approximate.
   for (int v : unbalanced_nodes_) {
     double balance = 0.0;
-    for (int p = first_[v]; p < first_[v + 1]; ++p) balance += is_forward_[p] ? -residual_[partner_[p]] : residual_[p];
+    for (int p = first_[v]; p < first_[v + 1]; ++p) balance += is_forward_[p] ? -half_[half_[p].partner].residual : half_[p].residual;
     imbalance_[v] = balance;
   }
   // The networks here are acyclic, so a walk along positive flow from a node with a deficit
@@ -111,16 +107,16 @@ void FlowNetwork::restore_conservation(int s, int t) {
         for (int p = first_[u]; p < first_[u + 1]; ++p) {
           // Forward walks follow arcs out of u, backward walks arcs into u.
           if (is_forward_[p] != (forward ? 1 : 0)) continue;
-          const int f = forward ? p : partner_[p];
-          if (residual_[partner_[f]] > kTolerance) {
+          const int f = forward ? p : half_[p].partner;
+          if (half_[half_[f].partner].residual > kTolerance) {
             step = f;
             break;
           }
         }
         if (step < 0) break;
         path_.push_back(step);
-        amount = std::min(amount, residual_[partner_[step]]);
-        u = forward ? to_[step] : to_[partner_[step]];
+        amount = std::min(amount, half_[half_[step].partner].residual);
+        u = forward ? half_[step].to : half_[half_[step].partner].to;
       }
       if (path_.empty()) {
         own = 0.0;  // nothing left to cancel; drop the float residue
@@ -128,8 +124,9 @@ void FlowNetwork::restore_conservation(int s, int t) {
       }
       if (u != (forward ? t : s)) amount = std::min(amount, forward ? imbalance_[u] : -imbalance_[u]);
       for (int f : path_) {
-        residual_[f] += amount;
-        residual_[partner_[f]] -= amount;
+        half_[f].residual += amount;
+        half_[half_[f].partner].residual -= amount;
+        note_source_arc(f);
       }
       own += forward ? amount : -amount;
       if (u != (forward ? t : s)) imbalance_[u] += forward ? -amount : amount;
@@ -152,20 +149,46 @@ bool FlowNetwork::build_levels(int s, int t, double epsilon) {
   queue_.clear();
   queue_.push_back(s);
   level_[s] = 0;
-  for (std::size_t head = 0; head < queue_.size(); ++head) {
-    const int v = queue_[head];
+  // s's arcs from its list, dropping those saturated since.
+  std::size_t kept = 0;
+  for (const int p : source_open_) {
+    if (half_[p].residual <= epsilon) {
+      source_listed_[p - first_[s]] = 0;
+      continue;
+    }
+    source_open_[kept++] = p;
+    const int w = half_[p].to;
+    if (level_[w] < 0) {
+      level_[w] = 1;
+      queue_.push_back(w);
+    }
+  }
+  source_open_.resize(kept);
+  // The hot loop, on raw pointers: the compiler cannot tell that writing levels leaves the
+  // vectors' own pointers alone. The residual (read in order) is tested before the head's
+  // level (read at random).
+  const std::size_t seeded = queue_.size();
+  queue_.resize(num_nodes_);
+  int* const queue = queue_.data();
+  int* const level = level_.data();
+  const HalfArc* const arcs = half_.data();
+  const int* const first = first_.data();
+  std::size_t tail = seeded;
+  for (std::size_t head = 1; head < tail; ++head) {
+    const int v = queue[head];
+    const int next_level = level[v] + 1;
     // Nodes as far from s as t lead nowhere in the level graph: stop once t has a level.
     // (The BFS that cannot reach t visits everything reachable, which run() relies on.)
-    if (level_[t] >= 0 && level_[v] >= level_[t]) break;
-    for (int p = first_[v]; p < first_[v + 1]; ++p) {
-      const int w = to_[p];
-      if (level_[w] < 0 && residual_[p] > epsilon) {
-        level_[w] = level_[v] + 1;
-        queue_.push_back(w);
+    if (level[t] >= 0 && next_level > level[t]) break;
+    for (int p = first[v]; p < first[v + 1]; ++p) {
+      if (arcs[p].residual > epsilon && level[arcs[p].to] < 0) {
+        level[arcs[p].to] = next_level;
+        queue[tail++] = arcs[p].to;
       }
     }
   }
-  return level_[t] >= 0;
+  queue_.resize(tail);
+  return level[t] >= 0;
 }
 
 // Blocking flow of one phase: depth-first along the level graph, one augmenting path at a
@@ -173,53 +196,84 @@ bool FlowNetwork::build_levels(int s, int t, double epsilon) {
 // phase. Iterative: the path, as deep as the level graph, lives in path_, not on the stack.
 void FlowNetwork::augment_phase(int s, int t, double epsilon) {
   next_.assign(first_.begin(), first_.end() - 1);
+  std::size_t source_next = 0;  // s's cursor, into source_open_
   path_.clear();
   int v = s;
   while (true) {
     if (v == t) {
       double amount = std::numeric_limits<double>::infinity();
-      for (int p : path_) amount = std::min(amount, residual_[p]);
+      for (int p : path_) amount = std::min(amount, half_[p].residual);
       for (int p : path_) {
-        residual_[p] -= amount;
-        residual_[partner_[p]] += amount;
+        half_[p].residual -= amount;
+        half_[half_[p].partner].residual += amount;
       }
       // Resume from the tail of the first arc the path saturated.
       std::size_t keep = 0;
-      while (keep < path_.size() && residual_[path_[keep]] > epsilon) ++keep;
+      while (keep < path_.size() && half_[path_[keep]].residual > epsilon) ++keep;
       path_.resize(keep);
-      v = keep ? to_[path_.back()] : s;
+      v = keep ? half_[path_.back()].to : s;
+      continue;
+    }
+    if (v == s) {
+      while (source_next < source_open_.size() &&
+             (level_[half_[source_open_[source_next]].to] != 1 || half_[source_open_[source_next]].residual <= epsilon)) {
+        ++source_next;
+      }
+      if (source_next == source_open_.size()) return;
+      path_.push_back(source_open_[source_next]);
+      v = half_[source_open_[source_next]].to;
       continue;
     }
     int& p = next_[v];
-    while (p < first_[v + 1] && (level_[to_[p]] != level_[v] + 1 || residual_[p] <= epsilon)) ++p;
+    const int next_level = level_[v] + 1;
+    while (p < first_[v + 1] && (half_[p].residual <= epsilon || level_[half_[p].to] != next_level)) ++p;
     if (p < first_[v + 1]) {
       path_.push_back(p);
-      v = to_[p];
+      v = half_[p].to;
       continue;
     }
     // Dead end: no path to t from v in this phase.
-    if (v == s) return;
     level_[v] = -1;
     const int back = path_.back();
     path_.pop_back();
-    v = to_[partner_[back]];
-    ++next_[v];
+    v = half_[half_[back].partner].to;
+    if (v == s) ++source_next;
+    else ++next_[v];
   }
 }
 
-double FlowNetwork::run(int s, int t, double epsilon) {
+void FlowNetwork::run(int s, int t, double epsilon) {
   if (!built_) build();
+  source_ = s;
+  if (open_source_ != s || open_epsilon_ != epsilon) list_source_arcs(s, epsilon);
   if (!unbalanced_nodes_.empty()) restore_conservation(s, t);
+  // The last breadth-first search, which cannot reach t, leaves in level_ exactly the nodes
+  // reachable from s in the residual graph (on_source_side).
   while (build_levels(s, t, epsilon)) augment_phase(s, t, epsilon);
-  // The last BFS reached exactly the nodes reachable from s in the residual graph.
-  reached_.assign(num_nodes_, 0);
-  for (int v = 0; v < num_nodes_; ++v) reached_[v] = level_[v] >= 0;
+}
+
+void FlowNetwork::list_source_arcs(int s, double epsilon) {
+  open_source_ = s;
+  open_epsilon_ = epsilon;
+  source_open_.clear();
+  source_listed_.assign(first_[s + 1] - first_[s], 0);
+  for (int p = first_[s]; p < first_[s + 1]; ++p) note_source_arc(p);  // the searches drop the saturated
+}
+
+double FlowNetwork::flow_value() const {
   double value = 0.0;
-  for (int p = first_[s]; p < first_[s + 1]; ++p) {
-    if (is_forward_[p]) value += residual_[partner_[p]];
-    else value -= residual_[p];
+  if (source_ < 0) return value;
+  for (int p = first_[source_]; p < first_[source_ + 1]; ++p) {
+    if (is_forward_[p]) value += half_[half_[p].partner].residual;
+    else value -= half_[p].residual;
   }
   return value;
+}
+
+std::vector<char> FlowNetwork::source_side() const {
+  std::vector<char> side(num_nodes_, 0);
+  for (int v = 0; v < num_nodes_; ++v) side[v] = on_source_side(v);
+  return side;
 }
 
 }  // namespace perseus

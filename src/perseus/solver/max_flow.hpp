@@ -10,7 +10,9 @@
 // both give the same crawl.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace perseus {
@@ -28,21 +30,30 @@ class FlowNetwork {
   // Adds an arc of capacity 0; returns its index. Arcs can be added until the first run().
   int add_arc(int from, int to);
   // Sets an arc's capacity (>= 0; use kUnbounded for "infinite"). A flow above the new
-  // capacity is cut to it; run() then restores flow conservation before augmenting.
-  void set_capacity(int arc, double capacity);
+  // capacity is cut to it; run() then restores flow conservation before augmenting. Setting
+  // the capacity an arc has costs a comparison (the crawl sets most arcs as they were).
+  void set_capacity(int arc, double capacity) {
+    if (capacity_[arc] != capacity) change_capacity(arc, capacity);
+  }
   double capacity(int arc) const { return capacity_[arc]; }
   // Empties every arc (capacities stay): the next run starts from the zero flow.
   void clear_flow();
-  double flow(int arc) const { return residual_[backward_[arc]]; }
+  double flow(int arc) const { return half_[backward_[arc]].residual; }
   int num_nodes() const { return num_nodes_; }
   int num_arcs() const { return static_cast<int>(capacity_.size()); }
 
-  // Augments the current flow to a maximum flow from s to t; returns its value (the net
-  // flow out of s). Residual capacities at or below `epsilon` count as saturated.
-  double run(int s, int t, double epsilon);
-  // After run(): 1 for the nodes reachable from s through residual capacity above epsilon
-  // (the source side of the minimal minimum cut).
-  const std::vector<char>& source_side() const { return reached_; }
+  // Augments the current flow to a maximum flow from s to t. Residual capacities at or below
+  // `epsilon` count as saturated.
+  void run(int s, int t, double epsilon);
+  // After run(): the value of the flow (the net flow out of s). O(degree of s).
+  double flow_value() const;
+  // After run(): whether v is reachable from s through residual capacity above epsilon (on
+  // the source side of the minimal minimum cut). O(1).
+  bool on_source_side(int v) const { return level_[v] >= 0; }
+  // The same for every node, as a vector (O(nodes)).
+  std::vector<char> source_side() const;
+  // After run(): the nodes on the source side, s first (the last search's queue).
+  std::span<const int> source_side_nodes() const { return queue_; }
 
   // Large enough to be uncuttable next to any finite capacity the solver uses, small
   // enough that capacity - flow keeps the flow's precision.
@@ -50,6 +61,7 @@ class FlowNetwork {
 
  private:
   void build();  // CSR layout of the arcs added so far
+  void change_capacity(int arc, double capacity);
   bool build_levels(int s, int t, double epsilon);
   void augment_phase(int s, int t, double epsilon);
   // Cancels flow along paths until every node but s and t is balanced again.
@@ -61,15 +73,39 @@ class FlowNetwork {
   std::vector<int> tail_, head_;       // per arc, while adding
   std::vector<double> capacity_;       // per arc
   std::vector<int> forward_, backward_;  // per arc: its two half-arc positions in CSR order
-  // Per half-arc position (grouped by tail node): head node, paired position, residual.
+  // Per half-arc position (grouped by tail node): head node, paired position, residual, side
+  // by side (a search reads all three).
+  struct HalfArc {
+    int to;
+    int partner;
+    double residual;
+  };
   std::vector<int> first_;  // num_nodes + 1 offsets
-  std::vector<int> to_, partner_;
+  std::vector<HalfArc> half_;
   std::vector<char> is_forward_;
-  std::vector<double> residual_;
+  int source_ = -1;  // s of the last run
+  // s has an arc to half the network (the crawl's lower-bound arcs), of which a handful have
+  // residual capacity at any time: the searches start from this list of its arcs that may,
+  // not from all of them. It holds every half-arc at s with residual above open_epsilon_
+  // (and some that no longer have): capacity changes and restored flow add to it, searches
+  // drop what is saturated. -1: rebuilt by the next run.
+  int open_source_ = -1;
+  double open_epsilon_ = 0.0;
+  std::vector<int> source_open_;
+  std::vector<char> source_listed_;  // per half-arc at open_source_ (position - first_[s])
+  void list_source_arcs(int s, double epsilon);
+  void note_source_arc(int p) {
+    if (open_source_ >= 0 && p >= first_[open_source_] && p < first_[open_source_ + 1] &&
+        !source_listed_[p - first_[open_source_]]) {
+      source_listed_[p - first_[open_source_]] = 1;
+      // In arc order, as a scan of s's arcs would meet them: the order decides between cuts
+      // of equal cost, and crawls stay the same as with a full scan.
+      source_open_.insert(std::upper_bound(source_open_.begin(), source_open_.end(), p), p);
+    }
+  }
   std::vector<int> level_, next_, queue_, path_;
   std::vector<double> imbalance_;      // inflow - outflow per node, where set_capacity cut flow
   std::vector<int> unbalanced_nodes_;  // the nodes with a nonzero imbalance_ entry
-  std::vector<char> reached_;
 };
 
 }  // namespace perseus

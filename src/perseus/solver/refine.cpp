@@ -184,11 +184,11 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
     }
     // A flow above every finite arc's capacity together means the cut goes through an
     // unbounded arc: some critical path is at its fastest everywhere.
-    if (flow.run(0, 1, 1e-12) > finite_total + 0.5) return std::nullopt;
-    const std::vector<char>& source_side = flow.source_side();
+    flow.run(0, 1, 1e-12);
+    if (flow.flow_value() > finite_total + 0.5) return std::nullopt;
     bool changed = false;
     for (Dag::NodeId v : order) {
-      if (critical(v) && source_side[left(v)] && !source_side[right(v)]) {
+      if (critical(v) && flow.on_source_side(left(v)) && !flow.on_source_side(right(v))) {
         const std::int32_t faster = *shifted(v, choice[v], 1);  // finite arc: v has a faster option
         budget_j -= effective_of(v, faster) - effective_of(v, choice[v]);
         choice[v] = faster;

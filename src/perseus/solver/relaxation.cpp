@@ -1,236 +1,185 @@
 #include "perseus/solver/relaxation.hpp"
 
-#include <coin/ClpSimplex.hpp>
+#include <lemon/network_simplex.h>
+#include <lemon/smart_graph.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <utility>
 
 namespace perseus {
 namespace {
 
-// Times enter the LP in milliseconds, so that CLP's absolute tolerances (1e-7) are far
-// below the differences between options.
-constexpr double kMsPerSecond = 1000.0;
-// Deadlines within this share of the last one are solved from its basis by the dual simplex.
-constexpr double kWarmStartReach = 0.02;
-constexpr std::size_t kFreshSolveMinNodes = 1000;
+// The circulation is solved in integers (LEMON's network simplex takes integer data): times
+// in units of 0.1 ns, flows in units of 1e-6 J/s. The bound itself is evaluated in doubles
+// from the flow the solver returns (weak duality holds for any circulation), so the rounding
+// can cost a little tightness, never validity.
+constexpr double kTimeUnitsPerSecond = 1e10;
+constexpr double kFlowUnitsPerJPerS = 1e6;
 
-struct HullSegment {
-  double length_ms = 0.0;    // how much faster the operation gets along the segment
-  double cost_per_ms = 0.0;  // effective energy added per millisecond of speed-up
+// Lower convex hull of an operation's (time, effective energy) options, fastest first.
+struct HullPoint {
+  double time_s = 0.0;
+  double effective_j = 0.0;
 };
 
-// Lower convex hull of an operation's (time, effective energy) options, as the segments
-// from the slowest option towards the fastest; convexity makes the LP use them in order.
-struct OperationHull {
-  double slowest_ms = 0.0;
-  double slowest_effective_j = 0.0;
-  std::vector<HullSegment> segments;
-};
-
-OperationHull hull_of(const OperationOptions& operation, double p_blocking) {
-  struct Point {
-    double time_ms, effective_j;
-    std::int32_t option;
-  };
-  std::vector<Point> points;
-  for (std::size_t k = 0; k < operation.options.size(); ++k) {
-    const Measurement& m = operation.options[k].measurement;
-    points.push_back({m.time_s * kMsPerSecond, m.energy_j - p_blocking * m.time_s, static_cast<std::int32_t>(k)});
+std::vector<HullPoint> hull_of(const OperationOptions& operation, double p_blocking) {
+  std::vector<HullPoint> points;
+  for (const Option& option : operation.options) {
+    const Measurement& m = option.measurement;
+    points.push_back({m.time_s, m.energy_j - p_blocking * m.time_s});
   }
-  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-    return a.time_ms != b.time_ms ? a.time_ms < b.time_ms : a.effective_j < b.effective_j;
+  std::sort(points.begin(), points.end(), [](const HullPoint& a, const HullPoint& b) {
+    return a.time_s != b.time_s ? a.time_s < b.time_s : a.effective_j < b.effective_j;
   });
-  std::vector<Point> hull;  // fastest first
-  for (const Point& p : points) {
-    if (!hull.empty() && hull.back().time_ms == p.time_ms) continue;  // the cheaper came first
+  std::vector<HullPoint> hull;
+  for (const HullPoint& p : points) {
+    if (!hull.empty() && hull.back().time_s == p.time_s) continue;  // the cheaper came first
+    // Slower options that cost more than a faster one are never worth their time: the hull
+    // the relaxation uses is also non-increasing.
+    if (!hull.empty() && p.effective_j >= hull.back().effective_j) continue;
     while (hull.size() >= 2) {
-      const Point& a = hull[hull.size() - 2];
-      const Point& b = hull.back();
-      const double cross = (b.time_ms - a.time_ms) * (p.effective_j - a.effective_j) -
-                           (b.effective_j - a.effective_j) * (p.time_ms - a.time_ms);
+      const HullPoint& a = hull[hull.size() - 2];
+      const HullPoint& b = hull.back();
+      const double cross = (b.time_s - a.time_s) * (p.effective_j - a.effective_j) -
+                           (b.effective_j - a.effective_j) * (p.time_s - a.time_s);
       if (cross > 0) break;  // b stays below the chord from a to p
       hull.pop_back();
     }
     hull.push_back(p);
   }
-  OperationHull result{hull.back().time_ms, hull.back().effective_j, {}};
-  for (std::size_t j = hull.size() - 1; j > 0; --j) {
-    const double length = hull[j].time_ms - hull[j - 1].time_ms;
-    result.segments.push_back({length, (hull[j - 1].effective_j - hull[j].effective_j) / length});
-  }
-  return result;
+  return hull;
+}
+
+// h(y) = min over hull points of (effective + y * time): the operation's term of the dual at
+// flow y (J/s), concave and piecewise linear.
+double dual_term(const std::vector<HullPoint>& hull, double y) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const HullPoint& p : hull) best = std::min(best, p.effective_j + y * p.time_s);
+  return best;
 }
 
 }  // namespace
 
+// The relaxation is a project time-cost tradeoff with convex costs. In activity-on-arc form
+// (every operation an arc start -> end, dependencies end -> start, an origin before every
+// source, an end after every sink) it asks for event times T minimising
+// sum_i c_i(T(end_i) - T(start_i)) with T(end) - T(origin) <= D, c_i the hull, infinite
+// below the fastest option and flat beyond the slowest. Its Lagrangian dual (Fulkerson) is
+// a maximum over circulations y >= 0 of sum_i h_i(y_i) - D * y(end -> origin); as a
+// minimum-cost circulation, operation i is parallel arcs of costs -t (t its hull times,
+// slowest first) and capacities the hull's successive slopes, the dependencies arcs of cost
+// 0, and the return arc costs D. Its optimal potentials are the event times.
 struct LpRelaxation::Model {
-  ClpSimplex simplex;
-  std::vector<OperationHull> hulls;  // per problem operation
-  std::vector<int> first_segment;    // per node: its first segment column; n + 1 offsets
-  int start_column = 0;              // start time of node i: start_column + i
-  std::vector<int> deadline_rows;    // one per sink node
-  std::vector<double> deadline_offset_ms;  // per deadline row: the sink's slowest time
-  double constant_j = 0.0;           // sum of the slowest options' effective energies
-  bool solved_once = false;
-  double last_deadline_ms = 0.0;
+  using Graph = lemon::SmartDigraph;
+  using Simplex = lemon::NetworkSimplex<Graph, long long, long long>;
+  Graph graph;
+  Graph::ArcMap<long long> cost{graph}, capacity{graph};
+  std::vector<std::vector<HullPoint>> hulls;       // per problem operation
+  std::vector<std::vector<Graph::Arc>> pieces;     // per DAG node: its parallel arcs
+  std::vector<Graph::Node> start, end;             // per DAG node
+  Graph::Node origin, finish;
+  Graph::Arc return_arc;
+  std::unique_ptr<Simplex> simplex;
 };
 
 LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), model_(std::make_unique<Model>()) {
   Model& m = *model_;
   const Dag& dag = problem.dag;
-  const int n = static_cast<int>(dag.num_nodes());
+  const std::size_t n = dag.num_nodes();
   for (const OperationOptions& operation : problem.operations) m.hulls.push_back(hull_of(operation, problem.p_blocking));
-  m.first_segment.assign(n + 1, 0);
-  for (int i = 0; i < n; ++i) {
-    const OperationHull& hull = m.hulls[problem.node_operation[i]];
-    m.first_segment[i + 1] = m.first_segment[i] + static_cast<int>(hull.segments.size());
-    m.constant_j += hull.slowest_effective_j;
+  const long long infinite = std::numeric_limits<long long>::max();
+  // Rounded down, as the deadline is: sums of rounded times then never exceed the rounded
+  // sum, and a deadline at T_min stays feasible.
+  const auto time_units = [](double seconds) { return static_cast<long long>(std::floor(seconds * kTimeUnitsPerSecond)); };
+  m.graph.reserveNode(static_cast<int>(2 * n + 2));
+  m.origin = m.graph.addNode();
+  m.finish = m.graph.addNode();
+  for (std::size_t i = 0; i < n; ++i) {
+    m.start.push_back(m.graph.addNode());
+    m.end.push_back(m.graph.addNode());
   }
-  m.start_column = m.first_segment[n];
-  const int columns = m.start_column + n;
-
-  // Rows as (row, column, value) triplets, packed column-wise for CLP.
-  struct Entry {
-    int row, column;
-    double value;
+  const auto add = [&](Model::Graph::Node from, Model::Graph::Node to, long long cost, long long capacity) {
+    const Model::Graph::Arc arc = m.graph.addArc(from, to);
+    m.cost[arc] = cost;
+    m.capacity[arc] = capacity;
+    return arc;
   };
-  std::vector<Entry> entries;
-  std::vector<double> row_lower, row_upper;
-  const auto speed_up_terms = [&](int row, int node, double sign) {
-    for (int c = m.first_segment[node]; c < m.first_segment[node + 1]; ++c) entries.push_back({row, c, sign});
-  };
-  for (int i = 0; i < n; ++i) {
-    const double slowest = m.hulls[problem.node_operation[i]].slowest_ms;
-    for (const Dag::NodeId j : dag.successors(i)) {
-      // start_j - start_i - duration_i >= 0, duration_i = slowest_i - speed-ups of i
-      const int row = static_cast<int>(row_lower.size());
-      entries.push_back({row, m.start_column + j, 1.0});
-      entries.push_back({row, m.start_column + i, -1.0});
-      speed_up_terms(row, i, 1.0);
-      row_lower.push_back(slowest);
-      row_upper.push_back(COIN_DBL_MAX);
+  m.pieces.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<Dag::NodeId>(i);
+    const std::vector<HullPoint>& hull = m.hulls[problem.node_operation[i]];
+    // -h is convex: slope -t_slowest up to the flattest segment's slope, then -t of the next
+    // faster point up to the next slope, ..., -t_fastest without limit.
+    double previous_slope = 0.0;
+    for (std::size_t j = hull.size(); j-- > 0;) {
+      long long capacity = infinite;
+      if (j > 0) {
+        const double slope = (hull[j - 1].effective_j - hull[j].effective_j) / (hull[j].time_s - hull[j - 1].time_s);
+        capacity = std::llround((slope - previous_slope) * kFlowUnitsPerJPerS);
+        previous_slope = slope;
+      }
+      m.pieces[i].push_back(add(m.start[i], m.end[i], -time_units(hull[j].time_s), capacity));
     }
-    if (dag.successors(i).empty()) {
-      // start_i + duration_i <= deadline
-      const int row = static_cast<int>(row_lower.size());
-      entries.push_back({row, m.start_column + i, 1.0});
-      speed_up_terms(row, i, -1.0);
-      row_lower.push_back(-COIN_DBL_MAX);
-      row_upper.push_back(COIN_DBL_MAX);  // set by solve()
-      m.deadline_rows.push_back(row);
-      m.deadline_offset_ms.push_back(slowest);
-    }
+    if (dag.predecessors(v).empty()) add(m.origin, m.start[i], 0, infinite);
+    if (dag.successors(v).empty()) add(m.end[i], m.finish, 0, infinite);
+    for (const Dag::NodeId w : dag.successors(v)) add(m.end[i], m.start[w], 0, infinite);
   }
-  std::vector<int> column_start(columns + 1, 0);
-  for (const Entry& e : entries) ++column_start[e.column + 1];
-  for (int c = 0; c < columns; ++c) column_start[c + 1] += column_start[c];
-  std::vector<int> row_index(entries.size());
-  std::vector<double> values(entries.size());
-  std::vector<int> fill(column_start.begin(), column_start.end() - 1);
-  for (const Entry& e : entries) {
-    row_index[fill[e.column]] = e.row;
-    values[fill[e.column]++] = e.value;
-  }
-  std::vector<double> column_lower(columns, 0.0), column_upper(columns, COIN_DBL_MAX), objective(columns, 0.0);
-  for (int i = 0; i < n; ++i) {
-    const OperationHull& hull = m.hulls[problem.node_operation[i]];
-    for (std::size_t s = 0; s < hull.segments.size(); ++s) {
-      const int c = m.first_segment[i] + static_cast<int>(s);
-      column_upper[c] = hull.segments[s].length_ms;
-      objective[c] = hull.segments[s].cost_per_ms;
-    }
-  }
-  m.simplex.setLogLevel(0);
-  m.simplex.loadProblem(columns, static_cast<int>(row_lower.size()), column_start.data(), row_index.data(),
-                        values.data(), column_lower.data(), column_upper.data(), objective.data(), row_lower.data(),
-                        row_upper.data());
+  m.return_arc = add(m.finish, m.origin, 0, infinite);
+  m.simplex = std::make_unique<Model::Simplex>(m.graph);
 }
 
 LpRelaxation::~LpRelaxation() = default;
 
-bool LpRelaxation::solve_lp(double deadline_s) {
-  Model& m = *model_;
-  const double deadline_ms = deadline_s * kMsPerSecond;
-  for (std::size_t r = 0; r < m.deadline_rows.size(); ++r) {
-    m.simplex.setRowUpper(m.deadline_rows[r], deadline_ms - m.deadline_offset_ms[r]);
-  }
-  // The first solve: CLP's initialSolve (presolve, then the simplex it picks), 0.1 s instead
-  // of the dual simplex's 0.27 s from the slack basis on 1,536 nodes. Later ones: the dual
-  // simplex from the previous basis (CLP keeps it): a new deadline changes only right-hand
-  // sides, so few pivots follow.
-  // On large DAGs a deadline far from the last one is many dual pivots away: from scratch,
-  // with presolve, is faster there (1,536 nodes, T_min to T*: 0.75 s warm, 0.3 s anew). On
-  // small ones the warm start always wins.
-  const bool near = m.solved_once && (problem_.dag.num_nodes() < kFreshSolveMinNodes ||
-                                      std::abs(deadline_ms - m.last_deadline_ms) <= kWarmStartReach * m.last_deadline_ms);
-  if (near) {
-    m.simplex.dual();
-  } else {
-    if (m.solved_once) m.simplex.allSlackBasis(true);
-    m.simplex.initialSolve();
-    m.solved_once = true;
-  }
-  m.last_deadline_ms = deadline_ms;
-  return m.simplex.isProvenOptimal();
-}
-
 std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   Model& m = *model_;
-  if (!solve_lp(deadline_s)) return std::nullopt;
+  if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return std::nullopt;
+  // Rounded down: the event times then meet the deadline itself.
+  m.cost[m.return_arc] = static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond));
+  m.simplex->reset();
+  m.simplex->costMap(m.cost).upperMap(m.capacity);
+  if (m.simplex->run() != Model::Simplex::OPTIMAL) return std::nullopt;  // unbounded: below T_min
+
   const Dag& dag = problem_.dag;
   const std::size_t n = dag.num_nodes();
-  const double* x = m.simplex.primalColumnSolution();
   RelaxedSolution solution;
-  solution.effective_j = m.constant_j + m.simplex.objectiveValue();
-  solution.lower_bound_j = solution.effective_j + problem_.p_blocking * problem_.num_gpus() * deadline_s;
-  // d(objective)/d(deadline): every deadline row's right-hand side moves with the deadline
-  // (in ms here), so the slope is the sum of their duals. Non-positive for a minimisation
-  // with <= rows; a positive sum is rounding noise.
-  const double* duals = m.simplex.dualRowSolution();
-  double slope_per_ms = 0.0;
-  for (const int row : m.deadline_rows) slope_per_ms += duals[row];
-  solution.slope_j_per_s = std::min(0.0, slope_per_ms * kMsPerSecond);
+  // The dual's value at the flow found, in doubles: a valid bound whatever the rounding.
+  const double y_return = static_cast<double>(m.simplex->flow(m.return_arc)) / kFlowUnitsPerJPerS;
+  double effective = -deadline_s * y_return;
   solution.duration_s.resize(n);
   solution.rounded.resize(n);
   solution.rounded_up.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    double duration_ms = m.hulls[problem_.node_operation[i]].slowest_ms;
-    for (int c = m.first_segment[i]; c < m.first_segment[i + 1]; ++c) duration_ms -= x[c];
-    solution.duration_s[i] = duration_ms / kMsPerSecond;
-    // The slowest option that fits (the fastest when none does, a rounding artefact).
+    const std::vector<HullPoint>& hull = m.hulls[problem_.node_operation[i]];
+    long long flow = 0;
+    for (const auto& arc : m.pieces[i]) flow += m.simplex->flow(arc);
+    effective += dual_term(hull, static_cast<double>(flow) / kFlowUnitsPerJPerS);
+    // Event times are minus the potentials (a dependency of cost 0 keeps the potential from
+    // rising along it); the duration is the tension, within the fastest and slowest option.
+    const double tension = static_cast<double>(m.simplex->potential(m.start[i]) - m.simplex->potential(m.end[i])) /
+                           kTimeUnitsPerSecond;
+    const double duration = std::clamp(tension, hull.front().time_s, hull.back().time_s);
+    solution.duration_s[i] = duration;
+    // The slowest option that fits (the fastest when none does, a rounding artefact), and
+    // the fastest option no faster (the slowest when none is).
     const auto& options = problem_.options_of(static_cast<Dag::NodeId>(i)).options;
-    std::int32_t pick = -1;
+    std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
     for (std::size_t k = 0; k < options.size(); ++k) {
-      const double t_ms = options[k].measurement.time_s * kMsPerSecond;
-      if (t_ms <= duration_ms + 1e-6 && (pick < 0 || t_ms > options[pick].measurement.time_s * kMsPerSecond)) {
-        pick = static_cast<std::int32_t>(k);
-      }
+      const double t = options[k].measurement.time_s;
+      const auto index = static_cast<std::int32_t>(k);
+      if (t <= duration + 1e-9 && (down < 0 || t > options[down].measurement.time_s)) down = index;
+      if (t >= duration - 1e-9 && (up < 0 || t < options[up].measurement.time_s)) up = index;
+      if (t < options[fastest].measurement.time_s) fastest = index;
+      if (t > options[slowest].measurement.time_s) slowest = index;
     }
-    if (pick < 0) {
-      pick = 0;
-      for (std::size_t k = 1; k < options.size(); ++k) {
-        if (options[k].measurement.time_s < options[pick].measurement.time_s) pick = static_cast<std::int32_t>(k);
-      }
-    }
-    solution.rounded[i] = pick;
-    std::int32_t up = -1;  // the fastest option at least as slow (the slowest when none is)
-    for (std::size_t k = 0; k < options.size(); ++k) {
-      const double t_ms = options[k].measurement.time_s * kMsPerSecond;
-      if (t_ms >= duration_ms - 1e-6 && (up < 0 || t_ms < options[up].measurement.time_s * kMsPerSecond)) {
-        up = static_cast<std::int32_t>(k);
-      }
-    }
-    if (up < 0) {
-      up = 0;
-      for (std::size_t k = 1; k < options.size(); ++k) {
-        if (options[k].measurement.time_s > options[up].measurement.time_s) up = static_cast<std::int32_t>(k);
-      }
-    }
-    solution.rounded_up[i] = up;
+    solution.rounded[i] = down >= 0 ? down : fastest;
+    solution.rounded_up[i] = up >= 0 ? up : slowest;
   }
+  solution.effective_j = effective;
+  solution.slope_j_per_s = -y_return;
+  solution.lower_bound_j = effective + problem_.p_blocking * problem_.num_gpus() * deadline_s;
   return solution;
 }
 

@@ -49,18 +49,23 @@ Solution solve(EnergyProblem problem, const SolveRequest& request) {
       request.progress({SolveProgress::Phase::kCrawl, steps, steps + remaining});
     };
   }
-  auto started = Clock::now();
-  solution.crawl = crawl_frontier(p, crawl_options);
-  solution.crawl_seconds = seconds_since(started);
-
   FrontierOptions frontier_options = request.frontier;
   if (request.progress) {
     frontier_options.progress = [&](std::size_t done, std::size_t total) {
       request.progress({SolveProgress::Phase::kFrontier, done, total});
     };
   }
+  // The frontier is built beside the crawl (on a second core): what is left after it is
+  // frontier_seconds.
+  FrontierBuilder builder(p, frontier_options, true);
+  crawl_options.on_step = [&](std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes) {
+    builder.add_step(index, step, changes);
+  };
+  auto started = Clock::now();
+  solution.crawl = crawl_frontier(p, crawl_options);
+  solution.crawl_seconds = seconds_since(started);
   started = Clock::now();
-  solution.frontier = build_frontier(p, solution.crawl, frontier_options);
+  solution.frontier = builder.finish(solution.crawl);
   solution.frontier_seconds = seconds_since(started);
   if (solution.frontier.points.empty()) throw SolveError("the frontier has no points");
   return solution;
