@@ -101,6 +101,31 @@ TEST(Crawl, MaxStepsStopsEarly) {
 }
 
 
+TEST(Crawl, TellsEveryStepAsItIsTaken) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 12, 9);
+  CrawlOptions options;
+  std::vector<std::size_t> indices;
+  std::vector<CrawlStep> steps;
+  std::vector<std::vector<DurationChange>> changes;
+  options.on_step = [&](std::size_t index, const CrawlStep& step, std::span<const DurationChange> c) {
+    indices.push_back(index);
+    steps.push_back(step);
+    changes.emplace_back(c.begin(), c.end());
+  };
+  const CrawlResult crawl = crawl_frontier(problem, options);
+  ASSERT_EQ(indices.size(), crawl.steps.size());
+  for (std::size_t k = 0; k < crawl.steps.size(); ++k) {
+    EXPECT_EQ(indices[k], k);
+    EXPECT_EQ(steps[k].time_q, crawl.steps[k].time_q);
+    EXPECT_EQ(steps[k].fitted_cost, crawl.steps[k].fitted_cost);
+    ASSERT_EQ(changes[k].size(), crawl.change_begin[k + 1] - crawl.change_begin[k]);
+    for (std::size_t i = 0; i < changes[k].size(); ++i) {
+      EXPECT_EQ(changes[k][i].node, crawl.changes[crawl.change_begin[k] + i].node);
+      EXPECT_EQ(changes[k][i].duration_q, crawl.changes[crawl.change_begin[k] + i].duration_q);
+    }
+  }
+}
+
 TEST(Crawl, LemonPreflowFindsTheSameCuts) {
   // The max flow is ours for speed (max_flow.hpp); LEMON's Preflow must give the same crawl:
   // the same time and fitted cost at every step.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "perseus/solver/solve.hpp"
 
@@ -28,7 +29,19 @@ void expect_same_points(const Frontier& a, const Frontier& b) {
   for (std::size_t i = 0; i < a.points.size(); ++i) {
     EXPECT_EQ(a.points[i].choice, b.points[i].choice) << "point " << i;
     EXPECT_EQ(a.points[i].measured.energy_j, b.points[i].measured.energy_j) << "point " << i;
+    EXPECT_EQ(a.points[i].lower_bound_j, b.points[i].lower_bound_j) << "point " << i;
+    EXPECT_EQ(a.points[i].crawl_step, b.points[i].crawl_step) << "point " << i;
   }
+}
+
+// Bloom 176B on 8 A40s at the reference's settings: a crawl of 10,517 steps at 0.1 ms, long
+// enough for the LP grid beside it.
+Profile bloom_a40() { return Profile::read_csv(kData + "/profiles/bloom-176b+a40.csv"); }
+SolveRequest bloom_a40_request(int microbatches) {
+  SolveRequest request;
+  request.schedule.microbatches = microbatches;
+  request.options = {0.0001, 70.38, {}};
+  return request;
 }
 
 TEST(Solve, ComputesWhatItsPartsCompute) {
@@ -93,6 +106,37 @@ TEST(Solve, StopsWhenProgressThrows) {
   EXPECT_EQ(calls, 2u);
 }
 
+TEST(Solve, BuildsTheFrontierBesideTheCrawlAsItWouldAfterIt) {
+  // solve() builds the frontier on a second thread while the crawl runs (FrontierBuilder):
+  // every thread count, and build_frontier on the finished crawl, give the same frontier.
+  for (const auto& [profile, request] : {std::pair{bloom(), bloom_request(12)}, std::pair{bloom_a40(), bloom_a40_request(12)}}) {
+    std::vector<Warning> warnings;
+    const EnergyProblem problem = make_problem(profile, {ScheduleKind::k1F1B, 8, 12, 1, false}, request.options, &warnings);
+    const Frontier after = build_frontier(problem, crawl_frontier(problem));
+    for (const unsigned threads : {1u, 2u, 4u}) {
+      SolveRequest r = request;
+      r.frontier.threads = threads;
+      for (int run = 0; run < 2; ++run) {
+        const Solution beside = solve(profile, r);
+        expect_same_points(beside.frontier, after);
+        EXPECT_EQ(beside.frontier.certify_solves, after.certify_solves);
+      }
+    }
+  }
+}
+
+TEST(Solve, AThrowingProgressLeavesNoThreadBehind) {
+  // Cancelled mid-crawl, with the second thread busy beside it, many times over.
+  SolveRequest request = bloom_a40_request(12);
+  for (int run = 0; run < 20; ++run) {
+    std::size_t calls = 0;
+    request.progress = [&](const SolveProgress&) {
+      if (++calls == 1 + run % 5) throw std::runtime_error("cancelled");
+    };
+    EXPECT_THROW(solve(bloom_a40(), request), std::runtime_error);
+  }
+}
+
 TEST(Solve, RefinementStaysWithinItsBudgetAndIsRepeatable) {
   // 8 stages x 4 microbatches: 64 nodes, every point searched; unbounded, this took 10 s.
   SolveRequest request = bloom_request(4);
@@ -106,9 +150,11 @@ TEST(Solve, RefinementStaysWithinItsBudgetAndIsRepeatable) {
 
   const Frontier& f = one.frontier;
   const double size = static_cast<double>(one.problem.dag.num_nodes() + one.problem.dag.num_edges());
+  // The crawl's length is T* - T_min in units (known before it runs), its step count when it
+  // runs to T_min.
   EXPECT_DOUBLE_EQ(f.refine_budget, std::max(request.frontier.refine_visits_min / (size + 35.0),
                                              request.frontier.refine_work_per_crawl_step *
-                                                 static_cast<double>(one.crawl.steps.size())));
+                                                 static_cast<double>(one.crawl.t_star_q - one.crawl.t_min_q)));
   // One local-search move past the budget at most: a few hundred passes on this DAG.
   EXPECT_LE(f.refine_work, f.refine_budget + 2000.0);
   EXPECT_GT(f.refine_work, 0.5 * f.refine_budget) << "the budget went unused";

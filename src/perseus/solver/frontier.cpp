@@ -31,6 +31,14 @@ constexpr double kTimeEpsilon = 1e-9;
 constexpr double kLpSolvePasses = 200.0;
 constexpr double kLpSolveVisits = 4.0e4;
 constexpr double kLpQuadraticVisits = 1100.0;
+// A crawl step costs at least this many passes over the DAG (measured: 13 on 1,536 nodes, 33
+// on 192); a network-simplex solve about this many per node and edge (measured: 1,500 passes
+// on 544, 7,900 on 4,408), and rounding its plan (two repairs) about kRoundingPasses more.
+// Beside the crawl, the grid's solves take at most kGridShareOfCrawl of it.
+constexpr double kCrawlStepPasses = 12.0;
+constexpr double kNetworkSimplexPassesPerItem = 2.5;
+constexpr double kRoundingPasses = 40.0;
+constexpr double kGridShareOfCrawl = 0.3;
 // Of the search's work, the share T_min gets: the plan most users run.
 constexpr double kShareAtTMin = 0.15;
 // What a pass over the DAG costs beyond its nodes and edges, in visits (measured: 0.19 us a
@@ -224,8 +232,23 @@ struct FrontierBuilder::State {
     if (!search) {
       t_star = slowest_point->measured.time_s;
       t_star_solution = solve_relaxation(*t_star);
+      // The grid solved while the crawl runs, as many as a share of its length pays for (none
+      // when that is under two: the crawl would end first).
+      const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
+      const double solve_passes = kNetworkSimplexPassesPerItem * dag_size + kRoundingPasses;
+      const double solves = std::floor(kGridShareOfCrawl * kCrawlStepPasses * static_cast<double>(crawl_length(problem)) / solve_passes);
+      const int count = solves < 2 ? 0 : static_cast<int>(std::min(solves, static_cast<double>(options.certify_grid_max)));
+      for (int j = 1; j <= count; ++j) grid.push_back(t_min + (*t_star - t_min) * j / (count + 1));
+      grid_points.resize(grid.size());
     }
     side_work = side.work() - from;
+  }
+
+  // Grid deadline j: the relaxation's line, and its rounded plan as a candidate.
+  void solve_grid(std::size_t j) {
+    if (const auto relaxed = solve_relaxation(grid[j])) {
+      if (auto plan = rounded_plan(side, *relaxed, grid[j])) grid_points[j] = make_point(problem, *plan);
+    }
   }
 
   // One crawl step: the plan it leads to, if the options changed.
@@ -272,31 +295,90 @@ struct FrontierBuilder::State {
     pending.clear();
   }
 
-  // The second thread: the work beside the crawl, then the steps as they come.
+  // A chunk of the crawl's plans, reclaimed on `refiner`, stored by its index (the order of
+  // the candidates does not depend on who reclaimed what).
+  // `chunk` was moved out of `chunks` under the lock (the other thread may grow it).
+  void reclaim_chunk(const PlanRefiner& refiner, std::size_t c, std::vector<PendingPlan> chunk) {
+    std::vector<FrontierPoint> points;
+    points.reserve(chunk.size());
+    for (PendingPlan& plan : chunk) points.push_back(point_of(refiner, std::move(plan.choice), plan.step, &plan.crawl_step));
+    std::lock_guard lock(mutex);
+    chunk_points[c] = std::move(points);
+    ++chunks_done;
+  }
+
+  // The pending plans queued as a chunk for whichever thread takes it first.
+  void queue_pending() {
+    std::lock_guard lock(mutex);
+    chunks.push_back(std::move(pending));
+    chunk_points.emplace_back();
+    pending.clear();
+  }
+
+  // The second thread: the work beside the crawl, then the steps as they come (queueing
+  // their plans in chunks), then chunks to reclaim, then the grid's solves. Every task is
+  // done before finish() goes on, whichever thread does it, so the frontier does not depend
+  // on timing.
   void run_beside() {
     try {
       work_beside_crawl();
       StepBatch taken;
       taken.clear();
+      std::size_t grid_next = 0;
       while (true) {
         bool last = false;
+        std::optional<std::size_t> chunk;
+        std::vector<PendingPlan> chunk_plans;
         {
           std::unique_lock lock(mutex);
-          ready.wait(lock, [&] { return !published.index.empty() || finished || stop; });
+          ready.wait(lock, [&] {
+            return stop || !published.index.empty() || (finished && !steps_consumed) || next_chunk < chunks.size() ||
+                   grid_next < grid.size() || (steps_consumed && next_chunk == chunks.size());
+          });
           if (stop) return;
           std::swap(taken, published);
           last = finished;
+          // A chunk is claimed only when there is nothing to queue first.
+          if (taken.index.empty() && !(last && !steps_consumed) && next_chunk < chunks.size()) {
+            chunk = next_chunk++;
+            chunk_plans = std::move(chunks[*chunk]);
+          }
         }
-        for (std::size_t k = 0; k < taken.index.size(); ++k) {
-          consume(taken.index[k], taken.steps[k],
-                  {taken.changes.data() + taken.change_begin[k], taken.changes.data() + taken.change_begin[k + 1]});
-          if (pending.size() >= kChunk) reclaim_pending(side, 0);
+        if (!taken.index.empty()) {
+          for (std::size_t k = 0; k < taken.index.size(); ++k) {
+            consume(taken.index[k], taken.steps[k],
+                    {taken.changes.data() + taken.change_begin[k], taken.changes.data() + taken.change_begin[k + 1]});
+            if (pending.size() >= kChunk) queue_pending();
+          }
+          taken.clear();
+          ready.notify_all();
+          continue;
         }
-        taken.clear();
-        if (last) return;
+        if (last && !steps_consumed) {
+          if (!pending.empty()) queue_pending();
+          {
+            std::lock_guard lock(mutex);
+            steps_consumed = true;
+          }
+          ready.notify_all();
+          continue;
+        }
+        if (chunk) {
+          reclaim_chunk(side, *chunk, std::move(chunk_plans));
+          ready.notify_all();
+          continue;
+        }
+        if (grid_next < grid.size()) {
+          solve_grid(grid_next++);
+          continue;
+        }
+        if (steps_consumed) return;  // nothing left to claim: the rest is being reclaimed
       }
     } catch (...) {
+      std::lock_guard lock(mutex);
       error = std::current_exception();
+      stop = true;
+      ready.notify_all();
     }
   }
 
@@ -321,6 +403,8 @@ struct FrontierBuilder::State {
   std::optional<FrontierPoint> t_min_point;
   std::optional<double> t_star;
   std::optional<RelaxedSolution> t_star_solution;
+  std::vector<double> grid;                            // deadlines solved beside the crawl
+  std::vector<std::optional<FrontierPoint>> grid_points;  // their rounded plans
   double side_work = 0.0;  // the work beside the crawl, after the reclaims in the old order
   double lp_seconds = 0.0;
 
@@ -336,6 +420,10 @@ struct FrontierBuilder::State {
   std::condition_variable ready;
   StepBatch published, batch;  // batch: the crawl thread's, not yet published
   bool finished = false, stop = false;
+  bool steps_consumed = false;  // the second thread has queued every plan of the crawl
+  std::vector<std::vector<PendingPlan>> chunks;       // plans to reclaim, a chunk a task
+  std::vector<std::vector<FrontierPoint>> chunk_points;  // reclaimed, per chunk
+  std::size_t next_chunk = 0, chunks_done = 0;
   std::exception_ptr error;
 };
 
@@ -353,7 +441,7 @@ FrontierBuilder::~FrontierBuilder() {
       std::lock_guard lock(s.mutex);
       s.stop = true;
     }
-    s.ready.notify_one();
+    s.ready.notify_all();
     s.beside.join();
   }
 }
@@ -381,7 +469,7 @@ void FrontierBuilder::add_step(std::size_t index, const CrawlStep& step, std::sp
       s.published.change_begin.push_back(offset + s.batch.change_begin[k]);
     }
   }
-  s.ready.notify_one();
+  s.ready.notify_all();
   s.batch.clear();
 }
 
@@ -401,15 +489,37 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       }
       s.finished = true;
     }
-    s.ready.notify_one();
-    s.beside.join();
-    if (s.error) std::rethrow_exception(s.error);
-  } else {
-    s.work_beside_crawl();
+    s.ready.notify_all();
   }
   Frontier frontier;
   frontier.all_max = evaluate_highest_clock(problem);
   const PlanRefiner refiner(problem);
+  if (s.background) {
+    // This thread, its crawl done, takes chunks too until every one is reclaimed.
+    while (true) {
+      std::size_t chunk = 0;
+      std::vector<State::PendingPlan> plans;
+      {
+        std::unique_lock lock(s.mutex);
+        s.ready.wait(lock, [&] {
+          return s.stop || s.next_chunk < s.chunks.size() || (s.steps_consumed && s.chunks_done == s.chunks.size());
+        });
+        if (s.stop || s.next_chunk == s.chunks.size()) break;
+        chunk = s.next_chunk++;
+        plans = std::move(s.chunks[chunk]);
+      }
+      s.reclaim_chunk(refiner, chunk, std::move(plans));
+      s.ready.notify_all();
+    }
+    s.beside.join();
+    if (s.error) std::rethrow_exception(s.error);
+    for (std::vector<FrontierPoint>& points : s.chunk_points) {
+      for (FrontierPoint& point : points) s.crawl_points.push_back(std::move(point));
+    }
+  } else {
+    s.work_beside_crawl();
+    for (std::size_t j = 0; j < s.grid.size(); ++j) s.solve_grid(j);
+  }
   const std::size_t total = crawl.steps.size() + 2;
   std::size_t done = total;
   if (options.progress) options.progress(done, total);
@@ -475,6 +585,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   const double t_min = s.t_min;
   frontier.t_min_lower_bound_j = s.t_min_bound;
   if (s.t_min_point) candidates.push_back(std::move(*s.t_min_point));
+  for (std::optional<FrontierPoint>& point : s.grid_points) {
+    if (point) candidates.push_back(std::move(*point));
+  }
   const double repairs_limit = refiner.work() + std::max(0.0, limit - refiner.work()) / 3.0;
   for (auto it = s.last_plans.rbegin(); it != s.last_plans.rend() && refiner.work() < repairs_limit; ++it) {
     if (auto repaired = refiner.repair(std::move(it->first), t_min)) candidates.push_back(point_at(*repaired, it->second));
@@ -514,8 +627,12 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     };
     // Counted solves: certify_solves, or fewer where an LP solve is a large part of the
     // refinement's budget (on 1,536 nodes one costs about two thirds of it): three there.
+    // The grid solved beside the crawl counts for half as many (a solve where the gap is
+    // widest is worth about two spread evenly), leaving at least two (T*'s among them).
+    const double grid_credit = std::floor(static_cast<double>(s.grid.size()) / 2.0);
     const double counted_solves = std::min<double>(
-        options.certify_solves, std::max(1.0, std::floor(options.certify_work_share * budget / lp_solve_work)));
+        std::max(2.0, options.certify_solves - grid_credit),
+        std::max(1.0, std::floor(options.certify_work_share * budget / lp_solve_work)));
     // T*'s line first: with T_min's, every point then lies between two tangents.
     std::optional<double> next = points.back().measured.time_s;
     for (int k = 0; next; ++k) {
@@ -548,18 +665,19 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     // is worked out on every thread; where that neighbour has just been replaced, its new
     // plan is reclaimed instead. The same as the sequential pass.
     constexpr std::size_t kInheritChunk = 256;
+    constexpr int kInheritSweeps = 1;
     std::vector<OptionChoice> inherited;
     for (std::size_t from = 1; from < points.size(); from += kInheritChunk) {
       const std::size_t to = std::min(points.size(), from + kInheritChunk);
       inherited.assign(to - from, {});
       s.for_each_on_threads(refiner, to - from, s.threads - 1, [&](const PlanRefiner& r, std::size_t k) {
-        inherited[k] = r.reclaim_slack(points[from + k - 1].option_choice(), points[from + k].measured.time_s);
+        inherited[k] = r.reclaim_slack(points[from + k - 1].option_choice(), points[from + k].measured.time_s, kInheritSweeps);
       });
       bool replaced = false;  // the previous point, in this chunk
       for (std::size_t i = from; i < to; ++i) {
         const double before = points[i].effective_energy_j;
         replace_if_cheaper(points, i,
-                           replaced ? refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s)
+                           replaced ? refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s, kInheritSweeps)
                                     : std::move(inherited[i - from]));
         replaced = points[i].effective_energy_j != before;
       }

@@ -97,6 +97,9 @@ struct FrontierOptions {
   // same plans and bounds on any machine), then more while certify_seconds lasts; it stops
   // early once every point is within certify_target_gap of its bound.
   int certify_solves = 8;
+  // Large DAGs: LP solves at evenly spread deadlines while the crawl runs (as many as half
+  // of its length pays for, at most this many), each a supporting line and a rounded plan.
+  int certify_grid_max = 16;
   double certify_work_share = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;

@@ -83,13 +83,12 @@ std::optional<std::int32_t> PlanRefiner::shifted(Dag::NodeId n, std::int32_t opt
   return index.by_time[static_cast<std::size_t>(position)];
 }
 
-OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s) const {
+OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s, int max_sweeps) const {
   const Dag& dag = problem_.dag;
   const auto& order = dag.topological_order();
   const std::size_t n = dag.num_nodes();
   std::vector<double> earliest_finish(n), latest_start(n);
-  constexpr int kMaxSweeps = 8;
-  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+  for (int sweep = 0; sweep < max_sweeps; ++sweep) {
     work_ += 4.0;  // two passes each way
     bool improved = false;
     // Backward sweep: later operations take the slack in front of them first.

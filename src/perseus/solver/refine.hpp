@@ -24,9 +24,10 @@ class PlanRefiner {
 
   // Moves every operation to its cheapest option that still fits between its predecessors'
   // finish and its successors' start. Alternates backward sweeps (later operations take the
-  // slack in front of them) and forward sweeps until nothing improves. A plan slower than
-  // the deadline is returned as it is.
-  OptionChoice reclaim_slack(OptionChoice choice, double deadline_s) const;
+  // slack in front of them) and forward sweeps until nothing improves, or `max_sweeps` of
+  // each (the last often only confirms that nothing does). A plan slower than the deadline
+  // is returned as it is.
+  OptionChoice reclaim_slack(OptionChoice choice, double deadline_s, int max_sweeps = 8) const;
 
   // Makes a plan that is slower than the deadline meet it: speeds up, one option at a time,
   // the operations of a minimum cut of its measured critical DAG (the cut that adds the
