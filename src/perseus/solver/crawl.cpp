@@ -55,8 +55,8 @@ class Crawler {
       succ_begin_.push_back(static_cast<std::int32_t>(succ_.size()));
     }
     ordered_duration_.resize(n);
-    earliest_finish_.resize(n);
-    latest_start_.resize(n);
+    earliest_finish_.assign(n, 0);
+    tail_.assign(n, 0);
     arc_state_.assign(n, kUnknownState);  // the first step sets every arc
     duration_changed_.assign(n, 0);
     build_network();
@@ -170,31 +170,33 @@ class Crawler {
     const std::size_t n = order.size();
     const std::int64_t* const duration = ordered_duration_.data();
     std::int64_t* const finish_at = earliest_finish_.data();
-    std::int64_t* const start_by = latest_start_.data();
+    std::int64_t* const tail = tail_.data();
+    // Both passes are chains of dependent maxima, bound by latency: computed as the earliest
+    // finish (forward) and the tail, the longest path from a node's start to the end
+    // (backward), they do not depend on each other, and one loop interleaves the two chains.
     std::int64_t length = 0;
-    for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k = 0, j = n - 1; k < n; ++k, --j) {
       std::int64_t start = 0;
-      for (std::int32_t j = pred_begin_[k]; j < pred_begin_[k + 1]; ++j) start = std::max(start, finish_at[pred_[j]]);
+      for (std::int32_t i = pred_begin_[k]; i < pred_begin_[k + 1]; ++i) start = std::max(start, finish_at[pred_[i]]);
       finish_at[k] = start + duration[k];
       length = std::max(length, finish_at[k]);
+      std::int64_t after = 0;
+      for (std::int32_t i = succ_begin_[j]; i < succ_begin_[j + 1]; ++i) after = std::max(after, tail[succ_[i]]);
+      tail[j] = after + duration[j];
     }
-    for (std::size_t k = n; k-- > 0;) {
-      std::int64_t finish = length;
-      std::uint64_t tight = 0;  // successors whose latest start is this one's earliest finish
-      const std::int32_t first = succ_begin_[k], count = succ_begin_[k + 1] - first;
-      for (std::int32_t j = 0; j < count; ++j) {
-        const std::int64_t successor_start = start_by[succ_[first + j]];
-        finish = std::min(finish, successor_start);
-        if (j < static_cast<std::int32_t>(kMaxTrackedSuccessors) && successor_start == finish_at[k]) {
-          tight |= kFirstTightSuccessor << j;
-        }
-      }
-      start_by[k] = finish - duration[k];
+    // Latest start = length - tail. A node's arc state needs nothing of another node's pass.
+    for (std::size_t k = 0; k < n; ++k) {
       std::uint64_t state = 0;
-      if (finish_at[k] - duration[k] == start_by[k]) {  // critical
-        state = count > static_cast<std::int32_t>(kMaxTrackedSuccessors)
-                    ? kUnknownState  // too many to track: set every time
-                    : kCritical | (start_by[k] == 0 ? kStartsAtZero : 0) | (finish_at[k] == length ? kEndsLast : 0) | tight;
+      if (finish_at[k] - duration[k] + tail[k] == length) {  // critical
+        const std::int32_t first = succ_begin_[k], count = succ_begin_[k + 1] - first;
+        if (count > static_cast<std::int32_t>(kMaxTrackedSuccessors)) {
+          state = kUnknownState;  // too many to track: set every time
+        } else {
+          state = kCritical | (tail[k] == length ? kStartsAtZero : 0) | (finish_at[k] == length ? kEndsLast : 0);
+          for (std::int32_t i = 0; i < count; ++i) {
+            if (finish_at[k] == length - tail[succ_[first + i]]) state |= kFirstTightSuccessor << i;
+          }
+        }
       }
       const Dag::NodeId v = order[k];
       if (state != arc_state_[v] || state == kUnknownState || (state != 0 && duration_changed_[v])) {
@@ -208,7 +210,7 @@ class Crawler {
 
   // Earliest finish and latest start of a node (the passes keep them by position).
   std::int64_t earliest_finish(Dag::NodeId v) const { return earliest_finish_[position_[v]]; }
-  std::int64_t latest_start(Dag::NodeId v) const { return latest_start_[position_[v]]; }
+  std::int64_t latest_start(Dag::NodeId v) const { return iteration_length_ - tail_[position_[v]]; }
 
   bool critical(Dag::NodeId n) const { return arc_state_[n] & kCritical; }
 
@@ -426,7 +428,7 @@ class Crawler {
   std::vector<std::int32_t> position_;                  // per node: its topological position
   std::vector<std::int32_t> pred_begin_, pred_, succ_begin_, succ_;  // by position
   std::vector<std::int64_t> ordered_duration_;         // by position
-  std::vector<std::int64_t> earliest_finish_, latest_start_;  // by position
+  std::vector<std::int64_t> earliest_finish_, tail_;  // by position
   // A node's arc state: 0 off the critical DAG; else kCritical, whether it starts at 0 and
   // ends last (its source and sink arcs), and which arcs to its successors are tight.
   static constexpr std::uint64_t kCritical = 1, kStartsAtZero = 2, kEndsLast = 4, kFirstTightSuccessor = 8;
