@@ -1,7 +1,7 @@
 // Bench command: how close perseus's plans are to the exact optimum, and to the reference's
 // plans, on the 4-stage pipelines made from the last four stages of each bundled profile
 // with 4 and 8 microbatches (the yardstick).
-//   ./build/bench/optimality_bench [--samples 8] [--deadlines 11] [--time-limit 60] [--csv FILE]
+//   ./build/bench/optimality_bench [--samples 8] [--deadlines 11] [--time-limit 60] [--csv FILE] [--profile NAME]
 //
 // The exact optimum at a time T is the least energy of any plan of the problem's options
 // whose measured iteration time is at most T, counted over T (its GPUs block until T): a
@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_option("--time-limit", time_limit, "CBC seconds per solve");
   app.add_option("--microbatches", microbatches, "Microbatch counts");
   app.add_option("--csv", csv_path, "Also write every comparison to this CSV file");
+  std::string only_profile;
+  app.add_option("--profile", only_profile, "Only this bundled profile (e.g. gpt3-175b+a40)");
   CLI11_PARSE(app, argc, argv);
 
   std::ofstream csv;
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   double worst_points = 0.0, worst_deadlines = 0.0, worst_excess = -1e300;
   int solves = 0, proven = 0;
   for (const bench::Workload& w : bench::bundled_workloads()) {
+    if (!only_profile.empty() && w.name != only_profile) continue;
     const Profile profile = bench::last_stages(Profile::read_csv(bench::profile_path(w)), 4);
     for (int m : microbatches) {
       const EnergyProblem problem = bench::make_workload_problem(w, profile, 4, m);

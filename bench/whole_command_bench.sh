@@ -51,7 +51,7 @@ for spec in "${cases[@]}"; do
   read -r wall rss timings <<<"$median"
   points=$(($(wc -l <"$out/frontier.csv") - 1))
   bytes=$(du -sb "$out" | cut -f1)
-  solve=$(echo "$timings" | awk '{for (i = 1; i < NF; i += 2) if ($i == "crawl" || $i == "refinement" || $i == "lp_bound") s += $(i + 1); printf "%.3f", s}')
+  solve=$(echo "$timings" | awk '{for (i = 1; i < NF; i += 2) if ($i == "crawl" || $i == "frontier") s += $(i + 1); printf "%.3f", s}')
   if [ "$csv" = 1 ]; then
     echo "$name,$runs,$wall,$min_wall,$((rss / 1024)),$points,$bytes,$((bytes / points)),$solve,\"$timings\""
   else

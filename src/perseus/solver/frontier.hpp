@@ -81,14 +81,17 @@ struct FrontierOptions {
   int fills_beyond_crawl = 64;
   // Bound on the refinement beyond reclaiming slack from the crawl's plans (repairs, the LP
   // relaxation, the local search), in passes over the DAG (PlanRefiner::work): the larger of
-  // refine_visits_min / (nodes + edges + 35) and refine_work_per_crawl_step per crawl step.
+  // refine_visits_min / (nodes + edges + 35) and refine_work_per_crawl_step per unit of the
+  // crawl's length (T* - T_min in units: its step count when it reaches T_min, known before
+  // it starts).
   // Counted, not timed, so the same input gives the same plans on any machine. The defaults
   // keep a solve within about max(0.5 s, 3x its --no-refine time) on a 2-core machine
   // (docs/solver.md, "Refinement, bounded").
   double refine_visits_min = 1.2e8;
   double refine_work_per_crawl_step = 5.0;
-  // Threads that reclaim slack from the crawl's plans (each plan is independent); 0: as many
-  // as the machine has, at most 4. The plans do not depend on it.
+  // Threads of the refinement (one beside the crawl, in solve(); the crawl's plans reclaimed
+  // and the inheritance pass precomputed on all of them); 0: as many as the machine has, at
+  // most 4. The plans do not depend on it.
   unsigned threads = 0;
   // Certification (docs/solver.md, "Certified frontier"): after refining, LP solves at the
   // points furthest above the bound the solves so far prove (T*'s first), each offering its
