@@ -138,8 +138,8 @@ std::int64_t crawl_length(const EnergyProblem& problem) {
 }  // namespace
 
 // What the builder holds: the crawl's plans as they arrive, and what needs no crawl (the
-// plans beyond the crawl's slowest, T_min's relaxed plan, T*'s relaxation), computed by the
-// side refiner, on the second thread when there is one.
+// plans beyond the crawl's slowest, T_min's relaxed plan, T*'s relaxation and the grid),
+// computed by the side refiner, on the second thread when there is one.
 struct FrontierBuilder::State {
   struct PendingPlan {
     OptionChoice choice;
@@ -158,13 +158,33 @@ struct FrontierBuilder::State {
       change_begin.assign(1, 0);
       changes.clear();
     }
+    void append(const StepBatch& more) {
+      const std::size_t offset = changes.size();
+      index.insert(index.end(), more.index.begin(), more.index.end());
+      steps.insert(steps.end(), more.steps.begin(), more.steps.end());
+      changes.insert(changes.end(), more.changes.begin(), more.changes.end());
+      for (std::size_t k = 1; k < more.change_begin.size(); ++k) change_begin.push_back(offset + more.change_begin[k]);
+    }
   };
+
+  // The crawl thread's batch, handed to the second thread (appended to what it has not taken
+  // yet); `last`: the crawl is done.
+  void publish(bool last) {
+    {
+      std::lock_guard lock(mutex);
+      published.append(batch);
+      finished = finished || last;
+    }
+    ready.notify_all();
+    batch.clear();
+  }
 
   State(const EnergyProblem& p, FrontierOptions o)
       : problem(p), options(std::move(o)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()) {
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
+    length = crawl_length(problem);
     budget = std::max(options.refine_visits_min / (dag_size + kPassOverheadVisits),
-                      options.refine_work_per_crawl_step * static_cast<double>(crawl_length(problem)));
+                      options.refine_work_per_crawl_step * static_cast<double>(length));
     lp_work = lp_solve_work(dag_size);
     search = problem.dag.num_nodes() <= options.local_search_max_nodes;
     slowest = slowest_choice(problem);
@@ -215,8 +235,9 @@ struct FrontierBuilder::State {
     // T_min: the relaxation's plan first (it also gives the lower bound), with a local search
     // on small DAGs.
     t_min = side.measured_time(fastest);
-    if (const auto relaxed = solve_relaxation(t_min)) {
-      side.add_work(lp_work);
+    const auto relaxed = solve_relaxation(t_min);
+    side.add_work(lp_work);
+    if (relaxed) {
       t_min_bound = relaxed->lower_bound_j;
       if (auto plan = rounded_plan(side, *relaxed, t_min)) {
         const double left = std::max(0.0, budget - (side.work() - from));
@@ -225,8 +246,6 @@ struct FrontierBuilder::State {
         side.set_work_limit(std::numeric_limits<double>::infinity());
         t_min_point = make_point(problem, *plan);
       }
-    } else {
-      side.add_work(lp_work);
     }
     // T*'s relaxation, the certification's first solve (large DAGs, whose slowest point is
     // the slowest plan's; small ones search their points first).
@@ -237,7 +256,7 @@ struct FrontierBuilder::State {
       // when that is under two: the crawl would end first).
       const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
       const double solve_passes = kNetworkSimplexPassesPerItem * dag_size + kRoundingPasses;
-      const double solves = std::floor(kGridShareOfCrawl * kCrawlStepPasses * static_cast<double>(crawl_length(problem)) / solve_passes);
+      const double solves = std::floor(kGridShareOfCrawl * kCrawlStepPasses * static_cast<double>(length) / solve_passes);
       const int count = solves < 2 ? 0 : static_cast<int>(std::min(solves, static_cast<double>(options.certify_grid_max)));
       for (int j = 1; j <= count; ++j) grid.push_back(t_min + (*t_star - t_min) * j / (count + 1));
       grid_points.resize(grid.size());
@@ -391,6 +410,7 @@ struct FrontierBuilder::State {
   PlanRefiner side;  // the second thread's (or the only one's, without it)
   LpRelaxation relaxation;
   SupportingLines lines;
+  std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
   double lp_work = 0.0;
   bool search = false;
@@ -458,40 +478,14 @@ void FrontierBuilder::add_step(std::size_t index, const CrawlStep& step, std::sp
   s.batch.steps.push_back(step);
   s.batch.changes.insert(s.batch.changes.end(), changes.begin(), changes.end());
   s.batch.change_begin.push_back(s.batch.changes.size());
-  if (s.batch.index.size() < State::kStepsPerBatch) return;
-  {
-    std::lock_guard lock(s.mutex);
-    // Appended to what the second thread has not taken yet.
-    const std::size_t offset = s.published.changes.size();
-    s.published.index.insert(s.published.index.end(), s.batch.index.begin(), s.batch.index.end());
-    s.published.steps.insert(s.published.steps.end(), s.batch.steps.begin(), s.batch.steps.end());
-    s.published.changes.insert(s.published.changes.end(), s.batch.changes.begin(), s.batch.changes.end());
-    for (std::size_t k = 1; k < s.batch.change_begin.size(); ++k) {
-      s.published.change_begin.push_back(offset + s.batch.change_begin[k]);
-    }
-  }
-  s.ready.notify_all();
-  s.batch.clear();
+  if (s.batch.index.size() >= State::kStepsPerBatch) s.publish(false);
 }
 
 Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   State& s = *state_;
   const EnergyProblem& problem = s.problem;
   const FrontierOptions& options = s.options;
-  if (s.background) {
-    {
-      std::lock_guard lock(s.mutex);
-      const std::size_t offset = s.published.changes.size();
-      s.published.index.insert(s.published.index.end(), s.batch.index.begin(), s.batch.index.end());
-      s.published.steps.insert(s.published.steps.end(), s.batch.steps.begin(), s.batch.steps.end());
-      s.published.changes.insert(s.published.changes.end(), s.batch.changes.begin(), s.batch.changes.end());
-      for (std::size_t k = 1; k < s.batch.change_begin.size(); ++k) {
-        s.published.change_begin.push_back(offset + s.batch.change_begin[k]);
-      }
-      s.finished = true;
-    }
-    s.ready.notify_all();
-  }
+  if (s.background) s.publish(true);
   Frontier frontier;
   frontier.all_max = evaluate_highest_clock(problem);
   const PlanRefiner refiner(problem);
