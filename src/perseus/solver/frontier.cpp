@@ -409,6 +409,7 @@ struct FrontierBuilder::State {
   const FrontierOptions options;
   PlanRefiner side;  // the second thread's (or the only one's, without it)
   LpRelaxation relaxation;
+  std::unique_ptr<LpRelaxation> helper_relaxation;  // the certification's second solves
   SupportingLines lines;
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
@@ -628,30 +629,85 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     const double counted_solves = std::min<double>(
         std::max(2.0, options.certify_solves - grid_credit),
         std::max(1.0, std::floor(options.certify_work_share * budget / lp_solve_work)));
-    // T*'s line first: with T_min's, every point then lies between two tangents.
-    std::optional<double> next = points.back().measured.time_s;
-    for (int k = 0; next; ++k) {
-      const bool counted = k < counted_solves;
-      if (!counted && elapsed() >= options.certify_seconds) break;
-      solved_at.push_back(*next);
-      // T*'s solve was made beside the crawl.
-      const bool precomputed = k == 0 && s.t_star && std::abs(*s.t_star - *next) <= kTimeEpsilon;
-      const auto relaxed = precomputed ? s.t_star_solution : solve_relaxation(*next);
-      ++frontier.certify_solves;
-      if (relaxed) {
-        const auto at = std::find_if(points.begin(), points.end(),
-                                     [&](const FrontierPoint& p) { return std::abs(p.measured.time_s - *next) <= kTimeEpsilon; });
-        if (at != points.end()) replace_if_cheaper(points, at - points.begin(), rounded_plan(*relaxed, *next));
-      }
-      // Next: the point furthest above the bound so far without a solve of its own.
-      next.reset();
+    // Rounds of two solves, the second on a helper thread with a relaxation of its own: T*'s
+    // first (with T_min's, every point then lies between two tangents), then the points
+    // furthest above the bound so far without a solve of their own, the second of a round at
+    // least a sixteenth of the frontier's span from the first (two neighbours prove about the
+    // same). Always pairs, whatever the threads, so the same input gets the same bounds.
+    const double span = points.back().measured.time_s - points.front().measured.time_s;
+    const auto widest_unsolved = [&](std::optional<double> apart_from) -> std::optional<double> {
+      std::optional<double> found;
       double widest = options.certify_target_gap;
       for (const FrontierPoint& point : points) {
-        const auto bound = lines.energy_at(point.measured.time_s);
+        const double t = point.measured.time_s;
+        if (solved(t) || (apart_from && std::abs(t - *apart_from) < span / 16.0)) continue;
+        const auto bound = lines.energy_at(t);
         const double gap = bound ? point.measured.energy_j / *bound - 1.0 : 1.0;
-        if (gap > widest && !solved(point.measured.time_s)) {
+        if (gap > widest) {
           widest = gap;
-          next = point.measured.time_s;
+          found = t;
+        }
+      }
+      return found;
+    };
+    std::vector<double> targets{points.back().measured.time_s};
+    if (counted_solves >= 2) {
+      solved_at.push_back(targets[0]);  // not a second time in this round
+      if (const auto second = widest_unsolved(targets[0])) targets.push_back(*second);
+      solved_at.pop_back();
+    }
+    for (int made = 0; !targets.empty();) {
+      // The second solve of the round, beside this one.
+      std::optional<RelaxedSolution> second;
+      std::optional<OptionChoice> second_plan;
+      double second_seconds = 0.0;
+      const auto solve_second = [&] {
+        const auto lp_started = std::chrono::steady_clock::now();
+        second = s.helper_relaxation->solve(targets[1]);
+        second_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - lp_started).count();
+        if (second) second_plan = s.rounded_plan(*s.helpers[0], *second, targets[1]);
+      };
+      std::thread beside;
+      double helper_work = 0.0;
+      if (targets.size() > 1) {
+        if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
+        if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
+        helper_work = s.helpers[0]->work();
+        if (s.threads > 1) beside = std::thread(solve_second);
+      }
+      // T*'s solve was made beside the crawl.
+      const bool precomputed = made == 0 && s.t_star && std::abs(*s.t_star - targets[0]) <= kTimeEpsilon;
+      const auto first = precomputed ? s.t_star_solution : solve_relaxation(targets[0]);
+      std::optional<OptionChoice> first_plan;
+      if (first) first_plan = rounded_plan(*first, targets[0]);
+      if (targets.size() > 1) {
+        if (beside.joinable()) beside.join();
+        else solve_second();
+        frontier.lp_seconds += second_seconds;
+        refiner.add_work(s.helpers[0]->work() - helper_work);
+        if (second) lines.add(targets[1], *second);
+      }
+      // Each solve offers its rounded plan at its point.
+      for (std::size_t j = 0; j < targets.size(); ++j) {
+        solved_at.push_back(targets[j]);
+        ++frontier.certify_solves;
+        const std::optional<OptionChoice>& plan = j == 0 ? first_plan : second_plan;
+        const auto at = std::find_if(points.begin(), points.end(), [&](const FrontierPoint& p) {
+          return std::abs(p.measured.time_s - targets[j]) <= kTimeEpsilon;
+        });
+        if (plan && at != points.end()) replace_if_cheaper(points, at - points.begin(), plan);
+      }
+      made += static_cast<int>(targets.size());
+      // The next round: what is left of the counted solves (two at most), then pairs while
+      // --certify's seconds last.
+      const int left = made < counted_solves ? static_cast<int>(counted_solves) - made
+                                             : (elapsed() < options.certify_seconds ? 2 : 0);
+      targets.clear();
+      if (left == 0) break;
+      if (const auto next = widest_unsolved(std::nullopt)) {
+        targets.push_back(*next);
+        if (left >= 2) {
+          if (const auto other = widest_unsolved(*next)) targets.push_back(*other);
         }
       }
     }
