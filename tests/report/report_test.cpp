@@ -111,8 +111,26 @@ TEST(FrontierPlot, DrawsEveryMethodToScaleWithTminAndTstar) {
       EXPECT_GE(drawn[i].first, drawn[i - 1].first);
     }
   }
-  expect_linear(tx, "time -> x");
-  expect_linear(ey, "energy -> y");
+  // Under it, the proven lower bound at every Perseus plan's (planned) time, on the same
+  // scales, never above the plan's own (planned) energy.
+  const auto bound_lines = with_class(elements, "polyline", "lower-bound");
+  ASSERT_EQ(bound_lines.size(), 1u);
+  const auto bound_drawn = polyline_points(*bound_lines.front());
+  std::vector<const MethodPoint*> bounded;
+  for (const MethodPoint& p : c.method(kPerseus).points) {
+    if (!p.lower_bound_j) continue;
+    EXPECT_LE(*p.lower_bound_j, p.planned_energy_j * (1 + 1e-9)) << p.setting;
+    bounded.push_back(&p);
+  }
+  ASSERT_EQ(bound_drawn.size(), bounded.size());
+  ASSERT_GT(bounded.size(), 0u);
+  std::vector<std::pair<double, double>> all_tx = tx, all_ey = ey;
+  for (std::size_t i = 0; i < bounded.size(); ++i) {
+    all_tx.emplace_back(bounded[i]->planned_time_s, bound_drawn[i].first);
+    all_ey.emplace_back(*bounded[i]->lower_bound_j, bound_drawn[i].second);
+  }
+  expect_linear(all_tx, "time -> x");
+  expect_linear(all_ey, "energy -> y");
   // Higher energy is drawn higher up (smaller y).
   const auto [low_e, high_e] = std::minmax_element(ey.begin(), ey.end());
   EXPECT_GT(low_e->second, high_e->second);

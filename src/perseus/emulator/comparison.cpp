@@ -76,6 +76,7 @@ class PointEmulator {
   }
 
   const std::shared_ptr<const FrequencyTable>& clocks() const { return clocks_; }
+  int tensor_parallel() const { return config_.tensor_parallel; }
 
  private:
   const EnergyProblem& problem_;
@@ -96,6 +97,7 @@ MethodCurve perseus_curve(const EnergyProblem& problem, const Frontier& frontier
     }
     curve.points.push_back(run(fmt::format("frontier point {} of {}", i + 1, frontier.points.size()),
                                point.option_choice()));
+    if (point.lower_bound_j) curve.points.back().lower_bound_j = run.tensor_parallel() * *point.lower_bound_j;
   }
   mark_pareto(curve.points);
   return curve;

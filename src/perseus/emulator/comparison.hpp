@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct MethodPoint {
   double planned_energy_j = 0.0;
   std::int64_t late_switches = 0;
   bool pareto = false;     // no other point of the method is as fast and as cheap, one strictly
+  // Perseus: a proven lower bound on the energy of any plan as fast as planned_time_s, in
+  // planned_energy_j's terms (the frontier point's, times tensor parallelism).
+  std::optional<double> lower_bound_j;
 };
 
 // Every plan one method offers, fastest first.

@@ -70,7 +70,9 @@ std::string html_report(const ReportInput& input) {
   out += "<h2 id=\"frontier\">Frontier</h2><div class=\"figure\">";
   out += frontier_svg(c, {"Iteration time vs energy: Perseus and the baselines", 960, 500});
   out += "</div><p class=\"note\">Each point is a plan emulated on one pipeline. Lines join each method's "
-         "Pareto-optimal plans; dashed lines mark Perseus's T_min and T*.</p>\n";
+         "Pareto-optimal plans; dashed lines mark Perseus's T_min and T*. The dashed curve under Perseus's line is a "
+         "proven lower bound on the energy of any plan as fast (from the LP relaxation): no plan of these clocks "
+         "lies below it.</p>\n";
 
   // Timelines, on one time axis and one colour scale so they compare at a glance.
   const EmulationResult* runs[] = {input.t_min_run, input.t_star_run};

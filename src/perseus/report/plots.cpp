@@ -68,6 +68,7 @@ std::string frontier_svg(const Comparison& c, const FrontierPlotOptions& options
       t_hi = std::max(t_hi, p.time_s);
       e_lo = std::min(e_lo, p.energy_j);
       e_hi = std::max(e_hi, p.energy_j);
+      if (p.lower_bound_j) e_lo = std::min(e_lo, *p.lower_bound_j);
     }
   }
   if (!std::isfinite(t_lo)) t_lo = t_hi = e_lo = e_hi = 0.0;
@@ -149,6 +150,25 @@ std::string frontier_svg(const Comparison& c, const FrontierPlotOptions& options
     legend += marker(s.marker, w - right + 22, legend_y, 4.5, s.colour, "legend-marker", curve->method);
     legend += fmt::format(R"(<text x="{}" y="{}">{}</text>)", px(w - right + 34), px(legend_y + 4), escape_xml(curve->method));
     legend_y += 20;
+  }
+  // Under Perseus's line, the proven lower bound on any plan's energy at each plan's time
+  // (docs/solver.md, "Certified frontier"): how far the plans could still come down.
+  std::string bound;
+  for (const MethodCurve& curve : c.methods) {
+    if (curve.method != kPerseus) continue;
+    for (const MethodPoint& p : curve.points) {
+      if (p.lower_bound_j) bound += px(x(p.planned_time_s)) + "," + px(y(*p.lower_bound_j / unit)) + " ";
+    }
+  }
+  if (!bound.empty()) {
+    bound.pop_back();
+    const MethodStyle s = style_of(kPerseus);
+    out += fmt::format(
+        R"(<g class="lower-bound"><title>proven lower bound on the energy of any plan as fast</title><polyline class="series lower-bound" points="{}" fill="none" stroke="{}" stroke-width="1.2" stroke-dasharray="4,3" opacity="0.8"/></g>)",
+        bound, s.colour);
+    legend += fmt::format(R"(<line class="legend-marker" x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="1.2" stroke-dasharray="4,3"/>)",
+                          px(w - right + 15), px(w - right + 29), px(legend_y), px(legend_y), s.colour);
+    legend += fmt::format(R"(<text x="{}" y="{}">lower bound</text>)", px(w - right + 34), px(legend_y + 4));
   }
   out += R"(<g class="legend">)" + legend + "</g></svg>";
   return out;

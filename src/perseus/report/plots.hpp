@@ -17,8 +17,9 @@ struct FrontierPlotOptions {
 };
 
 // Every method's emulated points (Pareto-optimal ones joined by a line), AllMax and EnvPipe
-// as single markers, T_min and T* as vertical lines. Elements carry classes ("series
-// perseus", "point zeus-global", "marker t-min", ...) and <title> tooltips.
+// as single markers, T_min and T* as vertical lines, and under Perseus's line the proven
+// lower bound at each of its plans' times (dashed, "series lower-bound"). Elements carry
+// classes ("series perseus", "point zeus-global", "marker t-min", ...) and <title> tooltips.
 std::string frontier_svg(const Comparison& comparison, const FrontierPlotOptions& options = {});
 
 struct TimelinePlotOptions {
