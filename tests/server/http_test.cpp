@@ -323,6 +323,54 @@ TEST_F(HttpFixture, ThousandsOfIdleConnectionsAndASlowLorisDoNotHoldUpTheBarrier
   for (int fd : idle) ::close(fd);
 }
 
+// Deadlines are swept, not timed one by one: a connection idle past --keep-alive is still
+// closed (within the sweep's 0.1 s), one that keeps asking is not, and the answer's head is
+// the one HTTP/1.1 and 1.0 clients expect.
+TEST_F(HttpFixture, IdleConnectionsCloseAfterTheKeepAliveAndAnswersKeepTheirHead) {
+  HttpOptions http;
+  http.keep_alive_s = 0.5;
+  http.first_request_idle_s = 0.5;
+  start(options_with(1.0), http);
+  const int fd = connect_to(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  // Three requests 0.3 s apart: each within the keep-alive of the one before.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(::send(fd, get.data(), get.size(), 0), static_cast<ssize_t>(get.size()));
+    const std::string answer = read_some(fd, 2000ms);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ", 0), 0u) << answer;
+    EXPECT_EQ(answer.find("Connection:"), std::string::npos) << answer;
+    std::this_thread::sleep_for(300ms);
+  }
+  // Then idle: closed about 0.5 s after the last answer.
+  const auto idle_from = std::chrono::steady_clock::now();
+  char byte = 0;
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);  // orderly close, not the 3 s receive timeout
+  const double closed_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - idle_from).count();
+  EXPECT_GT(closed_after, 0.05);
+  EXPECT_LT(closed_after, 1.0);
+  ::close(fd);
+
+  // HTTP/1.0 asking for keep-alive is told so; a HEAD gets the GET's length and no body.
+  const int old = connect_to(server_->port());
+  ASSERT_GE(old, 0);
+  const std::string head = "HEAD /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+  ASSERT_EQ(::send(old, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  std::string answer;
+  char buffer[1024];
+  for (ssize_t n; answer.find("\r\n\r\n") == std::string::npos && (n = ::recv(old, buffer, sizeof(buffer), 0)) > 0;) {
+    answer.append(buffer, static_cast<std::size_t>(n));
+  }
+  EXPECT_EQ(answer.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Connection: keep-alive\r\n"), std::string::npos) << answer;
+  const std::string body = client().Get("/healthz")->body;
+  EXPECT_NE(answer.find("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"), std::string::npos) << answer;
+  EXPECT_EQ(answer.substr(answer.find("\r\n\r\n") + 4), "");
+  ::close(old);
+}
+
 TEST_F(HttpFixture, AChunkedBodyIsHeldToTheLimitAndAHugeLengthIsRefusedAtOnce) {
   HttpOptions http;
   http.payload_limit_bytes = 1 << 20;
