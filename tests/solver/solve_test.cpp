@@ -17,12 +17,14 @@ const std::string kData = PERSEUS_SOURCE_DIR "/data";
 
 Profile bloom() { return Profile::read_csv(kData + "/profiles/bloom-176b+a100-sxm.csv"); }
 
-SolveRequest bloom_request(int microbatches) {
+// The reference's settings: A100 at 1 ms units, A40 at 0.1 ms.
+SolveRequest request_for(int microbatches, double unit_time_s, double p_blocking_w) {
   SolveRequest request;
   request.schedule.microbatches = microbatches;
-  request.options = {0.001, 83.64, {}};
+  request.options = {unit_time_s, p_blocking_w, {}};
   return request;
 }
+SolveRequest bloom_request(int microbatches) { return request_for(microbatches, 0.001, 83.64); }
 
 void expect_same_points(const Frontier& a, const Frontier& b) {
   ASSERT_EQ(a.points.size(), b.points.size());
@@ -37,12 +39,7 @@ void expect_same_points(const Frontier& a, const Frontier& b) {
 // Bloom 176B on 8 A40s at the reference's settings: a crawl of 10,517 steps at 0.1 ms, long
 // enough for the LP grid beside it.
 Profile bloom_a40() { return Profile::read_csv(kData + "/profiles/bloom-176b+a40.csv"); }
-SolveRequest bloom_a40_request(int microbatches) {
-  SolveRequest request;
-  request.schedule.microbatches = microbatches;
-  request.options = {0.0001, 70.38, {}};
-  return request;
-}
+SolveRequest bloom_a40_request(int microbatches) { return request_for(microbatches, 0.0001, 70.38); }
 
 TEST(Solve, ComputesWhatItsPartsCompute) {
   const Profile profile = bloom();

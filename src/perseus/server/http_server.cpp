@@ -113,7 +113,7 @@ void raise_descriptor_limit() {
 
 class Session;
 
-// The event loop: `io_threads` threads run every socket, timer and parked request (each
+// The event loop: `io_threads` threads run every socket, deadline and parked request (each
 // connection on a strand of its own, so its handlers never run at once); a small pool runs
 // the routes that may block. Shared with the sessions, so that an answer the Service gives
 // after the server stopped finds the loop still there (and is dropped).
@@ -157,8 +157,8 @@ class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
   asio::steady_timer accept_pause;
   asio::steady_timer sweep_timer;  // on a strand of its own (it re-arms itself)
   std::mutex sessions_mutex;
-  std::vector<std::weak_ptr<Session>> sessions;  // for stop()
-  std::size_t sweep_at = 1024;
+  std::vector<std::weak_ptr<Session>> sessions;  // for stop() and the deadline sweep
+  std::size_t forget_at = 1024;
   std::atomic<bool> stopped{false};
   std::atomic<Clock::rep> earliest_deadline{kNever};
   std::once_flag workers_joined;
@@ -202,7 +202,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
     boost::system::error_code ignored;
-    disarm_timer();
+    clear_deadline();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
   }
@@ -227,12 +227,12 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class State { kIdle, kReading, kParked, kWriting, kDraining, kClosed };
 
   // One deadline per connection: what passing it means depends on the state it was set in.
-  void arm_timer(Clock::duration after) {
+  void set_deadline(Clock::duration after) {
     const Clock::rep deadline = (Clock::now() + after).time_since_epoch().count();
     deadline_.store(deadline, std::memory_order_relaxed);
     loop_->note_deadline(deadline);
   }
-  void disarm_timer() { deadline_.store(kNever, std::memory_order_relaxed); }
+  void clear_deadline() { deadline_.store(kNever, std::memory_order_relaxed); }
 
   void on_timeout() {
     switch (state_) {
@@ -257,7 +257,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void wait_for_request(double idle_s) {
     state_ = State::kIdle;
     if (buffer_.size() > 0) return read_request();  // pipelined: the next request is here
-    arm_timer(seconds(idle_s));
+    set_deadline(seconds(idle_s));
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
       if (ec || self->state_ != State::kIdle) return;
       self->read_request();
@@ -270,7 +270,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(kHeaderLimitBytes);
     parser_->body_limit(loop_->options.payload_limit_bytes);  // chunked bodies too
-    arm_timer(seconds(loop_->options.request_timeout_s));
+    set_deadline(seconds(loop_->options.request_timeout_s));
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                               if (ec) return self->on_read_error(ec);
@@ -307,7 +307,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_read_error(boost::system::error_code ec) {
     if (state_ == State::kClosed) return;
-    disarm_timer();
+    clear_deadline();
     const std::size_t limit = loop_->options.payload_limit_bytes;
     if (timed_out_) {
       // Counted and answered only when part of a request came; a connection that said
@@ -356,7 +356,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_request() {
-    disarm_timer();
+    clear_deadline();
     state_ = State::kParked;
     const auto& message = parser_->get();
     keep_alive_ = loop_->options.keep_alive_s > 0 && message.keep_alive();
@@ -400,11 +400,11 @@ class Session : public std::enable_shared_from_this<Session> {
     fmt::format_to(std::back_inserter(head_), "Content-Length: {}\r\n\r\n", answer.body.size());
     body_ = head_only_ ? std::string() : std::move(answer.body);
     head_only_ = false;
-    arm_timer(seconds(loop_->options.request_timeout_s));
+    set_deadline(seconds(loop_->options.request_timeout_s));
     const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(body_)};
     asio::async_write(socket_, buffers, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-      self->disarm_timer();
-      self->body_.clear();
+      self->clear_deadline();
+      self->body_ = std::string();  // a page's megabytes are not kept for the next answer
       if (ec) return self->close();
       if (!self->keep_alive_) return self->drain_and_close();
       self->wait_for_request(self->loop_->options.keep_alive_s);
@@ -418,7 +418,7 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     buffer_.clear();
     drained_ = 0;
-    arm_timer(kDrainTime);
+    set_deadline(kDrainTime);
     drain();
   }
   void drain() {
@@ -430,7 +430,7 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  std::shared_ptr<HttpServer::Loop> loop_;  // first: outlives the socket and timer it owns the context of
+  std::shared_ptr<HttpServer::Loop> loop_;  // first: outlives the socket it owns the context of
   tcp::socket socket_;
   std::atomic<Clock::rep> deadline_{kNever};  // written on the strand, read by the sweep
   std::atomic<bool> timeout_posted_{false};
@@ -488,7 +488,7 @@ void HttpServer::Loop::accept() {
     {
       std::lock_guard lock(self->sessions_mutex);
       self->sessions.push_back(session);
-      if (self->sessions.size() >= self->sweep_at) self->forget_closed_sessions();
+      if (self->sessions.size() >= self->forget_at) self->forget_closed_sessions();
     }
     self->accept();
     asio::dispatch(session->executor(), [session] { session->start(); });
@@ -506,9 +506,11 @@ void HttpServer::Loop::sweep() {
       Clock::rep earliest = kNever;
       {
         std::lock_guard lock(self->sessions_mutex);
-        for (const auto& weak : self->sessions) {
-          if (auto session = weak.lock()) earliest = std::min(earliest, session->check_deadline(now));
-        }
+        std::erase_if(self->sessions, [&](const std::weak_ptr<Session>& weak) {
+          const auto session = weak.lock();
+          if (session) earliest = std::min(earliest, session->check_deadline(now));
+          return !session;  // closed: forgotten
+        });
       }
       self->note_deadline(earliest);
     }
@@ -518,7 +520,7 @@ void HttpServer::Loop::sweep() {
 
 void HttpServer::Loop::forget_closed_sessions() {
   std::erase_if(sessions, [](const std::weak_ptr<Session>& s) { return s.expired(); });
-  sweep_at = std::max<std::size_t>(1024, 2 * sessions.size());
+  forget_at = std::max<std::size_t>(1024, 2 * sessions.size());
 }
 
 void HttpServer::Loop::run() {

@@ -205,10 +205,16 @@ struct FrontierBuilder::State {
     return make_point(problem, choice, index, step);
   }
 
-  std::optional<RelaxedSolution> solve_relaxation(double deadline) {
+  // A solve on `lp`, its time added to *seconds.
+  static std::optional<RelaxedSolution> timed_solve(LpRelaxation& lp, double deadline, double* seconds) {
     const auto started = std::chrono::steady_clock::now();
-    auto relaxed = relaxation.solve(deadline);
-    lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    auto relaxed = lp.solve(deadline);
+    *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return relaxed;
+  }
+  // A solve on this thread's relaxation; its line joins the bound.
+  std::optional<RelaxedSolution> solve_relaxation(double deadline) {
+    auto relaxed = timed_solve(relaxation, deadline, &lp_seconds);
     if (relaxed) lines.add(deadline, *relaxed);
     return relaxed;
   }
@@ -545,7 +551,10 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   refiner.add_work(s.side_work);
   const double limit = bounded_from + budget;
   frontier.refine_budget = budget;
-  const auto account = [&] { frontier.refine_work = refiner.work() - bounded_from; };
+  const auto account = [&] {
+    frontier.refine_work = refiner.work() - bounded_from;
+    frontier.lp_seconds = s.lp_seconds;
+  };
   refiner.set_work_limit(limit);
   for (FrontierPoint& point : s.fill_points) candidates.push_back(std::move(point));
   const bool search = s.search;
@@ -554,15 +563,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   const auto rounded_plan = [&](const RelaxedSolution& relaxed, double deadline) {
     return s.rounded_plan(refiner, relaxed, deadline);
   };
-  const auto solve_relaxation = [&](double deadline) {
-    const double before = s.lp_seconds;
-    auto relaxed = s.solve_relaxation(deadline);
-    frontier.lp_seconds += s.lp_seconds - before;
-    return relaxed;
-  };
   // The relaxation's plan at `deadline`, rounded to options and made to meet it.
   const auto relaxed_plan = [&](double deadline, std::optional<double>* bound) -> std::optional<OptionChoice> {
-    const auto relaxed = solve_relaxation(deadline);
+    const auto relaxed = s.solve_relaxation(deadline);
     refiner.add_work(lp_solve_work);
     if (!relaxed) return std::nullopt;
     *bound = relaxed->lower_bound_j;
@@ -662,9 +665,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       std::optional<OptionChoice> second_plan;
       double second_seconds = 0.0;
       const auto solve_second = [&] {
-        const auto lp_started = std::chrono::steady_clock::now();
-        second = s.helper_relaxation->solve(targets[1]);
-        second_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - lp_started).count();
+        second = State::timed_solve(*s.helper_relaxation, targets[1], &second_seconds);
         if (second) second_plan = s.rounded_plan(*s.helpers[0], *second, targets[1]);
       };
       std::thread beside;
@@ -677,13 +678,13 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       }
       // T*'s solve was made beside the crawl.
       const bool precomputed = made == 0 && s.t_star && std::abs(*s.t_star - targets[0]) <= kTimeEpsilon;
-      const auto first = precomputed ? s.t_star_solution : solve_relaxation(targets[0]);
+      const auto first = precomputed ? s.t_star_solution : s.solve_relaxation(targets[0]);
       std::optional<OptionChoice> first_plan;
       if (first) first_plan = rounded_plan(*first, targets[0]);
       if (targets.size() > 1) {
         if (beside.joinable()) beside.join();
         else solve_second();
-        frontier.lp_seconds += second_seconds;
+        s.lp_seconds += second_seconds;
         refiner.add_work(s.helpers[0]->work() - helper_work);
         if (second) lines.add(targets[1], *second);
       }
