@@ -46,6 +46,44 @@ TEST(PlanRefiner, ReclaimSlackKeepsTheDeadlineAndNeverCostsMore) {
   }
 }
 
+TEST(PlanRefiner, ReclaimedPlansLeaveNoOperationACheaperOptionWithinItsWindow) {
+  // The fixed point reclaim_slack stops at: with every other operation as it is, no
+  // operation has a strictly cheaper option that fits between its predecessors' finish and
+  // its successors' latest start (checked against every option, not the refiner's index).
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, 5);
+  const PlanRefiner refiner(problem);
+  const Dag& dag = problem.dag;
+  std::mt19937 rng(4);
+  for (int trial = 0; trial < 30; ++trial) {
+    const OptionChoice plan = random_choice(problem, rng);
+    const double deadline = evaluate_measured(problem, plan).time_s * (1.0 + 0.01 * (trial % 4));
+    const OptionChoice reclaimed = refiner.reclaim_slack(plan, deadline, 64);
+    std::vector<double> duration(reclaimed.size()), start, latest_finish(reclaimed.size());
+    for (std::size_t i = 0; i < reclaimed.size(); ++i) {
+      duration[i] = problem.options_of(static_cast<Dag::NodeId>(i)).options[reclaimed[i]].measurement.time_s;
+    }
+    critical_path_length<double>(dag, duration, &start);
+    const auto& order = dag.topological_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      double finish = deadline;
+      for (Dag::NodeId s : dag.successors(*it)) finish = std::min(finish, latest_finish[s] - duration[s]);
+      latest_finish[*it] = finish;
+    }
+    for (std::size_t i = 0; i < reclaimed.size(); ++i) {
+      const auto v = static_cast<Dag::NodeId>(i);
+      const auto& options = problem.options_of(v).options;
+      const auto effective_of = [&](const Option& o) {
+        return o.measurement.energy_j - problem.p_blocking * o.measurement.time_s;
+      };
+      const double window = latest_finish[i] - start[i];
+      for (const Option& option : options) {
+        if (option.measurement.time_s > window + 1e-9) continue;
+        EXPECT_GE(effective_of(option), effective_of(options[reclaimed[i]]) - 1e-9) << "trial " << trial << " node " << i;
+      }
+    }
+  }
+}
+
 TEST(PlanRefiner, RepairMeetsAnyDeadlineTheFastestPlanMeets) {
   const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, 6);
   const PlanRefiner refiner(problem);
@@ -73,10 +111,12 @@ TEST(PlanRefiner, LocalSearchMeetsTheDeadlineAndBeatsReclaimingAlone) {
   for (int trial = 0; trial < 10; ++trial) {
     const OptionChoice plan = random_choice(problem, rng);
     const double deadline = evaluate_measured(problem, plan).time_s;
-    const OptionChoice searched = refiner.local_search(plan, deadline);
-    EXPECT_LE(evaluate_measured(problem, searched).time_s, deadline + 1e-9);
-    EXPECT_LE(effective(problem, searched), effective(problem, refiner.reclaim_slack(plan, deadline)) + 1e-9);
-    EXPECT_NEAR(refiner.effective_energy(searched), effective(problem, searched), 1e-6);
+    for (const auto moves : {PlanRefiner::Moves::kExchanges, PlanRefiner::Moves::kAll}) {
+      const OptionChoice searched = refiner.local_search(plan, deadline, 8, moves);
+      EXPECT_LE(evaluate_measured(problem, searched).time_s, deadline + 1e-9);
+      EXPECT_LE(effective(problem, searched), effective(problem, refiner.reclaim_slack(plan, deadline)) + 1e-9);
+      EXPECT_NEAR(refiner.effective_energy(searched), effective(problem, searched), 1e-6);
+    }
   }
 }
 

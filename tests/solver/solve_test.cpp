@@ -149,7 +149,8 @@ TEST(Solve, RefinementStaysWithinItsBudgetAndIsRepeatable) {
   const double size = static_cast<double>(one.problem.dag.num_nodes() + one.problem.dag.num_edges());
   // The crawl's length is T* - T_min in units (known before it runs), its step count when it
   // runs to T_min.
-  EXPECT_DOUBLE_EQ(f.refine_budget, std::max(request.frontier.refine_visits_min / (size + 35.0),
+  // It searches every point, so its budget is search_visits_min's.
+  EXPECT_DOUBLE_EQ(f.refine_budget, std::max(request.frontier.search_visits_min / (size + 35.0),
                                              request.frontier.refine_work_per_crawl_step *
                                                  static_cast<double>(one.crawl.t_star_q - one.crawl.t_min_q)));
   // One local-search move past the budget at most: a few hundred passes on this DAG.
@@ -164,7 +165,7 @@ TEST(Solve, RefinementStaysWithinItsBudgetAndIsRepeatable) {
 TEST(Solve, ASmallerBudgetMeansLessWorkNotWorsePlansAtTMin) {
   SolveRequest request = bloom_request(4);
   const Solution full = solve(bloom(), request);
-  request.frontier.refine_visits_min /= 10;
+  request.frontier.search_visits_min /= 10;
   const Solution small = solve(bloom(), request);
   EXPECT_LT(small.frontier.refine_work, full.frontier.refine_work);
   // The T_min plan comes from repairs and the LP's plan before any search: both budgets

@@ -7,6 +7,7 @@
 #include <limits>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -183,10 +184,11 @@ struct FrontierBuilder::State {
       : problem(p), options(std::move(o)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()) {
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
     length = crawl_length(problem);
-    budget = std::max(options.refine_visits_min / (dag_size + kPassOverheadVisits),
+    search = problem.dag.num_nodes() <= options.local_search_max_nodes;
+    const double visits_min = search ? options.search_visits_min : options.refine_visits_min;
+    budget = std::max(visits_min / (dag_size + kPassOverheadVisits),
                       options.refine_work_per_crawl_step * static_cast<double>(length));
     lp_work = lp_solve_work(dag_size);
-    search = problem.dag.num_nodes() <= options.local_search_max_nodes;
     slowest = slowest_choice(problem);
     fastest = fastest_choice(problem);
     std::vector<std::int64_t> durations(problem.dag.num_nodes());
@@ -407,6 +409,95 @@ struct FrontierBuilder::State {
       ready.notify_all();
     }
   }
+
+  // Relaxation solves (each with its rounded plan) at `count` deadlines taken in order,
+  // solved ahead on a helper thread where there is one, else when taken. take(k) waits for
+  // the k-th and charges its work to the taker: the same whoever solved it.
+  class RelaxationAhead {
+   public:
+    RelaxationAhead(State& state, std::size_t count, std::function<double(std::size_t)> deadline)
+        : state_(state), deadline_(std::move(deadline)), solved_(count) {
+      if (state_.threads < 2 || count == 0) return;
+      if (!state_.helper_relaxation) state_.helper_relaxation = std::make_unique<LpRelaxation>(state_.problem);
+      if (state_.helpers.empty()) state_.helpers.push_back(std::make_unique<PlanRefiner>(state_.problem));
+      worker_ = std::thread([this] {
+        try {
+          for (std::size_t k = 0; k < solved_.size(); ++k) {
+            {
+              std::lock_guard lock(mutex_);
+              if (stopped_) break;
+            }
+            solve(*state_.helper_relaxation, *state_.helpers[0], k);
+            {
+              std::lock_guard lock(mutex_);
+              done_ = k + 1;
+            }
+            ready_.notify_one();
+          }
+        } catch (...) {
+          std::lock_guard lock(mutex_);
+          error_ = std::current_exception();
+          stopped_ = true;
+          ready_.notify_one();
+        }
+      });
+    }
+    RelaxationAhead(const RelaxationAhead&) = delete;
+    RelaxationAhead& operator=(const RelaxationAhead&) = delete;
+    ~RelaxationAhead() { stop(); }
+
+    // The k-th plan (k: one more than the last taken), its bound in *bound; its work and
+    // time charged to `taker` and the state, its line added to the bound.
+    std::optional<OptionChoice> take(std::size_t k, const PlanRefiner& taker, std::optional<double>* bound) {
+      if (worker_.joinable()) {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return done_ > k || error_; });
+        if (error_) std::rethrow_exception(error_);
+      } else {
+        solve(state_.relaxation, taker, k);  // its repairs counted on the taker as they run
+      }
+      Solved& solved = solved_[k];
+      taker.add_work((worker_.joinable() ? solved.repair_work : 0.0) + state_.lp_work);
+      state_.lp_seconds += solved.seconds;
+      if (!solved.relaxed) return std::nullopt;
+      state_.lines.add(deadline_(k), *solved.relaxed);
+      *bound = solved.relaxed->lower_bound_j;
+      return std::move(solved.plan);
+    }
+    // No more solves ahead (what is taken no more is not needed).
+    void stop() {
+      {
+        std::lock_guard lock(mutex_);
+        stopped_ = true;
+      }
+      if (worker_.joinable()) worker_.join();
+    }
+
+   private:
+    struct Solved {
+      std::optional<RelaxedSolution> relaxed;
+      std::optional<OptionChoice> plan;
+      double repair_work = 0.0;  // the rounded plans' repairs
+      double seconds = 0.0;
+    };
+    void solve(LpRelaxation& lp, const PlanRefiner& refiner, std::size_t k) {
+      Solved& solved = solved_[k];
+      const double before = refiner.work();
+      solved.relaxed = timed_solve(lp, deadline_(k), &solved.seconds);
+      if (solved.relaxed) solved.plan = state_.rounded_plan(refiner, *solved.relaxed, deadline_(k));
+      solved.repair_work = refiner.work() - before;
+    }
+
+    State& state_;
+    std::function<double(std::size_t)> deadline_;
+    std::vector<Solved> solved_;
+    std::thread worker_;
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::size_t done_ = 0;
+    bool stopped_ = false;
+    std::exception_ptr error_;
+  };
 
   static constexpr std::size_t kChunk = 256;
   static constexpr std::size_t kStepsPerBatch = 64;
@@ -757,9 +848,14 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // Local-search rounds: T_min, the plan most users run, gets more; the loosest points fewer.
   constexpr int kRoundsAtTMin = 8;
   constexpr int kRoundsPerPoint = 2;
+  constexpr int kRoundsForward = 2;  // speed-ups and exchanges only
+  // The forward pass's share of the search's work: every point searched, the chain that
+  // carries improvements to slower points (on 64 nodes it needs about 60% of the budget).
+  constexpr double kForwardShare = 0.6;
   constexpr int kRoundsPerFill = 0;
   const auto improve_at = [&](double deadline, const OptionChoice& own, std::int64_t step,
-                              const FrontierPoint* slower, int rounds, bool with_relaxation) {
+                              const FrontierPoint* slower, int rounds, PlanRefiner::Moves moves,
+                              const std::function<std::optional<OptionChoice>(std::optional<double>*)>& relaxation) {
     OptionChoice start = own;
     double start_cost = own.empty() ? std::numeric_limits<double>::infinity() : refiner.effective_energy(own);
     const auto consider = [&](std::optional<OptionChoice> plan) {
@@ -773,9 +869,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     if (!previous.empty()) consider(refiner.reclaim_slack(previous, deadline));
     if (slower) consider(refiner.repair(slower->option_choice(), deadline));
     std::optional<double> bound;
-    if (with_relaxation) consider(relaxed_plan(deadline, &bound));
+    if (relaxation) consider(relaxation(&bound));
     if (start.empty()) return;
-    previous = refiner.local_search(std::move(start), deadline, rounds);
+    previous = refiner.local_search(std::move(start), deadline, rounds, moves);
     improved.push_back(point_at(previous, step));
     if (bound) {
       // The bound holds for every plan within `deadline`, so also, with less blocking, at
@@ -785,27 +881,45 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     }
   };
   // At most local_search_max_points points (evenly spread, T_min and T* among them) get the
-  // relaxation's plan; the others start from their neighbour's, reclaimed. The work left is
-  // shared: 30% to this forward pass (T_min's local search takes kShareAtTMin of it), 10% to
-  // the backward pass, 30% to local searches where the plans are furthest from their LP
-  // bound, the rest to the gap fills. Once a share is spent, a point only inherits its
-  // faster neighbour's plan, reclaimed.
+  // relaxation's plan; the others start from their neighbour's, reclaimed. Every point gets
+  // kRoundsForward rounds of the cheap moves, from the best of those starts. The work left is
+  // shared: 60% to this forward pass (T_min's local search takes kShareAtTMin of it), a
+  // seventh of the rest to the backward pass, half of the rest to local searches where the
+  // plans are furthest from their LP bound, the rest to the gap fills. Once a share is
+  // spent, a point only inherits its faster neighbour's plan, reclaimed.
   const std::size_t count = frontier.points.size();
   const std::size_t stride = (count + options.local_search_max_points - 1) /
                              std::max<std::size_t>(1, options.local_search_max_points);
   const auto share_of_rest = [&](double share) {
     refiner.set_work_limit(refiner.work() + share * std::max(0.0, limit - refiner.work()));
   };
-  const double forward_limit = refiner.work() + 0.3 * std::max(0.0, limit - refiner.work());
+  const double forward_limit = refiner.work() + kForwardShare * std::max(0.0, limit - refiner.work());
+  // The relaxation at the forward pass's points, solved ahead of the pass on a second thread
+  // where there is one (it takes about half the pass's time on small DAGs). A solve and its
+  // rounded plan depend on nothing but the point's time, and each is counted as work when the
+  // pass takes it, so the frontier is the same on any number of threads.
+  std::vector<std::size_t> relaxed_points;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i % stride == 0 || i + 1 == count) relaxed_points.push_back(i);
+  }
+  State::RelaxationAhead ahead(s, relaxed_points.size(), [&](std::size_t k) { return frontier.points[relaxed_points[k]].measured.time_s; });
+  std::size_t next_ahead = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const FrontierPoint& point = frontier.points[i];
     if (i == 0) refiner.set_work_limit(refiner.work() + kShareAtTMin * std::max(0.0, forward_limit - refiner.work()));
-    const bool relaxed = (i % stride == 0 || i + 1 == count) && refiner.work() < forward_limit;
-    improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr, i == 0 ? kRoundsAtTMin : 0,
-               relaxed);
+    // Every such point takes its LP plan, the budget spent or not (their number is bounded by
+    // local_search_max_points): a point past the budget still starts from it.
+    const bool relaxed = next_ahead < relaxed_points.size() && relaxed_points[next_ahead] == i;
+    const auto take = [&](std::optional<double>* bound) {
+      return ahead.take(next_ahead++, refiner, bound);
+    };
+    improve_at(point.measured.time_s, point.option_choice(), point.crawl_step, nullptr,
+               i == 0 ? kRoundsAtTMin : kRoundsForward, i == 0 ? PlanRefiner::Moves::kAll : PlanRefiner::Moves::kExchanges,
+               relaxed ? std::function<std::optional<OptionChoice>(std::optional<double>*)>(take) : nullptr);
     if (i == 0) refiner.set_work_limit(forward_limit);
     if (options.progress) options.progress(done, total);
   }
+  ahead.stop();
   share_of_rest(1.0 / 7.0);
   std::vector<FrontierPoint> points = pareto_filter(std::move(improved));
   // Backward, slowest first: each point also tries its slower neighbour's plan repaired
@@ -847,8 +961,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     const int fills = std::min(options.max_fills_per_gap, static_cast<int>(steps));
     for (int f = 1; f <= fills; ++f) {
       const double from = points[i].measured.time_s;
-      improve_at(from + (next.measured.time_s - from) * f / (fills + 1), {}, next.crawl_step, &next, kRoundsPerFill,
-                 true);
+      const double deadline = from + (next.measured.time_s - from) * f / (fills + 1);
+      improve_at(deadline, {}, next.crawl_step, &next, kRoundsPerFill, PlanRefiner::Moves::kAll,
+                 [&](std::optional<double>* bound) { return relaxed_plan(deadline, bound); });
     }
   }
   frontier.points = pareto_filter(std::move(improved));

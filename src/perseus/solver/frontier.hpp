@@ -88,6 +88,9 @@ struct FrontierOptions {
   // keep a solve within about max(0.5 s, 3x its --no-refine time) on a 2-core machine
   // (docs/solver.md, "Refinement, bounded").
   double refine_visits_min = 1.2e8;
+  // In its place where the DAG gets the local search, whose forward pass searches every
+  // point: on 64 nodes, 744 points take about a million passes.
+  double search_visits_min = 3.6e8;
   double refine_work_per_crawl_step = 5.0;
   // Threads of the refinement (one beside the crawl, in solve(); the crawl's plans reclaimed
   // and the inheritance pass precomputed on all of them); 0: as many as the machine has, at

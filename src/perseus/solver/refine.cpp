@@ -24,6 +24,8 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), inde
   repair_arcs_.source.assign(n, -1);
   repair_arcs_.sink.assign(n, -1);
   repair_arcs_.dependency_begin.assign(n + 1, 0);
+  position_.resize(n);
+  for (std::size_t k = 0; k < n; ++k) position_[dag.topological_order()[k]] = k;
   for (std::size_t i = 0; i < n; ++i) {
     const auto v = static_cast<Dag::NodeId>(i);
     repair_arcs_.op.push_back(repair_network_.add_arc(2 + 2 * v, 3 + 2 * v));
@@ -50,6 +52,16 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), inde
       index.sorted_time.push_back(index.time[k]);
       index.best.push_back(j == 0 || index.effective[k] < index.effective[index.best[j - 1]] ? k : index.best[j - 1]);
     }
+    index.cheaper_from.assign(options.size(), std::numeric_limits<double>::infinity());
+    for (std::size_t k = 0; k < options.size(); ++k) {
+      for (std::size_t j = 0; j < options.size(); ++j) {  // by_time: the first strictly cheaper one is the fastest
+        const std::int32_t other = index.by_time[j];
+        if (index.effective[other] < index.effective[k] - 1e-12) {
+          index.cheaper_from[k] = index.time[other];
+          break;
+        }
+      }
+    }
   }
 }
 
@@ -70,6 +82,7 @@ double PlanRefiner::measured_time(const OptionChoice& choice) const {
 // unless another is strictly cheaper. A binary search over the options sorted by time.
 std::int32_t PlanRefiner::cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
   const OperationIndex& index = index_of(n);
+  if (window + kTimeEpsilon < index.cheaper_from[current]) return current;
   const auto fits = std::upper_bound(index.sorted_time.begin(), index.sorted_time.end(), window + kTimeEpsilon);
   if (fits == index.sorted_time.begin()) return current;
   const std::int32_t best = index.best[static_cast<std::size_t>(fits - index.sorted_time.begin()) - 1];
@@ -199,7 +212,54 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
   }
 }
 
-bool PlanRefiner::try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost) const {
+void PlanRefiner::earliest_finish(const OptionChoice& choice, std::vector<double>& finish) const {
+  const Dag& dag = problem_.dag;
+  finish.resize(dag.num_nodes());
+  work_ += 1.0;
+  for (Dag::NodeId v : dag.topological_order()) {
+    double start = 0.0;
+    for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, finish[p]);
+    finish[v] = start + time_of(v, choice[v]);
+  }
+}
+
+double PlanRefiner::screen(OptionChoice& trial, double deadline_s, const std::vector<double>* finish,
+                           std::size_t from) const {
+  const Dag& dag = problem_.dag;
+  const auto& order = dag.topological_order();
+  if (finish) {
+    earliest_finish_ = *finish;
+  } else {
+    earliest_finish_.resize(dag.num_nodes());
+    from = 0;
+  }
+  latest_start_.resize(dag.num_nodes());
+  work_ += 1.0 + static_cast<double>(order.size() - from) / static_cast<double>(order.size());
+  for (std::size_t k = from; k < order.size(); ++k) {
+    const Dag::NodeId v = order[k];
+    double start = 0.0;
+    for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish_[p]);
+    earliest_finish_[v] = start + time_of(v, trial[v]);
+    if (earliest_finish_[v] > deadline_s + kTimeEpsilon) return std::numeric_limits<double>::infinity();
+  }
+  double total = 0.0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Dag::NodeId v = *it;
+    double finish = deadline_s;
+    for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start_[s]);
+    const OperationIndex& index = index_of(v);
+    std::int32_t option = trial[v];
+    const double window = finish - (earliest_finish_[v] - index.time[option]);
+    if (window + kTimeEpsilon >= index.cheaper_from[option]) option = trial[v] = cheapest_within(v, option, window);
+    total += index.effective[option];
+    latest_start_[v] = finish - index.time[option];
+  }
+  return total;
+}
+
+bool PlanRefiner::try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost,
+                           const std::vector<double>* finish, std::size_t from) const {
+  if (screen(trial, deadline_s, finish, from) >= *cost - kEnergyEpsilon) return false;
   trial = reclaim_slack(std::move(trial), deadline_s);
   const double trial_cost = effective_energy(trial);
   if (trial_cost >= *cost - kEnergyEpsilon || measured_time(trial) > deadline_s + kTimeEpsilon) return false;
@@ -208,23 +268,23 @@ bool PlanRefiner::try_move(OptionChoice trial, double deadline_s, OptionChoice* 
   return true;
 }
 
-std::vector<double> PlanRefiner::slack(const OptionChoice& choice, double deadline_s) const {
+std::vector<double> PlanRefiner::slack(const OptionChoice& choice, double deadline_s, std::vector<double>* finish) const {
   const Dag& dag = problem_.dag;
-  const std::size_t n = dag.num_nodes();
-  std::vector<double> duration(n), start, result(n);
-  for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
-  work_ += 2.0;
-  critical_path_length<double>(dag, duration, &start);
+  std::vector<double> own, result(dag.num_nodes());
+  std::vector<double>& earliest = finish ? *finish : own;
+  earliest_finish(choice, earliest);
+  work_ += 1.0;
   const auto& order = dag.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    double finish = deadline_s;
-    for (Dag::NodeId s : dag.successors(*it)) finish = std::min(finish, result[s] + start[s]);  // latest start of s
-    result[*it] = finish - duration[*it] - start[*it];
+    const Dag::NodeId v = *it;
+    double latest = deadline_s;  // v's latest finish
+    for (Dag::NodeId s : dag.successors(v)) latest = std::min(latest, result[s] + earliest[s] - time_of(s, choice[s]));
+    result[v] = latest - earliest[v];
   }
   return result;
 }
 
-OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, int max_rounds) const {
+OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, int max_rounds, Moves moves) const {
   const Dag& dag = problem_.dag;
   choice = reclaim_slack(std::move(choice), deadline_s);
   if (measured_time(choice) > deadline_s + kTimeEpsilon) return choice;
@@ -232,6 +292,10 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
   constexpr int kPartnerWindow = 16;  // exchange partners: this many positions either side on a stage
   constexpr int kMaxShift = 3;        // options faster or slower per move
   constexpr int kSlowdowns[] = {1, 2, 3, 5, 8};  // options slower in a slow-and-repair move
+  // Earliest finish times of the current plan and of the sped-up one, from which screens
+  // of moves start (a move changes one or two operations: only what follows them is redone).
+  std::vector<double> finish, sped_up_finish;
+  earliest_finish(choice, finish);
   for (int round = 0; round < max_rounds && !out_of_work(); ++round) {
     bool improved = false;
     for (int stage = 0; stage < dag.num_stages(); ++stage) {
@@ -244,10 +308,10 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
           if (!sped_up) break;
           OptionChoice trial = choice;
           trial[u] = *sped_up;
-          bool moved = try_move(trial, deadline_s, &choice, &cost);
+          bool moved = try_move(trial, deadline_s, &choice, &cost, &finish, position_[u]);
           // Exchanges: the time u gives up goes to one partner, within the partner's slack
           // in the sped-up plan (so every exchange tried meets the deadline).
-          const std::vector<double> room = moved ? std::vector<double>{} : slack(trial, deadline_s);
+          const std::vector<double> room = moved ? std::vector<double>{} : slack(trial, deadline_s, &sped_up_finish);
           for (int b = std::max(0, a - kPartnerWindow); !moved && b <= std::min(count - 1, a + kPartnerWindow); ++b) {
             const Dag::NodeId v = nodes[b];
             if (v == u) continue;
@@ -256,10 +320,11 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
               if (!slowed || time_of(v, *slowed) - time_of(v, trial[v]) > room[v] + kTimeEpsilon) break;
               OptionChoice exchange = trial;
               exchange[v] = *slowed;
-              moved = try_move(std::move(exchange), deadline_s, &choice, &cost);
+              moved = try_move(std::move(exchange), deadline_s, &choice, &cost, &sped_up_finish, position_[v]);
             }
           }
           if (moved) {
+            earliest_finish(choice, finish);
             improved = true;
             break;
           }
@@ -269,6 +334,7 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
       // for it elsewhere, anywhere on the critical paths it lengthens.
       // A slowdown within v's slack is reclaim_slack's to make; one beyond it must save more
       // than the repair adds (before the final reclaim) to be tried to the end.
+      if (moves == Moves::kExchanges) continue;
       const std::vector<double> room = slack(choice, deadline_s);
       for (const Dag::NodeId v : nodes) {
         if (out_of_work()) break;
@@ -281,6 +347,7 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
           const double saving = effective_of(v, choice[v]) - effective_of(v, *slowed);
           auto repaired = repair(std::move(trial), deadline_s, 2.0 * saving);
           if (repaired && try_move(std::move(*repaired), deadline_s, &choice, &cost)) {
+            earliest_finish(choice, finish);
             improved = true;
             break;
           }

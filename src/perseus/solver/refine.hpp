@@ -37,13 +37,22 @@ class PlanRefiner {
   std::optional<OptionChoice> repair(OptionChoice choice, double deadline_s,
                                      double budget_j = std::numeric_limits<double>::infinity()) const;
 
+  // Which moves local_search tries.
+  enum class Moves {
+    kExchanges,  // speed-ups and exchanges only: about a tenth of the cost of a round of kAll
+    kAll,        // also slow-and-repair (a minimum cut per move: most of a round's cost)
+  };
+
   // Local search on top of reclaim_slack. Moves, each followed by reclaim_slack and kept if
   // the effective energy drops: run one operation one or two options faster (which frees
-  // time for others); run one slower and repair the deadline elsewhere; and exchange time
-  // between two nearby operations of one stage (one faster, the other slower), which moves
-  // slack along a stage where single moves cannot. Costs a few hundred reclaim_slack calls
-  // per round on a small pipeline: meant for DAGs of up to a few hundred nodes.
-  OptionChoice local_search(OptionChoice choice, double deadline_s, int max_rounds = 8) const;
+  // time for others); exchange time between two nearby operations of one stage (one faster,
+  // the other slower), which moves slack along a stage where single moves cannot; and (kAll)
+  // run one slower and repair the deadline elsewhere. A move is first screened by one
+  // backward sweep of reclaim_slack (which later sweeps only improve on); only those the
+  // sweep already makes cheaper are reclaimed in full. Costs a few hundred to a few thousand
+  // screens per round on a small pipeline: meant for DAGs of up to a few hundred nodes.
+  OptionChoice local_search(OptionChoice choice, double deadline_s, int max_rounds = 8,
+                            Moves moves = Moves::kAll) const;
 
   // Sum over nodes of energy - p_blocking * time.
   double effective_energy(const OptionChoice& choice) const;
@@ -67,6 +76,9 @@ class PlanRefiner {
     std::vector<double> sorted_time;      // time of by_time[j]
     std::vector<std::int32_t> best;       // best[j]: least effective energy among by_time[0..j]
     std::vector<std::int32_t> rank;       // rank[k]: position of option k in by_time
+    // cheaper_from[k]: the least time of an option strictly cheaper than k (infinity: none),
+    // so that a window shorter than it keeps k without a search.
+    std::vector<double> cheaper_from;
   };
   const OperationIndex& index_of(Dag::NodeId n) const { return index_[problem_.node_operation[n]]; }
   double time_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).time[option]; }
@@ -75,14 +87,25 @@ class PlanRefiner {
   // The option `steps` positions faster (steps > 0) or slower (< 0) than `option` in time
   // order; nullopt past the fastest or slowest.
   std::optional<std::int32_t> shifted(Dag::NodeId n, std::int32_t option, int steps) const;
-  // Per node, how much longer it could take without the plan missing the deadline.
-  std::vector<double> slack(const OptionChoice& choice, double deadline_s) const;
+  // Per node, how much longer it could take without the plan missing the deadline; the
+  // plan's earliest finish times in `finish` if given.
+  std::vector<double> slack(const OptionChoice& choice, double deadline_s, std::vector<double>* finish = nullptr) const;
   // One local-search move evaluated: reclaims `trial` at the deadline and keeps it if it is
   // feasible and cheaper than `*cost`.
-  bool try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost) const;
+  // `finish`, if given, holds the earliest finish times of a plan that differs from `trial`
+  // only at topological positions `from` and later (screen() starts there).
+  bool try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost,
+                const std::vector<double>* finish = nullptr, std::size_t from = 0) const;
+  // The effective energy of `trial` after one backward sweep of reclaim_slack (an upper
+  // bound on what the whole reclaim reaches, which later sweeps only lower); infinity if it
+  // misses the deadline. `finish` and `from` as in try_move.
+  double screen(OptionChoice& trial, double deadline_s, const std::vector<double>* finish, std::size_t from) const;
+  // Earliest finish times of `choice`, in `finish`.
+  void earliest_finish(const OptionChoice& choice, std::vector<double>& finish) const;
 
   const EnergyProblem& problem_;
   std::vector<OperationIndex> index_;  // per problem operation
+  std::vector<std::size_t> position_;  // per DAG node: its place in the topological order
   // repair()'s minimum-cut network, kept between calls (only capacities change).
   struct RepairArcs {
     std::vector<int> op, source, sink;  // per DAG node (-1: none)
@@ -90,6 +113,7 @@ class PlanRefiner {
     std::vector<std::size_t> dependency_begin;
   };
   mutable FlowNetwork repair_network_;
+  mutable std::vector<double> earliest_finish_, latest_start_;  // screen()'s, kept between calls
   mutable double work_ = 0.0;
   mutable double work_limit_ = std::numeric_limits<double>::infinity();
   RepairArcs repair_arcs_;
