@@ -885,8 +885,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // kRoundsForward rounds of the cheap moves, from the best of those starts. The work left is
   // shared: 60% to this forward pass (T_min's local search takes kShareAtTMin of it), a
   // seventh of the rest to the backward pass, half of the rest to local searches where the
-  // plans are furthest from their LP bound, the rest to the gap fills. Once a share is
-  // spent, a point only inherits its faster neighbour's plan, reclaimed.
+  // plans are furthest from their LP bound, the rest to the gap fills. Once the forward
+  // share is spent, a point still takes the cheaper of its LP plan and its faster
+  // neighbour's, reclaimed, unsearched.
   const std::size_t count = frontier.points.size();
   const std::size_t stride = (count + options.local_search_max_points - 1) /
                              std::max<std::size_t>(1, options.local_search_max_points);

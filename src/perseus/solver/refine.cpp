@@ -72,15 +72,14 @@ double PlanRefiner::effective_energy(const OptionChoice& choice) const {
 }
 
 double PlanRefiner::measured_time(const OptionChoice& choice) const {
-  work_ += 1.0;
-  std::vector<double> duration(choice.size());
-  for (std::size_t i = 0; i < choice.size(); ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
-  return critical_path_length<double>(problem_.dag, duration);
+  std::vector<double> finish(choice.size());
+  return earliest_finish(choice, finish);
 }
 
 // The cheapest option of node n that takes at most `window` seconds; the current one
-// unless another is strictly cheaper. A binary search over the options sorted by time.
-std::int32_t PlanRefiner::cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
+// unless another is strictly cheaper. Most calls end at the first check (nothing cheaper
+// fits); the others search the options sorted by time. Inline: the sweeps call it per node.
+inline std::int32_t PlanRefiner::cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
   const OperationIndex& index = index_of(n);
   if (window + kTimeEpsilon < index.cheaper_from[current]) return current;
   const auto fits = std::upper_bound(index.sorted_time.begin(), index.sorted_time.end(), window + kTimeEpsilon);
@@ -100,29 +99,13 @@ OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s, 
   const Dag& dag = problem_.dag;
   const auto& order = dag.topological_order();
   const std::size_t n = dag.num_nodes();
-  std::vector<double> earliest_finish(n), latest_start(n);
+  std::vector<double> earliest(n), latest_start(n);
   for (int sweep = 0; sweep < max_sweeps; ++sweep) {
-    work_ += 4.0;  // two passes each way
-    bool improved = false;
+    work_ += 2.0;  // the forward sweep's two passes (the helpers count the others)
     // Backward sweep: later operations take the slack in front of them first.
-    double length = 0.0;
-    for (Dag::NodeId v : order) {
-      double start = 0.0;
-      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish[p]);
-      earliest_finish[v] = start + time_of(v, choice[v]);
-      length = std::max(length, earliest_finish[v]);
-    }
+    const double length = earliest_finish(choice, earliest);
     if (sweep == 0 && length > deadline_s + kTimeEpsilon) return choice;  // misses the deadline already
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Dag::NodeId v = *it;
-      double finish = deadline_s;
-      for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start[s]);
-      const double start = earliest_finish[v] - time_of(v, choice[v]);
-      const std::int32_t best = cheapest_within(v, choice[v], finish - start);
-      improved |= best != choice[v];
-      choice[v] = best;
-      latest_start[v] = finish - time_of(v, best);
-    }
+    bool improved = backward_sweep(choice, deadline_s, earliest, latest_start).changed;
     // Forward sweep: earlier operations take the slack behind them.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const Dag::NodeId v = *it;
@@ -132,12 +115,12 @@ OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s, 
     }
     for (Dag::NodeId v : order) {
       double start = 0.0;
-      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish[p]);
+      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest[p]);
       const double finish = latest_start[v] + time_of(v, choice[v]);
       const std::int32_t best = cheapest_within(v, choice[v], finish - start);
       improved |= best != choice[v];
       choice[v] = best;
-      earliest_finish[v] = start + time_of(v, best);
+      earliest[v] = start + time_of(v, best);
     }
     if (!improved) break;
   }
@@ -212,49 +195,54 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
   }
 }
 
-void PlanRefiner::earliest_finish(const OptionChoice& choice, std::vector<double>& finish) const {
-  const Dag& dag = problem_.dag;
-  finish.resize(dag.num_nodes());
-  work_ += 1.0;
-  for (Dag::NodeId v : dag.topological_order()) {
+double PlanRefiner::earliest_finish(const OptionChoice& choice, std::vector<double>& finish, std::size_t from) const {
+  const auto& order = problem_.dag.topological_order();
+  finish.resize(order.size());
+  work_ += static_cast<double>(order.size() - from) / static_cast<double>(std::max<std::size_t>(1, order.size()));
+  double latest = 0.0;
+  for (std::size_t k = from; k < order.size(); ++k) {
+    const Dag::NodeId v = order[k];
     double start = 0.0;
-    for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, finish[p]);
+    for (Dag::NodeId p : problem_.dag.predecessors(v)) start = std::max(start, finish[p]);
     finish[v] = start + time_of(v, choice[v]);
+    latest = std::max(latest, finish[v]);
   }
+  return latest;
+}
+
+PlanRefiner::Sweep PlanRefiner::backward_sweep(OptionChoice& choice, double deadline_s,
+                                               const std::vector<double>& finish,
+                                               std::vector<double>& latest_start) const {
+  const Dag& dag = problem_.dag;
+  const auto& order = dag.topological_order();
+  latest_start.resize(order.size());
+  work_ += 1.0;
+  Sweep sweep;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Dag::NodeId v = *it;
+    double latest_finish = deadline_s;
+    for (Dag::NodeId s : dag.successors(v)) latest_finish = std::min(latest_finish, latest_start[s]);
+    const std::int32_t best = cheapest_within(v, choice[v], latest_finish - (finish[v] - time_of(v, choice[v])));
+    sweep.changed |= best != choice[v];
+    choice[v] = best;
+    sweep.effective_energy += effective_of(v, best);
+    latest_start[v] = latest_finish - time_of(v, best);
+  }
+  return sweep;
 }
 
 double PlanRefiner::screen(OptionChoice& trial, double deadline_s, const std::vector<double>* finish,
                            std::size_t from) const {
-  const Dag& dag = problem_.dag;
-  const auto& order = dag.topological_order();
   if (finish) {
     earliest_finish_ = *finish;
   } else {
-    earliest_finish_.resize(dag.num_nodes());
     from = 0;
   }
-  latest_start_.resize(dag.num_nodes());
-  work_ += 1.0 + static_cast<double>(order.size() - from) / static_cast<double>(order.size());
-  for (std::size_t k = from; k < order.size(); ++k) {
-    const Dag::NodeId v = order[k];
-    double start = 0.0;
-    for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest_finish_[p]);
-    earliest_finish_[v] = start + time_of(v, trial[v]);
-    if (earliest_finish_[v] > deadline_s + kTimeEpsilon) return std::numeric_limits<double>::infinity();
+  // Those before `from` are a plan's that meets the deadline.
+  if (earliest_finish(trial, earliest_finish_, from) > deadline_s + kTimeEpsilon) {
+    return std::numeric_limits<double>::infinity();
   }
-  double total = 0.0;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const Dag::NodeId v = *it;
-    double finish = deadline_s;
-    for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start_[s]);
-    const OperationIndex& index = index_of(v);
-    std::int32_t option = trial[v];
-    const double window = finish - (earliest_finish_[v] - index.time[option]);
-    if (window + kTimeEpsilon >= index.cheaper_from[option]) option = trial[v] = cheapest_within(v, option, window);
-    total += index.effective[option];
-    latest_start_[v] = finish - index.time[option];
-  }
-  return total;
+  return backward_sweep(trial, deadline_s, earliest_finish_, latest_start_).effective_energy;
 }
 
 bool PlanRefiner::try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost,

@@ -100,8 +100,19 @@ class PlanRefiner {
   // bound on what the whole reclaim reaches, which later sweeps only lower); infinity if it
   // misses the deadline. `finish` and `from` as in try_move.
   double screen(OptionChoice& trial, double deadline_s, const std::vector<double>* finish, std::size_t from) const;
-  // Earliest finish times of `choice`, in `finish`.
-  void earliest_finish(const OptionChoice& choice, std::vector<double>& finish) const;
+  // Earliest finish times of `choice` in `finish`, computed from topological position `from`
+  // on (those before it are kept); returns the latest of those computed (with from = 0, the
+  // plan's critical path).
+  double earliest_finish(const OptionChoice& choice, std::vector<double>& finish, std::size_t from = 0) const;
+  // reclaim_slack's backward sweep: the last operation first, each moves to its cheapest
+  // option between its earliest start (from `finish`) and its successors' latest start
+  // (written to `latest_start`), so later operations take the slack first.
+  struct Sweep {
+    bool changed = false;
+    double effective_energy = 0.0;  // of the plan after the sweep
+  };
+  Sweep backward_sweep(OptionChoice& choice, double deadline_s, const std::vector<double>& finish,
+                       std::vector<double>& latest_start) const;
 
   const EnergyProblem& problem_;
   std::vector<OperationIndex> index_;  // per problem operation
