@@ -147,6 +147,29 @@ TEST(ScheduleTest, EarlyRecomputePutsRecomputeRightBeforeEachBackward) {
   }
 }
 
+// Interleaved 1F1B with recomputation is the interleaved order with R right before each B,
+// chunk by chunk.
+TEST(ScheduleTest, InterleavedRecomputeIsTheInterleavedOrderWithRBeforeEachBackward) {
+  const Schedule plain = build(ScheduleKind::kInterleaved1F1B, 2, 4, 2);
+  const Schedule recompute = build(ScheduleKind::kInterleaved1F1BRecompute, 2, 4, 2);
+  for (int s = 0; s < 2; ++s) {
+    std::vector<Instruction> without;
+    const auto& order = recompute.per_stage[s];
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (order[i].kind == InstructionKind::kRecompute) {
+        ASSERT_LT(i + 1, order.size());
+        EXPECT_EQ(order[i + 1].kind, InstructionKind::kBackward);
+        EXPECT_EQ(order[i + 1].microbatch, order[i].microbatch);
+        EXPECT_EQ(order[i + 1].chunk, order[i].chunk);
+      } else {
+        without.push_back(order[i]);
+      }
+    }
+    EXPECT_EQ(without, plain.per_stage[s]);
+  }
+  EXPECT_THROW(build(ScheduleKind::kInterleaved1F1BRecompute, 4, 6, 2), InputError);  // M not a multiple of S
+}
+
 TEST(ScheduleTest, DataLoadPrecedesFirstForwardOnStageZero) {
   const Schedule schedule = build(ScheduleKind::k1F1B, 3, 4, 1, true);
   EXPECT_EQ(order_string(schedule.per_stage[0]), "L0 F0 L1 F1 L2 F2 B0 L3 F3 B1 B2 B3");
@@ -170,13 +193,16 @@ TEST(ScheduleTest, EveryInstructionAppearsExactlyOncePerStage) {
       cases.push_back({ScheduleKind::k1F1BEarlyRecompute, S, M, 1});
     }
     for (int v : {1, 2, 3}) {
-      for (int g = 1; g <= 4; ++g) cases.push_back({ScheduleKind::kInterleaved1F1B, S, g * S, v});
+      for (int g = 1; g <= 4; ++g) {
+        cases.push_back({ScheduleKind::kInterleaved1F1B, S, g * S, v});
+        cases.push_back({ScheduleKind::kInterleaved1F1BRecompute, S, g * S, v});
+      }
     }
   }
   for (const Case& c : cases) {
     for (bool load : {false, true}) {
       const Schedule schedule = build(c.kind, c.S, c.M, c.v, load);
-      const bool recompute = c.kind == ScheduleKind::k1F1BEarlyRecompute;
+      const bool recompute = recomputes(c.kind);
       std::size_t total = 0;
       for (int s = 0; s < c.S; ++s) {
         std::map<std::tuple<InstructionKind, int, int>, int> count;
@@ -205,9 +231,11 @@ TEST(ScheduleTest, EveryInstructionAppearsExactlyOncePerStage) {
 
 TEST(ScheduleTest, KindNamesRoundTrip) {
   for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kGPipe, ScheduleKind::kInterleaved1F1B,
-                            ScheduleKind::k1F1BEarlyRecompute, ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
+                            ScheduleKind::k1F1BEarlyRecompute, ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW,
+                            ScheduleKind::kInterleaved1F1BRecompute}) {
     EXPECT_EQ(parse_schedule_kind(to_string(kind)), kind);
   }
+  EXPECT_EQ(to_string(ScheduleKind::kInterleaved1F1BRecompute), "interleaved-1f1b-recompute");
   EXPECT_EQ(to_string(ScheduleKind::k1F1B), "1f1b");
   EXPECT_EQ(to_string(ScheduleKind::kGPipe), "gpipe");
   EXPECT_EQ(to_string(ScheduleKind::kInterleaved1F1B), "interleaved-1f1b");
@@ -241,7 +269,7 @@ TEST(ScheduleTest, UnknownKindListsTheKnownOnes) {
     const std::string message = e.what();
     EXPECT_NE(message.find("zero-bubble"), std::string::npos) << message;
     for (const char* name : {"1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute", "pipedream", "pipedream-2bw",
-                             "interleaved", "pipedream-flush", "2bw"}) {
+                             "interleaved-1f1b-recompute", "interleaved", "pipedream-flush", "2bw"}) {
       EXPECT_NE(message.find(name), std::string::npos) << message;
     }
   }

@@ -194,11 +194,58 @@ TEST(Configuration, InterleavingShrinksTheBubbleAndGrowsTheStash) {
   const ConfigEstimate inter = estimate_configuration(
       model, cluster, config(8, 4, 2, 1, false, ScheduleKind::kInterleaved1F1B, 2), options);
   EXPECT_DOUBLE_EQ(inter.bubble_fraction, plain.bubble_fraction / 2);
+  // The share of the iteration the bubble takes stays below 1 even with fewer microbatches
+  // than stages; Megatron's bubble/ideal does not.
+  EXPECT_DOUBLE_EQ(plain.bubble_share(), plain.bubble_fraction / (1.0 + plain.bubble_fraction));
+  // With recomputation the interleaved schedule is the kind whose DAG holds the recomputations.
+  const ConfigEstimate inter_recompute = estimate_configuration(
+      model, cluster, config(8, 4, 2, 1, true, ScheduleKind::kInterleaved1F1B, 2), options);
+  EXPECT_EQ(inter_recompute.config.schedule, ScheduleKind::kInterleaved1F1BRecompute);
+  EXPECT_EQ(describe(inter_recompute.config), "t=8 p=4 d=2 b=1 m=128 interleaved-1f1b-recompute v=2");
+  EXPECT_LT(inter_recompute.memory.activations_bytes, inter.memory.activations_bytes);
   EXPECT_GT(inter.memory.activations_bytes, plain.memory.activations_bytes);
   EXPECT_GT(inter.pipeline_bytes, plain.pipeline_bytes);  // v times the P2P traffic
   EXPECT_THROW(estimate_configuration(model, cluster, config(8, 4, 2, 1, false, ScheduleKind::kInterleaved1F1B, 1),
                                       options),
                InputError);
+}
+
+// Megatron-LM's rank order puts pipeline neighbours t*d ranks apart: a pipeline crosses the
+// nodes of 8 GPUs at exactly the hops where (a brute-force check over every pipeline) some pair
+// of neighbours sits on different nodes; tensor groups that do not divide a node straddle two.
+TEST(Configuration, PlacementCountsTheHopsThatCrossNodes) {
+  const ModelSpec& model = find_model("gpt3-175b");
+  const GpuSpec& gpu = find_gpu("a100-sxm");
+  ASSERT_EQ(gpu.gpus_per_node, 8);
+  SweepOptions options;
+  options.global_batch = 1536;
+  struct Case {
+    int t, p, d;
+  };
+  for (const Case& c : {Case{1, 64, 1}, Case{2, 8, 1}, Case{8, 4, 1}, Case{1, 8, 1}, Case{4, 16, 2}, Case{2, 4, 2},
+                        Case{3, 3, 1}}) {
+    const int gpus = c.t * c.p * c.d, stride = c.t * c.d;
+    const ConfigEstimate e = estimate_configuration(model, ClusterSpec{&gpu, gpus}, config(c.t, c.p, c.d, 1, true),
+                                                    options);
+    int crossing = 0;
+    for (int hop = 0; hop + 1 < c.p; ++hop) {
+      bool crosses = false;
+      for (int first = 0; first < stride; ++first) {
+        crosses |= (first + hop * stride) / 8 != (first + (hop + 1) * stride) / 8;
+      }
+      crossing += crosses;
+    }
+    bool tensor_straddles = false;
+    for (int group = 0; group * c.t < gpus; ++group) tensor_straddles |= (group * c.t) / 8 != (group * c.t + c.t - 1) / 8;
+    EXPECT_EQ(e.pipeline_hops_across, crossing) << c.t << " " << c.p << " " << c.d;
+    EXPECT_EQ(e.pipeline_across_nodes, crossing > 0) << c.t << " " << c.p << " " << c.d;
+    EXPECT_EQ(e.tensor_within_node, !tensor_straddles) << c.t << " " << c.p << " " << c.d;
+  }
+  // One pipeline of 64 stages on 8 nodes: 7 of its 63 hops cross, and they cost the network's
+  // bandwidth, so it is slower than the same pipeline priced all on NVLink would be.
+  const ConfigEstimate deep =
+      estimate_configuration(model, ClusterSpec{&gpu, 64}, config(1, 64, 1, 1, true), options);
+  EXPECT_EQ(deep.pipeline_hops_across, 7);
 }
 
 TEST(Configuration, ReproducesThePublishedGuidance) {

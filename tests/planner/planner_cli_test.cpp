@@ -198,7 +198,35 @@ TEST(PlannerCli, ConfigureAndPartitionPrintJson) {
   EXPECT_GE(p.at("imbalance_ratio").get<double>(), 1.0);
   const CommandRun schedules = perseus({"schedules", "--stages", "4", "--microbatches", "8", "--json"});
   ASSERT_EQ(schedules.exit_code, 0) << schedules.err;
-  EXPECT_EQ(json::parse(schedules.out).size(), 6u);
+  EXPECT_EQ(json::parse(schedules.out).size(), 7u);
+  // A shape with no interleaved schedule keeps the row and says why.
+  const CommandRun odd = perseus({"schedules", "--stages", "4", "--microbatches", "6", "--chunks", "4", "--json"});
+  ASSERT_EQ(odd.exit_code, 0) << odd.err;
+  std::size_t skipped = 0;
+  for (const json& row : json::parse(odd.out)) {
+    if (!row.contains("skipped")) {
+      EXPECT_LT(row.at("bubble_share").get<double>(), 1.0);
+      continue;
+    }
+    ++skipped;
+    EXPECT_NE(row.at("schedule").get<std::string>().find("interleaved"), std::string::npos);
+    EXPECT_NE(row.at("skipped").get<std::string>().find("6 is not a multiple of 4"), std::string::npos);
+  }
+  EXPECT_EQ(skipped, 2u);
+  const CommandRun text = perseus({"schedules", "--stages", "8", "--microbatches", "3"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("70.0%"), std::string::npos) << text.out;  // 7/(3+7), not 7/3
+  EXPECT_EQ(text.out.find("233"), std::string::npos) << text.out;
+}
+
+// Placement as Megatron-LM places ranks: one 64-stage pipeline spans 8 nodes, 7 of its hops
+// cross them; with t = 1 there is no tensor group to place.
+TEST(PlannerCli, ConfigurePlacesPipelinesThatSpanNodes) {
+  const CommandRun run = perseus({"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "64", "-t", "1",
+                                  "-p", "64", "-b", "1", "--all", "-q"});
+  EXPECT_NE(run.out.find("TP none, PP 7 of 63 hops across nodes"), std::string::npos) << run.out;
+  EXPECT_EQ(run.err.find("sweeping"), std::string::npos) << run.err;  // -q
+  EXPECT_EQ(run.out.find(" b=2 "), std::string::npos) << run.out;  // -b 1
 }
 
 TEST(PlannerCli, BadInputGetsOneClearMessage) {
@@ -228,6 +256,16 @@ TEST(PlannerCli, BadInputGetsOneClearMessage) {
       {{"profile", "synth", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--tensor-parallel", "3", "--stages", "2"},
        "does not divide"},
       {{"schedules", "--stages", "0"}, "--stages"},
+      {{"configure", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch", "-4"},
+       "--global-batch: must be positive, got -4"},
+      {{"plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "8", "--global-batch", "0"},
+       "--global-batch: must be positive, got 0"},
+      // A suggestion that needs 2,936 GiB per GPU is valid, not one that would work.
+      {{"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "8", "-d", "8", "--global-batch", "1500"},
+       "Valid, but too large for 80 GiB per GPU: --global-batch 1496"},
+      {{"partition", "--method", "pipedream"}, "partition --method pipedream: give --model"},
+      {{"partition", "--method", "pipedream", "--model", "gpt3-13b", "--stages", "4"}, "--stages does not apply"},
+      {{"partition", "--method", "bogus", "--model", "gpt3-13b", "--stages", "4"}, "uniform, pipedream"},
   };
   for (const Case& c : cases) {
     const CommandRun run = perseus(c.args);

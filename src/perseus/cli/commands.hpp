@@ -2,9 +2,31 @@
 // flags and presents results; the work is in the library modules.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace perseus::cli {
+
+// Number checks with messages a user reads ("must be positive, got -4"), where CLI11's own name
+// the range's floating-point limits.
+inline CLI::Validator number_at_least(double floor, const std::string& what) {
+  return CLI::Validator(
+      [floor, what](std::string& text) -> std::string {
+        double value = 0.0;
+        try {
+          std::size_t used = 0;
+          value = std::stod(text, &used);
+          if (used != text.size()) return "expected a number, got '" + text + "'";
+        } catch (const std::exception&) {
+          return "expected a number, got '" + text + "'";
+        }
+        return value >= floor ? std::string() : "must be " + what + ", got " + text;
+      },
+      what == "positive" ? "POSITIVE" : "NONNEGATIVE");
+}
+inline const CLI::Validator kPositive = number_at_least(1e-300, "positive");
+inline const CLI::Validator kNonNegative = number_at_least(0.0, "zero or more");
 
 void add_solver_commands(CLI::App& app);    // optimize, select (solver_commands.cpp)
 void add_emulator_commands(CLI::App& app);  // emulate, compare, report (emulator_commands.cpp)

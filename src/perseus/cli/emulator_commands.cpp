@@ -709,7 +709,7 @@ void add_emulator_commands(CLI::App& app) {
       ->check(CLI::ExistingFile);
   em->add_option("--frontier", emulate_args.frontier, "A directory written by perseus optimize")->check(CLI::ExistingDirectory);
   em->add_option("--deadline", emulate_args.deadline, "With --frontier: the plan for this iteration time, s")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   em->add_flag("--respond", emulate_args.respond,
                "With --frontier and --straggler: non-stragglers run the plan for T_opt = min(T*, T')");
   em->add_option("--baseline", emulate_args.baseline, "allmax, envpipe or zeus-global:MHZ");

@@ -88,11 +88,13 @@ json config_json(const ConfigEstimate& e) {
           {"pipeline_s", e.pipeline_s},
           {"data_parallel_s", e.data_parallel_s},
           {"bubble_fraction", e.bubble_fraction},
+          {"bubble_share", e.bubble_share()},
           {"tensor_comm_bytes", e.tensor_bytes},
           {"pipeline_comm_bytes", e.pipeline_bytes},
           {"data_comm_bytes", e.data_bytes},
           {"tensor_within_node", e.tensor_within_node},
           {"pipeline_across_nodes", e.pipeline_across_nodes},
+          {"pipeline_hops_across_nodes", e.pipeline_hops_across},
           {"samples_per_second", e.samples_per_second},
           {"model_flops_utilization", e.model_flops_utilization},
           {"imbalance_ratio", e.imbalance_ratio},
@@ -295,6 +297,12 @@ std::vector<double> read_weights(const std::string& path) {
 
 void run_partition(const PartitionArgs& a) {
   if (a.method == "pipedream") {
+    if (a.model.empty()) throw InputError("partition --method pipedream: give --model (it weighs layers by the model's time, activations and weights)");
+    if (a.stages > 0) {
+      throw InputError("partition --method pipedream: --stages does not apply: PipeDream chooses the stages and their "
+                       "replicas for the workers of --gpus-per-node x --nodes");
+    }
+    if (!a.weights.empty()) throw InputError("partition --method pipedream: --weights does not apply: give --model");
     const ModelSpec& model = find_model(a.model);
     const GpuSpec& gpu = find_gpu(a.gpu);
     const std::vector<LayerCost> layers = model_layers(model, Workload{a.microbatch_size, a.tensor, 0, false, false});
@@ -345,7 +353,12 @@ void run_partition(const PartitionArgs& a) {
     for (const LayerCost& l : layers) names.push_back(l.name);
     what = fmt::format("{} on {} (forward time at the top clock)", model.name, gpu.name);
   }
-  const PartitionMethod method = parse_partition_method(a.method);
+  PartitionMethod method;
+  try {
+    method = parse_partition_method(a.method);
+  } catch (const InputError&) {
+    throw InputError("unknown partition method '" + a.method + "'; known methods: min-imbalance, min-max, uniform, pipedream");
+  }
   Partition p;
   switch (method) {
     case PartitionMethod::kMinImbalance: p = min_imbalance_partition(weights, a.stages); break;
@@ -368,9 +381,17 @@ void run_partition(const PartitionArgs& a) {
 
 struct ConfigureArgs {
   std::string model, gpu, schedule = "1f1b";
-  int gpus = 0, global_batch = 0, top = 10, tensor = 0, pipeline = 0, data = 0;
-  bool no_recompute = false, sequence_parallel = false, all = false, json = false;
+  int gpus = 0, global_batch = 0, top = 10, tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;
+  bool no_recompute = false, sequence_parallel = false, all = false, json = false, quiet = false;
 };
+
+// "in node", "across nodes", or how many hops cross when only some do.
+std::string pipeline_placement(const ConfigEstimate& e) {
+  if (e.config.pipeline == 1) return "none";
+  if (e.pipeline_hops_across == 0) return "in node";
+  if (e.pipeline_hops_across == e.config.pipeline - 1) return "across nodes";
+  return fmt::format("{} of {} hops across nodes", e.pipeline_hops_across, e.config.pipeline - 1);
+}
 
 void run_configure(const ConfigureArgs& a) {
   const ModelSpec& model = find_model(a.model);
@@ -384,6 +405,10 @@ void run_configure(const ConfigureArgs& a) {
   options.tensor = a.tensor;
   options.pipeline = a.pipeline;
   options.data = a.data;
+  if (a.microbatch_size > 0) options.microbatch_sizes = {a.microbatch_size};
+  if (!a.quiet) {
+    fmt::print(stderr, "perseus: sweeping configurations of {} on {} {} GPUs\n", model.name, a.gpus, gpu.name);
+  }
   const std::vector<ConfigEstimate> all = sweep_configurations(model, cluster, options);
   const std::size_t fit = std::count_if(all.begin(), all.end(), [](const ConfigEstimate& e) { return e.fits; });
   json out{{"model", model.name}, {"gpu", gpu.name}, {"gpus", a.gpus},
@@ -396,7 +421,7 @@ void run_configure(const ConfigureArgs& a) {
     ++shown;
   }
   // Nothing fits: an error (exit status 2) that says what would, after the table with --all or --json.
-  const bool constrained = a.tensor || a.pipeline || a.data || a.no_recompute;
+  const bool constrained = a.tensor || a.pipeline || a.data || a.microbatch_size || a.no_recompute;
   const std::string no_fit = fit == 0 ? explain_no_fit(model, cluster, options, all, constrained) : "";
   if (!no_fit.empty()) out["error"] = no_fit;
   if (a.json) {
@@ -413,9 +438,10 @@ void run_configure(const ConfigureArgs& a) {
   for (const ConfigEstimate& e : all) {
     if (i++ >= shown) break;
     fmt::print("{:<44} {:>9.3f} {:>6.1f}% {:>5.0f}% {:>9.1f} {:>8.3f}  TP {}, PP {}\n", describe(e.config),
-               e.iteration_time_s, 100.0 * e.bubble_fraction, 100.0 * e.model_flops_utilization,
-               e.memory.total_bytes / kGiB, e.data_parallel_s, e.tensor_within_node ? "in node" : "across nodes",
-               e.config.pipeline == 1 ? "none" : (e.pipeline_across_nodes ? "across nodes" : "in node"));
+               e.iteration_time_s, 100.0 * e.bubble_share(), 100.0 * e.model_flops_utilization,
+               e.memory.total_bytes / kGiB, e.data_parallel_s,
+               e.config.tensor == 1 ? "none" : (e.tensor_within_node ? "in node" : "across nodes"),
+               pipeline_placement(e));
   }
   if (!no_fit.empty()) throw InputError(no_fit);
 }
@@ -424,17 +450,27 @@ void run_configure(const ConfigureArgs& a) {
 
 void run_schedules(int stages, int microbatches, int chunks, bool as_json) {
   json out = json::array();
+  std::vector<std::string> skipped;
   for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B,
-                            ScheduleKind::k1F1BEarlyRecompute, ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
-    const int v = kind == ScheduleKind::kInterleaved1F1B ? chunks : 1;
-    if (kind == ScheduleKind::kInterleaved1F1B && (v < 2 || microbatches % stages != 0)) continue;
+                            ScheduleKind::k1F1BEarlyRecompute, ScheduleKind::kInterleaved1F1BRecompute,
+                            ScheduleKind::kPipeDream, ScheduleKind::kPipeDream2BW}) {
+    const int v = is_interleaved(kind) ? chunks : 1;
+    json row{{"schedule", to_string(kind)}, {"chunks", v}};
+    if (is_interleaved(kind) && (v < 2 || microbatches % stages != 0)) {
+      // Said, not dropped: the row names why this shape has no interleaved schedule.
+      const std::string why =
+          v < 2 ? "needs --chunks >= 2"
+                : fmt::format("needs M a multiple of S ({} is not a multiple of {})", microbatches, stages);
+      row["skipped"] = why;
+      out.push_back(row);
+      continue;
+    }
     const auto footprint = memory_footprint(kind, stages, microbatches, v);
-    json row{{"schedule", to_string(kind)},
-             {"chunks", v},
-             {"bubble_fraction", bubble_fraction(kind, stages, microbatches, v)},
-             {"iteration_time_units", iteration_time_closed_form(kind, stages, microbatches, v, 1.0, 2.0)},
-             {"update_semantics", update_semantics(kind)},
-             {"stages", json::array()}};
+    row["bubble_fraction"] = bubble_fraction(kind, stages, microbatches, v);
+    row["bubble_share"] = bubble_share(kind, stages, microbatches, v);
+    row["iteration_time_units"] = iteration_time_closed_form(kind, stages, microbatches, v, 1.0, 2.0);
+    row["update_semantics"] = update_semantics(kind);
+    row["stages"] = json::array();
     for (const StageFootprint& f : footprint) {
       row["stages"].push_back({{"activation_stashes", f.activation_stashes},
                                {"full_activations", f.full_activations},
@@ -443,14 +479,19 @@ void run_schedules(int stages, int microbatches, int chunks, bool as_json) {
     out.push_back(row);
   }
   if (as_json) return print_json(out);
-  fmt::print("S={} stages, M={} microbatches{}; time with t_f=1, t_b=2; stage 0's footprint\n", stages, microbatches,
-             chunks > 1 ? fmt::format(", v={} chunks", chunks) : "");
-  fmt::print("{:<18} {:>8} {:>8} {:>16} {:>9}  {}\n", "schedule", "bubble", "time", "stashes (full)", "weights",
+  fmt::print("S={} stages, M={} microbatches, v={} chunks (interleaved); time with t_f=1, t_b=2; stage 0's footprint; "
+             "bubble: idle share of the iteration (bubble/ideal in --json as bubble_fraction)\n",
+             stages, microbatches, chunks);
+  fmt::print("{:<27} {:>7} {:>8} {:>16} {:>9}  {}\n", "schedule", "bubble", "time", "stashes (full)", "weights",
              "updates");
   for (const json& row : out) {
+    if (row.contains("skipped")) {
+      fmt::print("{:<27} {}\n", row["schedule"].get<std::string>(), "-- " + row["skipped"].get<std::string>());
+      continue;
+    }
     const json& s0 = row["stages"][0];
-    fmt::print("{:<18} {:>7.1f}% {:>8.1f} {:>10} ({:>3}) {:>9}  {}\n", row["schedule"].get<std::string>(),
-               100.0 * row["bubble_fraction"].get<double>(), row["iteration_time_units"].get<double>(),
+    fmt::print("{:<27} {:>6.1f}% {:>8.1f} {:>10} ({:>3}) {:>9}  {}\n", row["schedule"].get<std::string>(),
+               100.0 * row["bubble_share"].get<double>(), row["iteration_time_units"].get<double>(),
                s0["activation_stashes"].get<int>(), s0["full_activations"].get<int>(), s0["weight_versions"].get<int>(),
                row["update_semantics"].get<std::string>());
   }
@@ -649,27 +690,31 @@ void add_planner_commands(CLI::App& app) {
                                                  "recomputation: what fits and how fast (PTD-P)");
   cf->add_option("--model", conf.model, "Model (perseus models)")->required();
   cf->add_option("--gpu", conf.gpu, "GPU (perseus gpus)")->required();
-  cf->add_option("--gpus", conf.gpus, "Number of GPUs")->required()->check(CLI::PositiveNumber);
-  cf->add_option("--global-batch", conf.global_batch, "Sequences per iteration (default: the model's published batch)");
-  cf->add_option("--schedule", conf.schedule, "1f1b, gpipe, interleaved-1f1b, pipedream or pipedream-2bw")
+  cf->add_option("--gpus", conf.gpus, "Number of GPUs")->required()->check(kPositive);
+  cf->add_option("--global-batch", conf.global_batch, "Sequences per iteration (default: the model's published batch)")
+      ->check(kPositive);
+  cf->add_option("--schedule", conf.schedule,
+                 "1f1b, gpipe, interleaved-1f1b, 1f1b-recompute, interleaved-1f1b-recompute, pipedream or pipedream-2bw")
       ->capture_default_str();
-  cf->add_option("-t,--tensor-parallel", conf.tensor, "Fix the tensor-parallel degree");
-  cf->add_option("-p,--pipeline-parallel", conf.pipeline, "Fix the pipeline-parallel degree");
-  cf->add_option("-d,--data-parallel", conf.data, "Fix the data-parallel degree");
+  cf->add_option("-t,--tensor-parallel", conf.tensor, "Fix the tensor-parallel degree")->check(kPositive);
+  cf->add_option("-p,--pipeline-parallel", conf.pipeline, "Fix the pipeline-parallel degree")->check(kPositive);
+  cf->add_option("-d,--data-parallel", conf.data, "Fix the data-parallel degree")->check(kPositive);
+  cf->add_option("-b,--microbatch-size", conf.microbatch_size, "Fix the microbatch size")->check(kPositive);
   cf->add_flag("--no-recompute", conf.no_recompute, "Never recompute activations");
   cf->add_flag("--sequence-parallel", conf.sequence_parallel, "Megatron sequence parallelism with t > 1");
   cf->add_option("--top", conf.top, "Show the best N that fit")->capture_default_str();
   cf->add_flag("--all", conf.all, "Show every configuration, also those that do not fit");
   cf->add_flag("--json", conf.json, "Print as JSON");
+  cf->add_flag("-q,--quiet", conf.quiet, "No progress messages");
   cf->callback([] { run_configure(conf); });
 
   static int sched_stages = 4, sched_microbatches = 8, sched_chunks = 2;
   static bool sched_json = false;
   CLI::App* sc = app.add_subcommand("schedules", "Bubble, iteration time, memory footprint and update semantics of "
                                                  "every pipeline schedule");
-  sc->add_option("--stages", sched_stages, "Pipeline stages S")->capture_default_str()->check(CLI::PositiveNumber);
-  sc->add_option("--microbatches", sched_microbatches, "Microbatches M")->capture_default_str()->check(CLI::PositiveNumber);
-  sc->add_option("--chunks", sched_chunks, "Chunks v for interleaved 1F1B")->capture_default_str()->check(CLI::PositiveNumber);
+  sc->add_option("--stages", sched_stages, "Pipeline stages S")->capture_default_str()->check(kPositive);
+  sc->add_option("--microbatches", sched_microbatches, "Microbatches M")->capture_default_str()->check(kPositive);
+  sc->add_option("--chunks", sched_chunks, "Chunks v for interleaved 1F1B")->capture_default_str()->check(kPositive);
   sc->add_flag("--json", sched_json, "Print as JSON");
   sc->callback([] { run_schedules(sched_stages, sched_microbatches, sched_chunks, sched_json); });
 
@@ -678,14 +723,17 @@ void add_planner_commands(CLI::App& app) {
                                             "profile, the frontier and the energy Perseus saves");
   pl->add_option("--model", plan.request.model, "Model (perseus models)")->required();
   pl->add_option("--gpu", plan.request.gpu, "GPU (perseus gpus)")->required();
-  pl->add_option("--gpus", plan.request.num_gpus, "Number of GPUs")->required();
-  pl->add_option("--global-batch", plan.request.global_batch, "Sequences per iteration (default: the model's)");
-  pl->add_option("-t,--tensor-parallel", plan.request.tensor, "Fix the tensor-parallel degree");
-  pl->add_option("-p,--pipeline-parallel", plan.request.pipeline, "Fix the pipeline-parallel degree");
-  pl->add_option("-d,--data-parallel", plan.request.data, "Fix the data-parallel degree");
-  pl->add_option("-b,--microbatch-size", plan.request.microbatch_size, "Fix the microbatch size");
-  pl->add_option("--schedule", plan.request.schedule, "1f1b, gpipe, interleaved-1f1b, 1f1b-recompute, pipedream, "
-                                                      "pipedream-2bw")
+  pl->add_option("--gpus", plan.request.num_gpus, "Number of GPUs")->required()->check(kPositive);
+  pl->add_option("--global-batch", plan.request.global_batch, "Sequences per iteration (default: the model's)")
+      ->check(kPositive);
+  pl->add_option("-t,--tensor-parallel", plan.request.tensor, "Fix the tensor-parallel degree")->check(kPositive);
+  pl->add_option("-p,--pipeline-parallel", plan.request.pipeline, "Fix the pipeline-parallel degree")
+      ->check(kPositive);
+  pl->add_option("-d,--data-parallel", plan.request.data, "Fix the data-parallel degree")->check(kPositive);
+  pl->add_option("-b,--microbatch-size", plan.request.microbatch_size, "Fix the microbatch size")
+      ->check(kPositive);
+  pl->add_option("--schedule", plan.request.schedule, "1f1b, gpipe, interleaved-1f1b, 1f1b-recompute, "
+                                                      "interleaved-1f1b-recompute, pipedream, pipedream-2bw")
       ->capture_default_str();
   pl->add_flag("--no-recompute", [](std::int64_t) { plan.request.allow_recompute = false; },
                "Never recompute activations");
@@ -698,7 +746,7 @@ void add_planner_commands(CLI::App& app) {
                "Keep the crawl's plans as they are (faster; no refinement on the measured options)");
   pl->add_option("--out", plan.out, "Write the frontier, plans, profile.csv and plan.json to this directory");
   pl->add_option("--max-plans", plan.max_plans, "Keep at most N plans in plans.bin (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   pl->add_flag("--force", plan.force, "Replace an existing output directory");
   pl->add_flag("--json", plan.json, "Print the summary as JSON");
   pl->add_flag("-q,--quiet", plan.quiet, "No progress messages");

@@ -311,7 +311,7 @@ void add_solver_commands(CLI::App& app) {
                   "CSV of fit coefficients (instruction,stage,...,a,b,c) that replace the fits")
       ->check(CLI::ExistingFile);
   cmd->add_option("--max-plans", optimize.max_plans, "Keep at most N plans in plans.bin, evenly spread (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--py", optimize.py,
                   "Which plans also get a freqs_pipeline_%05d.py file: some (T_min, T*, least energy and 5 more, "
                   "evenly spread), all, none")
@@ -334,9 +334,9 @@ void add_solver_commands(CLI::App& app) {
   static SelectArgs select;
   CLI::App* sel = app.add_subcommand("select", "Pick the plan for a deadline or a straggler: T_opt = min(T*, T')");
   sel->add_option("--frontier", select.frontier, "A directory written by perseus optimize")->required();
-  auto* deadline = sel->add_option("--deadline", select.deadline, "Iteration time allowed, s")->check(CLI::PositiveNumber);
+  auto* deadline = sel->add_option("--deadline", select.deadline, "Iteration time allowed, s")->check(kPositive);
   auto* straggler = sel->add_option("--straggler-time", select.straggler_time, "The straggler's iteration time T', s")
-                        ->check(CLI::PositiveNumber);
+                        ->check(kPositive);
   deadline->excludes(straggler);
   sel->add_option("--py", select.py, "Also write the chosen plan as a freqs_pipeline file ('-': standard output)");
   sel->add_flag("--force", select.force, "Replace an existing --py file");
@@ -356,7 +356,7 @@ void add_solver_commands(CLI::App& app) {
   ex->add_option("--frontier", export_args.frontier, "A directory written by perseus optimize")->required();
   auto* point = ex->add_option("--point", export_args.points, "The frontier point (row of frontier.csv, 0: fastest)");
   auto* by_deadline = ex->add_option("--deadline", export_args.deadline, "The plan for this iteration time, s")
-                          ->check(CLI::PositiveNumber);
+                          ->check(kPositive);
   auto* all = ex->add_flag("--all", export_args.all, "Every plan, as files in the --out directory");
   point->excludes(by_deadline)->excludes(all);
   by_deadline->excludes(all);

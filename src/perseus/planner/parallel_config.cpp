@@ -60,7 +60,7 @@ std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int bat
   const int t = c.tensor, p = c.pipeline, d = c.data, b = c.microbatch_size;
   std::string why;
   if (!tensor_parallel_divides(model, t, &why)) return Invalidity{Invalid::kTensor, t, why};
-  const bool interleaved = c.schedule == ScheduleKind::kInterleaved1F1B;
+  const bool interleaved = is_interleaved(c.schedule);
   const int v = interleaved ? c.chunks : 1;
   if (p * v > layers) {
     return Invalidity{Invalid::kLayers, p * v,
@@ -91,6 +91,18 @@ std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int bat
   return std::nullopt;
 }
 
+// Whether device `a` and device `b` of some pipeline sit on different nodes of `node` GPUs,
+// pipeline ranks `stride` = t*d apart (Megatron-LM's order). O(min(stride, node)).
+bool hop_crosses_nodes(int a, int b, int stride, int node) {
+  if (a == b) return false;
+  if (stride >= node) return true;
+  const long long pa = static_cast<long long>(a) * stride, pb = static_cast<long long>(b) * stride;
+  for (long long r0 = 0; r0 < stride; ++r0) {
+    if ((r0 + pa) / node != (r0 + pb) / node) return true;
+  }
+  return false;
+}
+
 // Every configuration the sweep considers on `gpus` GPUs (fixed degrees honoured), in order.
 template <typename Visit>
 void for_each_candidate(int gpus, const SweepOptions& options, Visit visit) {
@@ -103,10 +115,10 @@ void for_each_candidate(int gpus, const SweepOptions& options, Visit visit) {
       for (int b : options.microbatch_sizes) {
         for (ScheduleKind schedule : options.schedules) {
           std::vector<int> chunk_options{1};
-          if (schedule == ScheduleKind::kInterleaved1F1B) chunk_options = options.interleave_chunks;
+          if (is_interleaved(schedule)) chunk_options = options.interleave_chunks;
           for (int v : chunk_options) {
             for (bool recompute : options.recompute) {
-              if (schedule == ScheduleKind::k1F1BEarlyRecompute && !recompute) continue;
+              if (recomputes(schedule) && !recompute) continue;
               ParallelConfig c;
               c.tensor = t;
               c.pipeline = p;
@@ -137,12 +149,18 @@ std::optional<ParallelConfig> first_valid(const ModelSpec& model, int layers, in
 
 // A configuration to name for `gpus` GPUs known to have a valid one: the sweep's best, which
 // fits if any does.
-std::string example_on(const ModelSpec& model, const ClusterSpec& cluster, int gpus, const SweepOptions& options) {
+struct Example {
+  std::string text;
+  bool fits = false;
+};
+Example example_on(const ModelSpec& model, const ClusterSpec& cluster, int gpus, const SweepOptions& options) {
   ClusterSpec other = cluster;
   other.num_gpus = gpus;
   const ConfigEstimate best = sweep_configurations(model, other, options).front();
-  return fmt::format("{}{}", describe(best.config),
-                     best.fits ? "" : fmt::format(", though it needs {:.1f} GiB per GPU", best.memory.total_bytes / (1ull << 30)));
+  return {best.fits ? describe(best.config)
+                    : fmt::format("{}, which needs {:.1f} GiB per GPU", describe(best.config),
+                                  best.memory.total_bytes / (1ull << 30)),
+          best.fits};
 }
 
 std::string join_values(const std::set<int>& values) {
@@ -222,8 +240,12 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
   if (!reasons.empty()) message += ": " + fmt::format("{}", fmt::join(reasons, "; "));
   if (!works.empty()) message += fmt::format(". Valid configurations need {}", fmt::join(works, ", "));
 
-  // A global batch near the requested one, on these GPUs.
-  std::vector<std::string> suggestions;
+  // A global batch near the requested one, on these GPUs. A suggestion whose best configuration
+  // does not fit in memory is only "valid", never "would work".
+  std::vector<std::string> suggestions, valid_only;
+  auto suggest = [&](const std::string& change, const Example& example) {
+    (example.fits ? suggestions : valid_only).push_back(fmt::format("{} ({})", change, example.text));
+  };
   for (int k = 1; k <= batch; ++k) {
     std::optional<ParallelConfig> c;
     int other = 0;
@@ -237,7 +259,7 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
     if (c) {
       SweepOptions changed = options;
       changed.global_batch = other;
-      suggestions.push_back(fmt::format("--global-batch {} ({})", other, example_on(model, cluster, gpus, changed)));
+      suggest(fmt::format("--global-batch {}", other), example_on(model, cluster, gpus, changed));
       break;
     }
   }
@@ -246,23 +268,27 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
     if (!keep_fixed && fixed.empty()) break;
     SweepOptions relaxed = options;
     if (!keep_fixed) relaxed.tensor = relaxed.pipeline = relaxed.data = 0;
-    std::vector<std::string> near;
+    std::vector<std::pair<std::string, Example>> near;
     // Without the fixed degrees these very GPUs may do (k = 0); else the nearest counts either side.
     for (int k = keep_fixed ? 1 : 0; k <= gpus && near.empty(); ++k) {
       for (int candidate : std::set<int>{gpus - k, gpus + k}) {
         if (candidate < 1) continue;
         if (first_valid(model, layers, batch, candidate, relaxed)) {
-          near.push_back(fmt::format("{}{} GPUs ({})", candidate == gpus ? "these " : "", candidate,
-                                     example_on(model, cluster, candidate, relaxed)));
+          near.emplace_back(fmt::format("{}{} GPUs", candidate == gpus ? "these " : "", candidate),
+                            example_on(model, cluster, candidate, relaxed));
         }
       }
     }
-    if (!near.empty()) {
-      suggestions.push_back(fmt::format("{}{}", keep_fixed ? "" : "without " + fixed + ", ", fmt::join(near, " or ")));
-      break;
+    for (const auto& [change, example] : near) {
+      suggest(keep_fixed ? change : fmt::format("without {}, {}", fixed, change), example);
     }
+    if (!near.empty()) break;
   }
   if (!suggestions.empty()) message += fmt::format(". Would work: {}", fmt::join(suggestions, "; "));
+  if (!valid_only.empty()) {
+    message += fmt::format(". Valid, but too large for {:.0f} GiB per GPU: {}", cluster.gpu->memory_bytes / (1ull << 30),
+                           fmt::join(valid_only, "; "));
+  }
   return message;
 }
 
@@ -271,8 +297,8 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
 std::string describe(const ParallelConfig& c) {
   std::string out = fmt::format("t={} p={} d={} b={} m={} {}", c.tensor, c.pipeline, c.data, c.microbatch_size,
                                 c.microbatches, to_string(c.schedule));
-  if (c.schedule == ScheduleKind::kInterleaved1F1B) out += fmt::format(" v={}", c.chunks);
-  if (c.recompute && c.schedule != ScheduleKind::k1F1BEarlyRecompute) out += " recompute";  // the name says it
+  if (is_interleaved(c.schedule)) out += fmt::format(" v={}", c.chunks);
+  if (c.recompute && !recomputes(c.schedule)) out += " recompute";  // else the name says it
   if (c.sequence_parallel) out += " sp";
   return out;
 }
@@ -292,13 +318,17 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   if (const auto invalid = invalidity(model, layer_count(model), batch, config)) throw InputError(invalid->why);
   const int m = batch / (d * b);
   config.microbatches = m;
-  const bool interleaved = config.schedule == ScheduleKind::kInterleaved1F1B;
+  const bool interleaved = is_interleaved(config.schedule);
   const int v = interleaved ? config.chunks : 1;
   config.chunks = v;
-  // Recomputation is a flag of every schedule (the asynchronous ones too); 1f1b-recompute is
-  // 1F1B with it.
-  if (config.schedule == ScheduleKind::k1F1BEarlyRecompute) config.recompute = true;
+  // Recomputation is a flag of every schedule (the asynchronous ones too); 1f1b-recompute and
+  // interleaved-1f1b-recompute are 1F1B and interleaved 1F1B with it, the kinds whose DAGs
+  // hold the recomputations.
+  if (recomputes(config.schedule)) config.recompute = true;
   if (config.recompute && config.schedule == ScheduleKind::k1F1B) config.schedule = ScheduleKind::k1F1BEarlyRecompute;
+  if (config.recompute && config.schedule == ScheduleKind::kInterleaved1F1B) {
+    config.schedule = ScheduleKind::kInterleaved1F1BRecompute;
+  }
 
   const Workload workload{b, t, 0, config.sequence_parallel, false};
   const std::vector<LayerCost> layers = model_layers(model, workload);
@@ -306,7 +336,9 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   const int virtual_stages = p * v;
   const int node = cluster.nodes_gpus_per_node();
   const EnergyModel energy(gpu, gpu.energy);
-  const double tp_bw = (t <= node ? gpu.intra_node_busbw : cluster.network_bandwidth()) * gpu.energy.collective_scale;
+  const bool tensor_within_node = t <= node && node % t == 0;
+  const double tp_bw =
+      (tensor_within_node ? gpu.intra_node_busbw : cluster.network_bandwidth()) * gpu.energy.collective_scale;
 
   std::vector<double> forward(n), backward(n), weight(n);
   for (int l = 0; l < n; ++l) {
@@ -321,9 +353,14 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   ConfigEstimate e;
   e.boundaries = partition.boundaries;
   e.imbalance_ratio = partition.imbalance_ratio;
-  e.tensor_within_node = t <= node;
-  e.pipeline_across_nodes = p > 1 && t * d >= node;
-  const double p2p_bw = e.pipeline_across_nodes ? cluster.network_bandwidth() : gpu.p2p_bandwidth;
+  e.tensor_within_node = tensor_within_node;
+  std::vector<double> hop_bandwidth(p);  // from device dev to (dev + 1) % p
+  for (int dev = 0; dev < p; ++dev) {
+    const bool crosses = hop_crosses_nodes(dev, (dev + 1) % p, t * d, node);
+    hop_bandwidth[dev] = crosses ? cluster.network_bandwidth() : gpu.p2p_bandwidth;
+    if (crosses && dev + 1 < p) ++e.pipeline_hops_across;
+  }
+  e.pipeline_across_nodes = e.pipeline_hops_across > 0;
 
   const std::vector<StageFootprint> footprint = memory_footprint(config.schedule, p, m, v);
   const MemoryModelOptions& mem = options.memory;
@@ -331,7 +368,7 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   double worst_params = 0.0;
   for (int dev = 0; dev < p; ++dev) {
     double f = 0.0, bw = 0.0, params = 0.0, activations = 0.0, checkpoints = 0.0, largest_layer = 0.0;
-    double chunk_activation_max = 0.0, chunk_checkpoint_max = 0.0, tensor_bytes = 0.0, sent = 0.0;
+    double chunk_activation_max = 0.0, chunk_checkpoint_max = 0.0, tensor_bytes = 0.0, sent = 0.0, p2p = 0.0;
     bool holds_embedding = false;
     double tied_copy = 0.0;
     for (int c = 0; c < v; ++c) {
@@ -354,11 +391,12 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
       chunk_checkpoint_max = std::max(chunk_checkpoint_max, chunk_checkpoint);
       if (vs + 1 < virtual_stages) {
         // Megatron's scatter/gather: each tensor-parallel rank sends 1/t of the activation.
-        sent += layers[partition.boundaries[vs + 1] - 1].output_bytes / t;
+        const double bytes = layers[partition.boundaries[vs + 1] - 1].output_bytes / t;
+        sent += bytes;
+        p2p += bytes / hop_bandwidth[dev];
       }
     }
     if (holds_embedding) params -= tied_copy;  // the head's copy is the embedding itself
-    const double p2p = sent / p2p_bw;
     e.p2p_s = std::max(e.p2p_s, p2p / v);
     f += p2p;
     bw += p2p;

@@ -79,13 +79,20 @@ struct ConfigEstimate {
   double pipeline_s = 0.0;          // the pipeline's part of an iteration
   double data_parallel_s = 0.0;     // gradient all-reduce after the pipeline drains
   double iteration_time_s = 0.0;
-  double bubble_fraction = 0.0;
+  double bubble_fraction = 0.0;     // Megatron-LM's bubble/ideal (planner/schedules.hpp)
+  double bubble_share() const { return bubble_fraction / (1.0 + bubble_fraction); }  // of the iteration
   double p2p_s = 0.0;               // per microbatch per boundary, each way
   double tensor_bytes = 0.0;        // per GPU per iteration: tensor-parallel collectives
   double pipeline_bytes = 0.0;      // per GPU per iteration: activations and gradients sent
   double data_bytes = 0.0;          // per GPU per iteration: gradient all-reduce
+  // Placement in Megatron-LM's rank order (tensor fastest, then data, then pipeline) on nodes
+  // of the cluster's GPUs per node: a tensor group stays in a node when its size divides the
+  // node's; a pipeline hop (stage to stage, and the interleaved wrap from the last device to the
+  // first) crosses nodes when it does for some pipeline. Crossing hops are priced at the
+  // network's bandwidth, the others at the GPU's point-to-point link.
   bool tensor_within_node = true;
-  bool pipeline_across_nodes = false;
+  bool pipeline_across_nodes = false;  // some hop of the pipeline crosses nodes
+  int pipeline_hops_across = 0;        // how many of its p - 1 stage-to-stage hops do
   double samples_per_second = 0.0;
   double model_flops_utilization = 0.0;  // model FLOPs (no recomputation) / (GPUs * peak * time)
   std::string rejected;             // why it does not fit (empty when it fits)

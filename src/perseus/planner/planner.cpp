@@ -172,7 +172,7 @@ PlanReport plan_training(const PlanRequest& request) {
   out.model = &model;
   out.gpu = &gpu;
   if (request.num_gpus < 1) throw InputError("plan: --gpus must be at least 1");
-  if (request.global_batch < 0) throw InputError("plan: --global-batch must be positive");
+  if (request.global_batch < 0) throw InputError("plan: --global-batch must be positive");  // 0: the model's
   out.global_batch = request.global_batch > 0 ? request.global_batch : model.default_global_batch;
   out.cluster = ClusterSpec{&gpu, request.num_gpus, 0, 0.0};
   const int node = out.cluster.nodes_gpus_per_node();
@@ -203,7 +203,7 @@ PlanReport plan_training(const PlanRequest& request) {
   const ScheduleKind schedule = parse_schedule_kind(request.schedule);
   sweep.schedules = {schedule};
   if (!request.allow_recompute) sweep.recompute = {false};
-  if (schedule == ScheduleKind::k1F1BEarlyRecompute) sweep.recompute = {true};
+  if (recomputes(schedule)) sweep.recompute = {true};
 
   report(request, fmt::format("sweeping configurations of {} on {} {} GPUs", model.name, request.num_gpus, gpu.name));
   const std::vector<ConfigEstimate> estimates = sweep_configurations(model, out.cluster, sweep);
@@ -228,7 +228,10 @@ PlanReport plan_training(const PlanRequest& request) {
       out.chosen.iteration_time_s, 100.0 * out.chosen.model_flops_utilization, gib(out.chosen.memory.total_bytes)));
   if (config.tensor > 1) {
     out.reasons.push_back(fmt::format("tensor parallelism {} {} a node of {} GPUs ({}){}", config.tensor,
-                                      out.chosen.tensor_within_node ? "stays inside" : "spans more than", node,
+                                      out.chosen.tensor_within_node ? "stays inside"
+                                      : config.tensor > node        ? "spans more than"
+                                                                    : "does not divide, so some groups straddle",
+                                      node,
                                       gpu.intra_node_link,
                                       out.chosen.tensor_within_node
                                           ? ": its all-reduces in every layer stay on the fast link (Megatron-LM guidance)"
@@ -237,9 +240,16 @@ PlanReport plan_training(const PlanRequest& request) {
     out.reasons.push_back("no tensor parallelism: the model fits without splitting its layers");
   }
   if (config.pipeline > 1) {
-    out.reasons.push_back(fmt::format("pipeline parallelism {}{}: bubble {:.1f}% with {} microbatches per pipeline",
-                                      config.pipeline, out.chosen.pipeline_across_nodes ? " across nodes" : " inside a node",
-                                      100.0 * out.chosen.bubble_fraction, config.microbatches));
+    const int hops = out.chosen.pipeline_hops_across;
+    const std::string placement =
+        hops == 0 ? " inside a node"
+        : hops == config.pipeline - 1
+            ? " across nodes"
+            : fmt::format(" over several nodes ({} of its {} stage-to-stage hops cross nodes)", hops, config.pipeline - 1);
+    out.reasons.push_back(fmt::format("pipeline parallelism {}{}: bubble {:.1f}% of the iteration with {} microbatches "
+                                      "per pipeline",
+                                      config.pipeline, placement, 100.0 * out.chosen.bubble_share(),
+                                      config.microbatches));
   }
   if (config.data > 1) {
     out.reasons.push_back(fmt::format("data parallelism {} for the remaining GPUs: a {} gradient all-reduce takes "
@@ -276,8 +286,8 @@ PlanReport plan_training(const PlanRequest& request) {
                             : fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, gpu.calibration));
   out.schedule = ScheduleSpec{core_schedule_kind(config.schedule), config.pipeline, config.microbatches, config.chunks,
                               false};
-  if (config.recompute && config.schedule != ScheduleKind::k1F1BEarlyRecompute && flushes(config.schedule)) {
-    out.warnings.push_back(fmt::format("the core builds recomputation instructions only for 1F1B; the {} frontier "
+  if (config.recompute && !recomputes(config.schedule) && flushes(config.schedule)) {
+    out.warnings.push_back(fmt::format("the core builds recomputation instructions only for 1F1B and interleaved 1F1B; the {} frontier "
                                        "leaves them out, so its times miss one forward per microbatch",
                                        to_string(config.schedule)));
   }

@@ -26,6 +26,7 @@ std::string_view update_semantics(ScheduleKind kind) {
     case ScheduleKind::k1F1B:
     case ScheduleKind::kInterleaved1F1B:
     case ScheduleKind::k1F1BEarlyRecompute:
+    case ScheduleKind::kInterleaved1F1BRecompute:
       return "synchronous: the pipeline flushes every iteration; W(t+1) = W(t) - nu*grad f(W(t))";
     case ScheduleKind::kPipeDream:
       return "asynchronous: every backward updates its stage; weight stashing pairs each forward and backward "
@@ -55,10 +56,11 @@ std::vector<StageFootprint> memory_footprint(ScheduleKind kind, int S, int M, in
         f.activation_stashes = f.full_activations = std::min(S - s, M);
         break;
       case ScheduleKind::kInterleaved1F1B:
+      case ScheduleKind::kInterleaved1F1BRecompute:
         // Warm-up forwards (docs/solver.md, "Schedules") plus the one in flight during the
         // steady state; with M = S everything is warm-up (as in Megatron-LM).
-        f.activation_stashes = f.full_activations =
-            M == S ? M * v : std::min((S - s - 1) * 2 + (v - 1) * S + 1, M * v);
+        f.activation_stashes = M == S ? M * v : std::min((S - s - 1) * 2 + (v - 1) * S + 1, M * v);
+        f.full_activations = kind == ScheduleKind::kInterleaved1F1B ? f.activation_stashes : 1;
         break;
       case ScheduleKind::k1F1BEarlyRecompute:
         f.activation_stashes = std::min(S - s, M);
@@ -83,15 +85,20 @@ std::vector<StageFootprint> memory_footprint(ScheduleKind kind, int S, int M, in
 double bubble_fraction(ScheduleKind kind, int S, int M, int v) {
   check(S, M, v);
   if (!flushes(kind)) return 0.0;
-  if (kind == ScheduleKind::kInterleaved1F1B) return (S - 1.0) / (v * static_cast<double>(M));
+  if (is_interleaved(kind)) return (S - 1.0) / (v * static_cast<double>(M));
   return (S - 1.0) / M;
+}
+
+double bubble_share(ScheduleKind kind, int S, int M, int v) {
+  const double f = bubble_fraction(kind, S, M, v);
+  return f / (1.0 + f);
 }
 
 double iteration_time_closed_form(ScheduleKind kind, int S, int M, int v, double tf, double tb) {
   check(S, M, v);
   if (!flushes(kind)) return M * (tf + tb);
-  const double per_microbatch = tf + tb + (kind == ScheduleKind::k1F1BEarlyRecompute ? tf : 0.0);
-  const double chunks = kind == ScheduleKind::kInterleaved1F1B ? v : 1.0;
+  const double per_microbatch = tf + tb + (recomputes(kind) ? tf : 0.0);
+  const double chunks = is_interleaved(kind) ? v : 1.0;
   return (M + (S - 1.0) / chunks) * per_microbatch;
 }
 

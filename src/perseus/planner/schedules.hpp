@@ -41,8 +41,12 @@ struct StageFootprint {
   int weight_versions = 1;
 };
 std::vector<StageFootprint> memory_footprint(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
-// Idle share of a flushing iteration: (S-1)/M, (S-1)/(v*M) interleaved; 0 for no flush (steady state).
+// The bubble as Megatron-LM counts it, idle time over ideal compute time: (S-1)/M, (S-1)/(v*M)
+// interleaved; 0 for no flush (steady state). Above 1 when M < S - 1.
 double bubble_fraction(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
+// The idle share of a flushing iteration, bubble / (ideal + bubble): always below 1. What tables
+// print as "bubble".
+double bubble_share(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
 // Iteration time with equal per-stage forward/backward times and no communication:
 // (M + (S-1)/v)(t_f + t_b) flushing (GPipe, 1F1B, interleaved; + t_f recomputation),
 // M(t_f + t_b) per iteration in the steady state of PipeDream and 2BW.

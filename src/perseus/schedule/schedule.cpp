@@ -18,18 +18,19 @@ struct KindName {
   ScheduleKind kind;
 };
 // The first name of each kind is its canonical one (to_string); later ones are aliases.
-constexpr std::array<KindName, 9> kKindNames = {{
+constexpr std::array<KindName, 10> kKindNames = {{
     {"1f1b", ScheduleKind::k1F1B},
     {"gpipe", ScheduleKind::kGPipe},
     {"interleaved-1f1b", ScheduleKind::kInterleaved1F1B},
     {"1f1b-recompute", ScheduleKind::k1F1BEarlyRecompute},
     {"pipedream", ScheduleKind::kPipeDream},
     {"pipedream-2bw", ScheduleKind::kPipeDream2BW},
+    {"interleaved-1f1b-recompute", ScheduleKind::kInterleaved1F1BRecompute},
     {"interleaved", ScheduleKind::kInterleaved1F1B},
     {"pipedream-flush", ScheduleKind::k1F1B},
     {"2bw", ScheduleKind::kPipeDream2BW},
 }};
-constexpr std::size_t kNumKinds = 6;  // the canonical names come first
+constexpr std::size_t kNumKinds = 7;  // the canonical names come first
 
 Instruction make(InstructionKind kind, int stage, int microbatch, int chunk = 0) {
   return Instruction{kind, stage, microbatch, chunk};
@@ -140,11 +141,11 @@ void validate_schedule(const ScheduleSpec& spec) {
     throw InputError(where + "the number of model chunks per device must be 1.." + std::to_string(limits::kMaxChunks) +
                      ", got " + std::to_string(spec.chunks));
   }
-  if (spec.chunks > 1 && spec.kind != ScheduleKind::kInterleaved1F1B) {
+  if (spec.chunks > 1 && !is_interleaved(spec.kind)) {
     throw InputError(where + std::to_string(spec.chunks) +
                      " model chunks per device need the interleaved-1f1b schedule");
   }
-  if (spec.kind == ScheduleKind::kInterleaved1F1B && spec.microbatches % spec.stages != 0) {
+  if (is_interleaved(spec.kind) && spec.microbatches % spec.stages != 0) {
     throw InputError(where + "the number of microbatches (" + std::to_string(spec.microbatches) +
                      ") must be a multiple of the number of stages (" + std::to_string(spec.stages) + ")");
   }
@@ -202,6 +203,10 @@ Schedule make_schedule(const ScheduleSpec& spec) {
       case ScheduleKind::k1F1B: order = one_f_one_b_stage(S, M, s); break;
       case ScheduleKind::kGPipe: order = gpipe_stage(M, s); break;
       case ScheduleKind::kInterleaved1F1B: order = interleaved_stage(S, M, spec.chunks, s); break;
+      case ScheduleKind::kInterleaved1F1BRecompute:
+        order = interleaved_stage(S, M, spec.chunks, s);
+        insert_recomputation(order);
+        break;
       case ScheduleKind::k1F1BEarlyRecompute:
         order = one_f_one_b_stage(S, M, s);
         insert_recomputation(order);

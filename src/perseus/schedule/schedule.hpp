@@ -24,9 +24,22 @@ enum class ScheduleKind {
   k1F1BEarlyRecompute,
   kPipeDream,            // asynchronous 1F1B with weight stashing, no flush
   kPipeDream2BW,         // double-buffered weights, gradient accumulation, no flush
+  // Interleaved 1F1B with every backward immediately preceded by its chunk's recomputation
+  // (Megatron-LM's full activation recomputation on the virtual pipeline).
+  kInterleaved1F1BRecompute,
 };
 
-// "1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute", "pipedream", "pipedream-2bw".
+// Interleaved 1F1B, with or without recomputation: the kinds that take `chunks` > 1.
+constexpr bool is_interleaved(ScheduleKind kind) {
+  return kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kInterleaved1F1BRecompute;
+}
+// The kinds whose iteration recomputes each forward right before its backward.
+constexpr bool recomputes(ScheduleKind kind) {
+  return kind == ScheduleKind::k1F1BEarlyRecompute || kind == ScheduleKind::kInterleaved1F1BRecompute;
+}
+
+// "1f1b", "gpipe", "interleaved-1f1b", "1f1b-recompute", "pipedream", "pipedream-2bw",
+// "interleaved-1f1b-recompute".
 std::string_view to_string(ScheduleKind kind);
 // Inverse of to_string, case-insensitive, with the aliases "interleaved" (interleaved-1f1b),
 // "pipedream-flush" (1f1b) and "2bw" (pipedream-2bw). Throws InputError listing the known names.
