@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help is a success; any flag the user got wrong is bad input, exit status 2 like the
+    // library's InputError (CLI11's own codes, 100 and up, would say nothing more).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const perseus::InputError& e) {
     fmt::print(stderr, "perseus: error: {}\n", e.what());
     return 2;
