@@ -83,12 +83,20 @@ TEST(FlowNetwork, MaxFlowEqualsTheMinimumCutByBruteForce) {
   }
 }
 
-TEST(FlowNetwork, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
+// Both ways a run after capacity changes can start: from the previous flow with conservation
+// restored (the default), and from the zero flow (what a run does when restoring would cost
+// more than a few passes over the network; forced here with a budget of 0 passes).
+class FlowNetworkRestart : public testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(RestorePasses, FlowNetworkRestart, testing::Values(8, 0));
+
+TEST_P(FlowNetworkRestart, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::int64_t cold_starts = 0;
   for (int trial = 0; trial < 100; ++trial) {
     RandomNetwork net = random_network(rng, 5 + trial % 6);
     FlowNetwork warm = build(net);
+    warm.set_restore_passes(GetParam());
     warm.run(0, net.nodes - 1, 1e-9);
     for (int round = 0; round < 5; ++round) {
       // Raise some capacities, cut others below their flow, zero a few.
@@ -117,7 +125,11 @@ TEST(FlowNetwork, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
       }
       for (int v = 1; v + 1 < net.nodes; ++v) ASSERT_NEAR(balance[v], 0.0, 1e-6) << "node " << v;
     }
+    cold_starts += warm.cold_starts();
   }
+  // The small networks never exhaust the default budget; with none, every cut flow restarts.
+  if (GetParam() > 0) EXPECT_EQ(cold_starts, 0);
+  else EXPECT_GT(cold_starts, 100);
 }
 
 TEST(FlowNetwork, ClearFlowStartsOver) {

@@ -82,8 +82,17 @@ void FlowNetwork::clear_flow() {
   open_source_ = -1;
 }
 
-void FlowNetwork::restore_conservation(int s, int t) {
+bool FlowNetwork::restore_conservation(int s, int t) {
   constexpr double kTolerance = 1e-12;
+  // Cancelling walks along flow paths of its own; when the flow is spread thinly over many long
+  // paths each walk cancels little and they run to ~10^9 steps (a 2BW window of 32 stages x 384
+  // microbatches: minutes in one call). Past a budget of a few passes over the network, starting
+  // from the zero flow is cheaper: the minimal minimum cut does not depend on the flow.
+  std::int64_t budget = restore_passes_ > 0 ? restore_passes_ * static_cast<std::int64_t>(half_.size()) + 1024 : -1;
+  if (budget < 0) {
+    clear_flow();
+    return false;
+  }
   // The nodes set_capacity noted, their imbalances recomputed from the flows: the walks
   // below rely on exact signs, which sums of cut amounts only approximate.
   for (int v : unbalanced_nodes_) {
@@ -104,6 +113,7 @@ void FlowNetwork::restore_conservation(int s, int t) {
       while (u != (forward ? t : s)) {
         if (u != v && (forward ? imbalance_[u] : -imbalance_[u]) > kTolerance) break;  // ends at its opposite
         int step = -1;  // the forward half-arc to cancel along
+        budget -= first_[u + 1] - first_[u];
         for (int p = first_[u]; p < first_[u + 1]; ++p) {
           // Forward walks follow arcs out of u, backward walks arcs into u.
           if (is_forward_[p] != (forward ? 1 : 0)) continue;
@@ -122,6 +132,7 @@ void FlowNetwork::restore_conservation(int s, int t) {
         own = 0.0;  // nothing left to cancel; drop the float residue
         break;
       }
+      if (budget < 0) return;
       if (u != (forward ? t : s)) amount = std::min(amount, forward ? imbalance_[u] : -imbalance_[u]);
       for (int f : path_) {
         half_[f].residual += amount;
@@ -136,12 +147,19 @@ void FlowNetwork::restore_conservation(int s, int t) {
   // imbalance only onto such nodes, s or t): no pass over the whole network.
   for (int v : unbalanced_nodes_) {
     if (v != s && v != t && imbalance_[v] < -kTolerance) cancel(v, true);
+    if (budget < 0) break;
   }
   for (int v : unbalanced_nodes_) {
+    if (budget < 0) break;
     if (v != s && v != t && imbalance_[v] > kTolerance) cancel(v, false);
+  }
+  if (budget < 0) {
+    clear_flow();  // also forgets the imbalances
+    return false;
   }
   for (int v : unbalanced_nodes_) imbalance_[v] = 0.0;
   unbalanced_nodes_.clear();
+  return true;
 }
 
 bool FlowNetwork::build_levels(int s, int t, double epsilon) {
@@ -246,7 +264,10 @@ void FlowNetwork::run(int s, int t, double epsilon) {
   if (!built_) build();
   source_ = s;
   if (open_source_ != s || open_epsilon_ != epsilon) list_source_arcs(s, epsilon);
-  if (!unbalanced_nodes_.empty()) restore_conservation(s, t);
+  if (!unbalanced_nodes_.empty() && !restore_conservation(s, t)) {
+    list_source_arcs(s, epsilon);  // the zero flow leaves every arc at s open
+    ++cold_starts_;
+  }
   // The last breadth-first search, which cannot reach t, leaves in level_ exactly the nodes
   // reachable from s in the residual graph (on_source_side).
   while (build_levels(s, t, epsilon)) augment_phase(s, t, epsilon);

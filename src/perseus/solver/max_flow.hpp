@@ -41,6 +41,11 @@ class FlowNetwork {
   double flow(int arc) const { return half_[backward_[arc]].residual; }
   int num_nodes() const { return num_nodes_; }
   int num_arcs() const { return static_cast<int>(capacity_.size()); }
+  // Runs that started from the zero flow because restoring the previous one cost more.
+  std::int64_t cold_starts() const { return cold_starts_; }
+  // How many passes over the arcs restoring conservation may take before a run starts from
+  // the zero flow instead (default 8; 0: always start from zero, as tests compare).
+  void set_restore_passes(int passes) { restore_passes_ = passes; }
 
   // Augments the current flow to a maximum flow from s to t. Residual capacities at or below
   // `epsilon` count as saturated.
@@ -64,8 +69,9 @@ class FlowNetwork {
   void change_capacity(int arc, double capacity);
   bool build_levels(int s, int t, double epsilon);
   void augment_phase(int s, int t, double epsilon);
-  // Cancels flow along paths until every node but s and t is balanced again.
-  void restore_conservation(int s, int t);
+  // Cancels flow along paths until every node but s and t is balanced again, in at most a few
+  // passes' worth of arc scans; false (and the zero flow) when that budget runs out.
+  bool restore_conservation(int s, int t);
   void note_imbalance(int v, double amount);
 
   int num_nodes_ = 0;
@@ -84,6 +90,8 @@ class FlowNetwork {
   std::vector<HalfArc> half_;
   std::vector<char> is_forward_;
   int source_ = -1;  // s of the last run
+  std::int64_t cold_starts_ = 0;
+  int restore_passes_ = 8;
   // s has an arc to half the network (the crawl's lower-bound arcs), of which a handful have
   // residual capacity at any time: the searches start from this list of its arcs that may,
   // not from all of them. It holds every half-arc at s with residual above open_epsilon_
