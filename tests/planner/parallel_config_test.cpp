@@ -248,6 +248,32 @@ TEST(Configuration, PlacementCountsTheHopsThatCrossNodes) {
   EXPECT_EQ(deep.pipeline_hops_across, 7);
 }
 
+// A configuration fits in the GPU's memory less the headroom: 175B on 1,024 A100s without
+// recomputation needs 78.6 GiB at t=8 p=16, which fits with no headroom and not with 5%.
+TEST(Configuration, FitsLeaveTheHeadroomFree) {
+  const ModelSpec& model = find_model("gpt3-175b");
+  const GpuSpec& gpu = find_gpu("a100-sxm");
+  for (double headroom : {0.0, 0.05, 0.2}) {
+    SweepOptions options;
+    options.global_batch = 1536;
+    options.memory.headroom = headroom;
+    const ConfigEstimate e = estimate_configuration(model, ClusterSpec{&gpu, 1024}, config(8, 16, 8, 1), options);
+    EXPECT_DOUBLE_EQ(e.memory.capacity_bytes, gpu.memory_bytes * (1.0 - headroom));
+    EXPECT_EQ(e.fits, e.memory.total_bytes <= gpu.memory_bytes * (1.0 - headroom)) << headroom;
+    const auto all = sweep_configurations(model, ClusterSpec{&gpu, 1024}, options);
+    for (const ConfigEstimate& c : all) {
+      if (c.fits) EXPECT_LE(c.memory.total_bytes, gpu.memory_bytes * (1.0 - headroom)) << describe(c.config);
+    }
+  }
+  SweepOptions none, some;
+  none.global_batch = some.global_batch = 1536;
+  none.memory.headroom = 0.0;
+  const ConfigEstimate tight = estimate_configuration(model, ClusterSpec{&gpu, 1024}, config(8, 16, 8, 1), none);
+  ASSERT_GT(tight.memory.total_bytes, 0.95 * gpu.memory_bytes);
+  EXPECT_TRUE(tight.fits);
+  EXPECT_FALSE(estimate_configuration(model, ClusterSpec{&gpu, 1024}, config(8, 16, 8, 1), some).fits);
+}
+
 TEST(Configuration, ReproducesThePublishedGuidance) {
   // GPT-3 175B on 1024 A100s (128 nodes of 8), batch 1536.
   const ModelSpec& model = find_model("gpt3-175b");

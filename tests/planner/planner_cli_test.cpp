@@ -262,7 +262,7 @@ TEST(PlannerCli, BadInputGetsOneClearMessage) {
        "--global-batch: must be positive, got 0"},
       // A suggestion that needs 2,936 GiB per GPU is valid, not one that would work.
       {{"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "8", "-d", "8", "--global-batch", "1500"},
-       "Valid, but too large for 80 GiB per GPU: --global-batch 1496"},
+       "Valid, but too large for 76.0 GiB (80 GiB less 5% headroom) per GPU: --global-batch 1496"},
       {{"partition", "--method", "pipedream"}, "partition --method pipedream: give --model"},
       {{"partition", "--method", "pipedream", "--model", "gpt3-13b", "--stages", "4"}, "--stages does not apply"},
       {{"partition", "--method", "bogus", "--model", "gpt3-13b", "--stages", "4"}, "uniform, pipedream"},

@@ -382,6 +382,7 @@ void run_partition(const PartitionArgs& a) {
 struct ConfigureArgs {
   std::string model, gpu, schedule = "1f1b";
   int gpus = 0, global_batch = 0, top = 10, tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;
+  double memory_headroom = -1.0;
   bool no_recompute = false, sequence_parallel = false, all = false, json = false, quiet = false;
 };
 
@@ -406,6 +407,7 @@ void run_configure(const ConfigureArgs& a) {
   options.pipeline = a.pipeline;
   options.data = a.data;
   if (a.microbatch_size > 0) options.microbatch_sizes = {a.microbatch_size};
+  if (a.memory_headroom >= 0.0) options.memory.headroom = a.memory_headroom;
   if (!a.quiet) {
     fmt::print(stderr, "perseus: sweeping configurations of {} on {} {} GPUs\n", model.name, a.gpus, gpu.name);
   }
@@ -429,8 +431,8 @@ void run_configure(const ConfigureArgs& a) {
     if (!no_fit.empty()) throw InputError(no_fit);
     return;
   }
-  fmt::print("{} on {} {} GPUs, global batch {}: {} valid configurations, {} fit in {:.0f} GiB\n", model.name, a.gpus,
-             gpu.name, out["global_batch"].get<int>(), all.size(), fit, gpu.memory_bytes / kGiB);
+  fmt::print("{} on {} {} GPUs, global batch {}: {} valid configurations, {} fit in {}\n", model.name, a.gpus,
+             gpu.name, out["global_batch"].get<int>(), all.size(), fit, options.memory.usable_text(gpu.memory_bytes));
   if (fit == 0 && !a.all) throw InputError(no_fit);
   fmt::print("{:<44} {:>9} {:>7} {:>6} {:>9} {:>8}  {}\n", "configuration", "iter s", "bubble", "MFU", "mem GiB",
              "DP s", "placement");
@@ -701,6 +703,9 @@ void add_planner_commands(CLI::App& app) {
   cf->add_option("-d,--data-parallel", conf.data, "Fix the data-parallel degree")->check(kPositive);
   cf->add_option("-b,--microbatch-size", conf.microbatch_size, "Fix the microbatch size")->check(kPositive);
   cf->add_flag("--no-recompute", conf.no_recompute, "Never recompute activations");
+  cf->add_option("--memory-headroom", conf.memory_headroom,
+                 "Share of each GPU's memory kept free (default 0.05: a configuration fits in 95%)")
+      ->check(CLI::Range(0.0, 0.9));
   cf->add_flag("--sequence-parallel", conf.sequence_parallel, "Megatron sequence parallelism with t > 1");
   cf->add_option("--top", conf.top, "Show the best N that fit")->capture_default_str();
   cf->add_flag("--all", conf.all, "Show every configuration, also those that do not fit");
@@ -737,6 +742,9 @@ void add_planner_commands(CLI::App& app) {
       ->capture_default_str();
   pl->add_flag("--no-recompute", [](std::int64_t) { plan.request.allow_recompute = false; },
                "Never recompute activations");
+  pl->add_option("--memory-headroom", plan.request.memory_headroom,
+                 "Share of each GPU's memory kept free (default 0.05: a configuration fits in 95%)")
+      ->check(CLI::Range(0.0, 0.9));
   pl->add_option("--partition", plan.partition, "min-imbalance (Perseus), min-max or uniform")->capture_default_str();
   pl->add_option("--unit-time", plan.request.unit_time, "Time quantum tau in seconds (default: chosen)");
   pl->add_option("--p-blocking", plan.request.p_blocking, "Blocking power in W (default: the GPU's)");

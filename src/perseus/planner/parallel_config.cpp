@@ -286,13 +286,20 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
   }
   if (!suggestions.empty()) message += fmt::format(". Would work: {}", fmt::join(suggestions, "; "));
   if (!valid_only.empty()) {
-    message += fmt::format(". Valid, but too large for {:.0f} GiB per GPU: {}", cluster.gpu->memory_bytes / (1ull << 30),
+    message += fmt::format(". Valid, but too large for {} per GPU: {}", options.memory.usable_text(cluster.gpu->memory_bytes),
                            fmt::join(valid_only, "; "));
   }
   return message;
 }
 
 }  // namespace
+
+std::string MemoryModelOptions::usable_text(double gpu_bytes) const {
+  constexpr double kGiBytes = 1024.0 * 1024.0 * 1024.0;
+  if (headroom <= 0.0) return fmt::format("{:.0f} GiB", gpu_bytes / kGiBytes);
+  return fmt::format("{:.1f} GiB ({:.0f} GiB less {:g}% headroom)", usable_bytes(gpu_bytes) / kGiBytes,
+                     gpu_bytes / kGiBytes, 100.0 * headroom);
+}
 
 std::string describe(const ParallelConfig& c) {
   std::string out = fmt::format("t={} p={} d={} b={} m={} {}", c.tensor, c.pipeline, c.data, c.microbatch_size,
@@ -426,17 +433,17 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
     me.workspace_bytes = mem.workspace_bytes;
     me.total_bytes = me.weights_bytes + me.gradients_bytes + me.optimizer_bytes + me.activations_bytes +
                      me.workspace_bytes;
-    me.capacity_bytes = gpu.memory_bytes;
+    me.capacity_bytes = mem.usable_bytes(gpu.memory_bytes);
     if (me.total_bytes > worst_device) {
       worst_device = me.total_bytes;
       e.memory = me;
     }
     worst_params = std::max(worst_params, params);
   }
-  e.fits = e.memory.total_bytes <= gpu.memory_bytes;
+  e.fits = e.memory.total_bytes <= e.memory.capacity_bytes;
   if (!e.fits) {
-    e.rejected = fmt::format("stage {} needs {:.1f} GiB of the {:.0f} GiB per GPU", e.memory.stage,
-                             e.memory.total_bytes / (1ull << 30), gpu.memory_bytes / (1ull << 30));
+    e.rejected = fmt::format("stage {} needs {:.1f} GiB of the {} per GPU", e.memory.stage,
+                             e.memory.total_bytes / (1ull << 30), mem.usable_text(gpu.memory_bytes));
   }
 
   const double per_microbatch = e.stage_forward_s + e.stage_backward_s;

@@ -53,6 +53,12 @@ struct MemoryModelOptions {
   double gradient_bytes = 4.0;      // FP32 gradient accumulation
   double optimizer_bytes = 12.0;    // FP32 master weights, Adam's two moments
   double workspace_bytes = 2.0 * (1ull << 30);  // CUDA context, NCCL and cuBLAS workspaces
+  // Share of the GPU's memory kept free: the caching allocator's fragmentation and the peaks
+  // the averages above miss. A configuration fits in (1 - headroom) x the GPU's memory.
+  double headroom = 0.05;
+  double usable_bytes(double gpu_bytes) const { return gpu_bytes * (1.0 - headroom); }
+  // "76.0 GiB (80 GiB less 5% headroom)", for messages.
+  std::string usable_text(double gpu_bytes) const;
 };
 
 struct MemoryEstimate {

@@ -83,8 +83,8 @@ std::string explain_no_fit(const ModelSpec& model, const ClusterSpec& cluster, c
   const GpuSpec& gpu = *cluster.gpu;
   const ConfigEstimate& leanest = estimates.front();
   const std::string message = fmt::format(
-      "{} does not fit on {} {} GPUs ({:.0f} GiB each){}: the leanest configuration ({}) needs {} per GPU", model.name,
-      cluster.num_gpus, gpu.name, gpu.memory_bytes / kGiB, constrained ? " with the degrees given" : "",
+      "{} does not fit on {} {} GPUs ({} each){}: the leanest configuration ({}) needs {} per GPU", model.name,
+      cluster.num_gpus, gpu.name, sweep.memory.usable_text(gpu.memory_bytes), constrained ? " with the degrees given" : "",
       describe(leanest.config), gib(leanest.memory.total_bytes));
   if (constrained) {
     SweepOptions free = sweep;
@@ -200,6 +200,7 @@ PlanReport plan_training(const PlanRequest& request) {
   sweep.pipeline = request.pipeline;
   sweep.data = request.data;
   if (request.microbatch_size > 0) sweep.microbatch_sizes = {request.microbatch_size};
+  if (request.memory_headroom >= 0.0) sweep.memory.headroom = request.memory_headroom;
   const ScheduleKind schedule = parse_schedule_kind(request.schedule);
   sweep.schedules = {schedule};
   if (!request.allow_recompute) sweep.recompute = {false};
@@ -222,9 +223,9 @@ PlanReport plan_training(const PlanRequest& request) {
 
   // Why this configuration.
   out.reasons.push_back(fmt::format(
-      "configuration {}: the fastest of {} that fit in {:.0f} GiB (of {} valid): about {:.3f} s an iteration, "
+      "configuration {}: the fastest of {} that fit in {} (of {} valid): about {:.3f} s an iteration, "
       "{:.0f}% model FLOPs utilisation, {} per GPU",
-      describe(config), out.configurations_fit, gpu.memory_bytes / kGiB, out.configurations_valid,
+      describe(config), out.configurations_fit, sweep.memory.usable_text(gpu.memory_bytes), out.configurations_valid,
       out.chosen.iteration_time_s, 100.0 * out.chosen.model_flops_utilization, gib(out.chosen.memory.total_bytes)));
   if (config.tensor > 1) {
     out.reasons.push_back(fmt::format("tensor parallelism {} {} a node of {} GPUs ({}){}", config.tensor,
