@@ -82,7 +82,7 @@ struct ProblemOptions {
 ProblemOptions add_problem_flags(CLI::App* cmd, ProblemArgs& a, bool required) {
   ProblemOptions o;
   o.profile = cmd->add_option("--profile", a.profile, "Profile CSV (stage,instruction,frequency,time,energy)");
-  o.schedule = cmd->add_option("--schedule", a.schedule, "1f1b, gpipe, interleaved-1f1b or 1f1b-recompute")
+  o.schedule = cmd->add_option("--schedule", a.schedule, "1f1b, gpipe, interleaved-1f1b, 1f1b-recompute or interleaved-1f1b-recompute")
                    ->capture_default_str();
   o.stages = cmd->add_option("--stages", a.stages, "Pipeline stages S (default: the profile's)")
                  ->check(CLI::Range(1, limits::kMaxStages));

@@ -290,7 +290,7 @@ void add_solver_commands(CLI::App& app) {
   cmd->add_option("--profile", optimize.profile, "Profile CSV (stage,instruction,frequency,time,energy)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--schedule", optimize.schedule, "1f1b, gpipe, interleaved-1f1b or 1f1b-recompute")
+  cmd->add_option("--schedule", optimize.schedule, "1f1b, gpipe, interleaved-1f1b, 1f1b-recompute or interleaved-1f1b-recompute")
       ->capture_default_str();
   cmd->add_option("--stages", optimize.stages, "Pipeline stages S (default: the profile's)")
       ->check(CLI::Range(1, limits::kMaxStages));
