@@ -466,6 +466,11 @@ TEST(EmulatorCli, CompareAndReportAgree) {
   // The report's summary carries the same iso-time savings as compare.
   const std::string savings = fmt_percent(j["iso_time"][0]["savings_fraction"].get<double>());
   EXPECT_NE(html.find(savings), std::string::npos) << savings;
+  // T* is the plan of least effective energy; a slower plan may use less per iteration, so the
+  // summary must not call it the least-energy plan.
+  EXPECT_EQ(html.find("least-energy plan)"), std::string::npos);
+  EXPECT_NE(html.find("T* (Perseus&#39;s plan of least effective energy"), std::string::npos)
+      << html.substr(html.find("T* ("), 200);
   for (const char* file : {"frontier.svg", "timeline_t_min.svg", "timeline_t_star.svg", "trace_t_min.json"}) {
     EXPECT_TRUE(fs::exists(dir.path() / "assets" / file)) << file;
   }
