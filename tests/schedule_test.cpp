@@ -126,33 +126,11 @@ TEST(ScheduleTest, InterleavedWarmupLengthFollowsMegatron) {
   }
 }
 
-TEST(ScheduleTest, EarlyRecomputePutsRecomputeRightBeforeEachBackward) {
-  const Schedule plain = build(ScheduleKind::k1F1B, 4, 6);
-  const Schedule recompute = build(ScheduleKind::k1F1BEarlyRecompute, 4, 6);
-  EXPECT_EQ(order_string(recompute.per_stage[0]),
-            "F0 F1 F2 F3 R0 B0 F4 R1 B1 F5 R2 B2 R3 B3 R4 B4 R5 B5");
-  for (int s = 0; s < 4; ++s) {
-    std::vector<Instruction> without;
-    const auto& order = recompute.per_stage[s];
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if (order[i].kind == InstructionKind::kRecompute) {
-        ASSERT_LT(i + 1, order.size());
-        EXPECT_EQ(order[i + 1].kind, InstructionKind::kBackward);
-        EXPECT_EQ(order[i + 1].microbatch, order[i].microbatch);
-      } else {
-        without.push_back(order[i]);
-      }
-    }
-    EXPECT_EQ(without, plain.per_stage[s]);
-  }
-}
-
-// Interleaved 1F1B with recomputation is the interleaved order with R right before each B,
-// chunk by chunk.
-TEST(ScheduleTest, InterleavedRecomputeIsTheInterleavedOrderWithRBeforeEachBackward) {
-  const Schedule plain = build(ScheduleKind::kInterleaved1F1B, 2, 4, 2);
-  const Schedule recompute = build(ScheduleKind::kInterleaved1F1BRecompute, 2, 4, 2);
-  for (int s = 0; s < 2; ++s) {
+// On every stage, each R is immediately followed by the B of its microbatch and chunk, and
+// without the Rs the order is `plain`'s.
+void expect_recompute_right_before_each_backward(const Schedule& plain, const Schedule& recompute) {
+  ASSERT_EQ(plain.per_stage.size(), recompute.per_stage.size());
+  for (std::size_t s = 0; s < recompute.per_stage.size(); ++s) {
     std::vector<Instruction> without;
     const auto& order = recompute.per_stage[s];
     for (std::size_t i = 0; i < order.size(); ++i) {
@@ -165,8 +143,22 @@ TEST(ScheduleTest, InterleavedRecomputeIsTheInterleavedOrderWithRBeforeEachBackw
         without.push_back(order[i]);
       }
     }
-    EXPECT_EQ(without, plain.per_stage[s]);
+    EXPECT_EQ(without, plain.per_stage[s]) << "stage " << s;
   }
+}
+
+TEST(ScheduleTest, EarlyRecomputePutsRecomputeRightBeforeEachBackward) {
+  const Schedule recompute = build(ScheduleKind::k1F1BEarlyRecompute, 4, 6);
+  EXPECT_EQ(order_string(recompute.per_stage[0]),
+            "F0 F1 F2 F3 R0 B0 F4 R1 B1 F5 R2 B2 R3 B3 R4 B4 R5 B5");
+  expect_recompute_right_before_each_backward(build(ScheduleKind::k1F1B, 4, 6), recompute);
+}
+
+// Interleaved 1F1B with recomputation is the interleaved order with R right before each B,
+// chunk by chunk.
+TEST(ScheduleTest, InterleavedRecomputeIsTheInterleavedOrderWithRBeforeEachBackward) {
+  expect_recompute_right_before_each_backward(build(ScheduleKind::kInterleaved1F1B, 2, 4, 2),
+                                              build(ScheduleKind::kInterleaved1F1BRecompute, 2, 4, 2));
   EXPECT_THROW(build(ScheduleKind::kInterleaved1F1BRecompute, 4, 6, 2), InputError);  // M not a multiple of S
 }
 

@@ -87,7 +87,7 @@ TEST(FlowNetwork, MaxFlowEqualsTheMinimumCutByBruteForce) {
 // restored (the default), and from the zero flow (what a run does when restoring would cost
 // more than a few passes over the network; forced here with a budget of 0 passes).
 class FlowNetworkRestart : public testing::TestWithParam<int> {};
-INSTANTIATE_TEST_SUITE_P(RestorePasses, FlowNetworkRestart, testing::Values(8, 0));
+INSTANTIATE_TEST_SUITE_P(RestorePasses, FlowNetworkRestart, testing::Values(256, 0));
 
 TEST_P(FlowNetworkRestart, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
   std::mt19937 rng(11);

@@ -9,10 +9,10 @@
 namespace perseus::cli {
 
 // Number checks with messages a user reads ("must be positive, got -4"), where CLI11's own name
-// the range's floating-point limits.
-inline CLI::Validator number_at_least(double floor, const std::string& what) {
+// the range's floating-point limits. NaN fails both.
+inline CLI::Validator sign_check(bool allow_zero) {
   return CLI::Validator(
-      [floor, what](std::string& text) -> std::string {
+      [allow_zero](std::string& text) -> std::string {
         double value = 0.0;
         try {
           std::size_t used = 0;
@@ -21,12 +21,13 @@ inline CLI::Validator number_at_least(double floor, const std::string& what) {
         } catch (const std::exception&) {
           return "expected a number, got '" + text + "'";
         }
-        return value >= floor ? std::string() : "must be " + what + ", got " + text;
+        if (allow_zero ? value >= 0.0 : value > 0.0) return "";
+        return std::string(allow_zero ? "must be zero or more" : "must be positive") + ", got " + text;
       },
-      what == "positive" ? "POSITIVE" : "NONNEGATIVE");
+      allow_zero ? "NONNEGATIVE" : "POSITIVE");
 }
-inline const CLI::Validator kPositive = number_at_least(1e-300, "positive");
-inline const CLI::Validator kNonNegative = number_at_least(0.0, "zero or more");
+inline const CLI::Validator kPositive = sign_check(false);
+inline const CLI::Validator kNonNegative = sign_check(true);
 
 void add_solver_commands(CLI::App& app);    // optimize, select (solver_commands.cpp)
 void add_emulator_commands(CLI::App& app);  // emulate, compare, report (emulator_commands.cpp)

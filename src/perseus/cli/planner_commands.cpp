@@ -386,13 +386,6 @@ struct ConfigureArgs {
   bool no_recompute = false, sequence_parallel = false, all = false, json = false, quiet = false;
 };
 
-// "in node", "across nodes", or how many hops cross when only some do.
-std::string pipeline_placement(const ConfigEstimate& e) {
-  if (e.config.pipeline == 1) return "none";
-  if (e.pipeline_hops_across == 0) return "in node";
-  if (e.pipeline_hops_across == e.config.pipeline - 1) return "across nodes";
-  return fmt::format("{} of {} hops across nodes", e.pipeline_hops_across, e.config.pipeline - 1);
-}
 
 void run_configure(const ConfigureArgs& a) {
   const ModelSpec& model = find_model(a.model);

@@ -28,9 +28,8 @@ OperationWork operation_work(std::span<const LayerCost> layers, InstructionKind 
 }
 
 double collective_bandwidth(const GpuSpec& gpu, int tensor_parallel, double scale) {
-  // A group stays on the node's link when its size divides the node's (Megatron's rank order).
-  const bool within = tensor_parallel <= gpu.gpus_per_node && gpu.gpus_per_node % tensor_parallel == 0;
-  const double link = within ? gpu.intra_node_busbw : gpu.inter_node_bandwidth;
+  const double link =
+      tensor_group_within_node(tensor_parallel, gpu.gpus_per_node) ? gpu.intra_node_busbw : gpu.inter_node_bandwidth;
   return link * scale;
 }
 

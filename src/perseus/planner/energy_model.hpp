@@ -77,6 +77,11 @@ class EnergyModel {
 // Bus bandwidth of a tensor-parallel group of `tensor_parallel` GPUs: the node's link when
 // the group fits in a node, the network otherwise.
 double collective_bandwidth(const GpuSpec& gpu, int tensor_parallel, double scale = 1.0);
+// Whether every tensor-parallel group of `tensor_parallel` ranks stays inside a node of
+// `gpus_per_node` in Megatron-LM's rank order (tensor fastest): when its size divides the node's.
+constexpr bool tensor_group_within_node(int tensor_parallel, int gpus_per_node) {
+  return tensor_parallel <= gpus_per_node && gpus_per_node % tensor_parallel == 0;
+}
 
 struct SynthesisOptions {
   std::vector<int> frequencies;  // empty: the GPU's default profile range, top clock first

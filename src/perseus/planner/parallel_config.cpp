@@ -294,6 +294,14 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
 
 }  // namespace
 
+std::string pipeline_placement(const ConfigEstimate& e) {
+  const int hops = e.config.pipeline - 1;
+  if (hops == 0) return "none";
+  if (e.pipeline_hops_across == 0) return "in node";
+  if (e.pipeline_hops_across == hops) return "across nodes";
+  return fmt::format("{} of {} hops across nodes", e.pipeline_hops_across, hops);
+}
+
 std::string MemoryModelOptions::usable_text(double gpu_bytes) const {
   constexpr double kGiBytes = 1024.0 * 1024.0 * 1024.0;
   if (headroom <= 0.0) return fmt::format("{:.0f} GiB", gpu_bytes / kGiBytes);
@@ -343,7 +351,7 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   const int virtual_stages = p * v;
   const int node = cluster.nodes_gpus_per_node();
   const EnergyModel energy(gpu, gpu.energy);
-  const bool tensor_within_node = t <= node && node % t == 0;
+  const bool tensor_within_node = tensor_group_within_node(t, node);
   const double tp_bw =
       (tensor_within_node ? gpu.intra_node_busbw : cluster.network_bandwidth()) * gpu.energy.collective_scale;
 

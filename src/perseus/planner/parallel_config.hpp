@@ -86,7 +86,7 @@ struct ConfigEstimate {
   double data_parallel_s = 0.0;     // gradient all-reduce after the pipeline drains
   double iteration_time_s = 0.0;
   double bubble_fraction = 0.0;     // Megatron-LM's bubble/ideal (planner/schedules.hpp)
-  double bubble_share() const { return bubble_fraction / (1.0 + bubble_fraction); }  // of the iteration
+  double bubble_share() const { return planner::bubble_share(bubble_fraction); }  // of the iteration
   double p2p_s = 0.0;               // per microbatch per boundary, each way
   double tensor_bytes = 0.0;        // per GPU per iteration: tensor-parallel collectives
   double pipeline_bytes = 0.0;      // per GPU per iteration: activations and gradients sent
@@ -103,6 +103,9 @@ struct ConfigEstimate {
   double model_flops_utilization = 0.0;  // model FLOPs (no recomputation) / (GPUs * peak * time)
   std::string rejected;             // why it does not fit (empty when it fits)
 };
+// Where the pipeline's hops run: "none" (p = 1), "in node", "across nodes", or "k of p-1 hops
+// across nodes" when only some cross.
+std::string pipeline_placement(const ConfigEstimate& estimate);
 
 struct SweepOptions {
   int global_batch = 0;                   // sequences per iteration; 0: the model's default

@@ -241,15 +241,9 @@ PlanReport plan_training(const PlanRequest& request) {
     out.reasons.push_back("no tensor parallelism: the model fits without splitting its layers");
   }
   if (config.pipeline > 1) {
-    const int hops = out.chosen.pipeline_hops_across;
-    const std::string placement =
-        hops == 0 ? " inside a node"
-        : hops == config.pipeline - 1
-            ? " across nodes"
-            : fmt::format(" over several nodes ({} of its {} stage-to-stage hops cross nodes)", hops, config.pipeline - 1);
-    out.reasons.push_back(fmt::format("pipeline parallelism {}{}: bubble {:.1f}% of the iteration with {} microbatches "
-                                      "per pipeline",
-                                      config.pipeline, placement, 100.0 * out.chosen.bubble_share(),
+    out.reasons.push_back(fmt::format("pipeline parallelism {} ({}): bubble {:.1f}% of the iteration with {} "
+                                      "microbatches per pipeline",
+                                      config.pipeline, pipeline_placement(out.chosen), 100.0 * out.chosen.bubble_share(),
                                       config.microbatches));
   }
   if (config.data > 1) {

@@ -89,10 +89,7 @@ double bubble_fraction(ScheduleKind kind, int S, int M, int v) {
   return (S - 1.0) / M;
 }
 
-double bubble_share(ScheduleKind kind, int S, int M, int v) {
-  const double f = bubble_fraction(kind, S, M, v);
-  return f / (1.0 + f);
-}
+double bubble_share(ScheduleKind kind, int S, int M, int v) { return bubble_share(bubble_fraction(kind, S, M, v)); }
 
 double iteration_time_closed_form(ScheduleKind kind, int S, int M, int v, double tf, double tb) {
   check(S, M, v);

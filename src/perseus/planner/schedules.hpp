@@ -47,6 +47,7 @@ double bubble_fraction(ScheduleKind kind, int stages, int microbatches, int chun
 // The idle share of a flushing iteration, bubble / (ideal + bubble): always below 1. What tables
 // print as "bubble".
 double bubble_share(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
+constexpr double bubble_share(double bubble_fraction) { return bubble_fraction / (1.0 + bubble_fraction); }
 // Iteration time with equal per-stage forward/backward times and no communication:
 // (M + (S-1)/v)(t_f + t_b) flushing (GPipe, 1F1B, interleaved; + t_f recomputation),
 // M(t_f + t_b) per iteration in the steady state of PipeDream and 2BW.

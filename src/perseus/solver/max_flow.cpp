@@ -88,11 +88,7 @@ bool FlowNetwork::restore_conservation(int s, int t) {
   // paths each walk cancels little and they run to ~10^9 steps (a 2BW window of 32 stages x 384
   // microbatches: minutes in one call). Past a budget of a few passes over the network, starting
   // from the zero flow is cheaper: the minimal minimum cut does not depend on the flow.
-  std::int64_t budget = restore_passes_ > 0 ? restore_passes_ * static_cast<std::int64_t>(half_.size()) + 1024 : -1;
-  if (budget < 0) {
-    clear_flow();
-    return false;
-  }
+  std::int64_t budget = restore_passes_ * static_cast<std::int64_t>(half_.size()) + (restore_passes_ > 0 ? 1024 : -1);
   // The nodes set_capacity noted, their imbalances recomputed from the flows: the walks
   // below rely on exact signs, which sums of cut amounts only approximate.
   for (int v : unbalanced_nodes_) {
@@ -145,13 +141,11 @@ bool FlowNetwork::restore_conservation(int s, int t) {
   };
   // Only nodes whose flow set_capacity cut can be unbalanced (and cancelling moves an
   // imbalance only onto such nodes, s or t): no pass over the whole network.
-  for (int v : unbalanced_nodes_) {
-    if (v != s && v != t && imbalance_[v] < -kTolerance) cancel(v, true);
-    if (budget < 0) break;
-  }
-  for (int v : unbalanced_nodes_) {
-    if (budget < 0) break;
-    if (v != s && v != t && imbalance_[v] > kTolerance) cancel(v, false);
+  for (const bool forward : {true, false}) {  // deficits first, then surpluses
+    for (int v : unbalanced_nodes_) {
+      if (budget < 0) break;
+      if (v != s && v != t && (forward ? imbalance_[v] < -kTolerance : imbalance_[v] > kTolerance)) cancel(v, forward);
+    }
   }
   if (budget < 0) {
     clear_flow();  // also forgets the imbalances

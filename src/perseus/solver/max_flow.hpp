@@ -44,7 +44,7 @@ class FlowNetwork {
   // Runs that started from the zero flow because restoring the previous one cost more.
   std::int64_t cold_starts() const { return cold_starts_; }
   // How many passes over the arcs restoring conservation may take before a run starts from
-  // the zero flow instead (default 8; 0: always start from zero, as tests compare).
+  // the zero flow instead (default 256, the fastest of 8, 64, 256 and 1,024 on the 2BW window of docs/solver.md; 0: always start from zero, as tests compare).
   void set_restore_passes(int passes) { restore_passes_ = passes; }
 
   // Augments the current flow to a maximum flow from s to t. Residual capacities at or below
@@ -91,7 +91,7 @@ class FlowNetwork {
   std::vector<char> is_forward_;
   int source_ = -1;  // s of the last run
   std::int64_t cold_starts_ = 0;
-  int restore_passes_ = 8;
+  int restore_passes_ = 256;
   // s has an arc to half the network (the crawl's lower-bound arcs), of which a handful have
   // residual capacity at any time: the searches start from this list of its arcs that may,
   // not from all of them. It holds every half-arc at s with residual above open_epsilon_
