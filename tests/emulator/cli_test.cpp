@@ -173,6 +173,40 @@ std::set<int> pipelines_in_trace(const std::string& dir) {
 // At cluster scale --out writes every pipeline's figures (emulation.json, devices.csv) but
 // the timelines only of the stragglers, the fastest and a typical pipeline (and the one
 // timeline.svg draws); --trace all writes every timeline, with the same figures.
+TEST(EmulatorCli, TermsAroundTheInstructionsLengthenTheIterationAndShowInEveryOutput) {
+  TempDir dir;
+  const CliRun bare = perseus("emulate" + kProblem + " --baseline allmax --json -q");
+  ASSERT_EQ(bare.status, 0) << bare.out;
+  const double t = json_of(bare)["iteration_time_s"].get<double>();
+  const double e = json_of(bare)["energy_j"]["total"].get<double>();
+  const CliRun run = perseus("emulate" + kProblem + " --baseline allmax --load-first 0.002 --load-last 0.003 "
+                             "--optimizer-step 0.05 --optimizer-power 200 --between-iterations 0.02 --out " +
+                             dir / "emu");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("then optimizer step 0.05 s and gap 0.02 s"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("data loading 0.002 s (first stage) and 0.003 s (last stage)"), std::string::npos) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(read(dir / "emu/emulation.json"));
+  const double comm = j["communication_end_s"].get<double>();
+  // Each load lies on the critical path of at least one microbatch: the pipeline is longer.
+  EXPECT_GT(comm, t + 0.005);
+  EXPECT_NEAR(j["iteration_time_s"].get<double>(), comm + 0.07, 1e-9);
+  EXPECT_NEAR(j["energy_j"]["overhead"].get<double>(), 8 * (200 * 0.05 + 83.64 * 0.02), 1e-6);
+  EXPECT_GT(j["energy_j"]["total"].get<double>(), e);
+  EXPECT_EQ(j["overheads"]["optimizer_power_w"], 200.0);
+  const nlohmann::json pipeline = nlohmann::json::parse(read(dir / "emu/pipelines/pipeline_00000.json"));
+  int loads = 0;
+  for (const auto& row : pipeline["timeline"]) loads += row["load_s"].get<double>() > 0.0;
+  EXPECT_EQ(loads, 2 * 12);  // every forward of the first and of the last stage
+  const std::string trace = read(dir / "emu/trace.json");
+  EXPECT_NE(trace.find("\"cat\":\"load\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"optimizer step\""), std::string::npos);
+  EXPECT_NE(read(dir / "emu/devices.csv").find("overhead_j"), std::string::npos);
+
+  const CliRun negative = perseus("emulate" + kProblem + " --baseline allmax --load-first -1");
+  EXPECT_EQ(negative.status, 2) << negative.out;
+  EXPECT_NE(negative.out.find("--load-first"), std::string::npos) << negative.out;
+}
+
 TEST(EmulatorCli, TimelinesOfTheNotablePipelinesByDefaultOfEveryOneWithTraceAll) {
   TempDir dir;
   const std::string cluster = "emulate" + kProblem + " --baseline envpipe --data-parallel 16 --tensor-parallel 2 "

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,8 +148,13 @@ TEST(EmulationOutput, DevicesCsvSumsToTheTotal) {
   write_devices_csv(out, r);
   const auto rows = parse_csv(out.str());
   ASSERT_EQ(rows.size(), 7u);
+  const auto column = [&](const std::string& name) {
+    const auto at = std::find(rows[0].begin(), rows[0].end(), name);
+    EXPECT_NE(at, rows[0].end()) << name;
+    return static_cast<std::size_t>(at - rows[0].begin());
+  };
   double total = 0.0;
-  for (std::size_t i = 1; i < rows.size(); ++i) total += std::stod(rows[i][11]) * std::stoi(rows[i][3]);
+  for (std::size_t i = 1; i < rows.size(); ++i) total += std::stod(rows[i][column("total_j")]) * std::stoi(rows[i][column("gpus")]);
   EXPECT_NEAR(total, r.energy.total_j(), 1e-9 * total);
   EXPECT_EQ(rows[4][4], "1");  // pipeline 1 is the straggler
 }

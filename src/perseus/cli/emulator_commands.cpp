@@ -67,6 +67,7 @@ struct LinkArgs {
   double allreduce_bandwidth = 0.0;
   double allreduce_bytes = 0.0;
   double switch_warning_fraction = kSwitchingWarningFraction;
+  IterationOverheads overheads;
 };
 
 struct ProblemOptions {
@@ -127,6 +128,32 @@ void add_link_flags(CLI::App* cmd, LinkArgs& a) {
       ->capture_default_str();
   cmd->add_option("--allreduce-bytes", a.allreduce_bytes, "Gradient bytes of one stage to all-reduce")
       ->capture_default_str();
+  // Around the instructions (docs/emulator.md): each off unless given.
+  IterationOverheads& o = a.overheads;
+  const std::string group = "Around the instructions (each off unless given)";
+  cmd->add_option("--load-first", o.first_stage_load_s,
+                  "Data loading per microbatch on the first stage, before each forward, s (GPU idle)")
+      ->check(kNonNegative)
+      ->group(group);
+  cmd->add_option("--load-last", o.last_stage_load_s,
+                  "Data loading per microbatch on the last stage (labels; all its loads together), s")
+      ->check(kNonNegative)
+      ->group(group);
+  cmd->add_flag("--blocking-sends", o.blocking_sends,
+                "A send holds its stage until the receiver has it (NCCL send/recv); with --p2p-latency set to the "
+                "measured transfer time, point-to-point as measured")
+      ->group(group);
+  cmd->add_option("--optimizer-step", o.optimizer_step_s,
+                  "The optimizer step on every GPU after the gradient all-reduce, s")
+      ->check(kNonNegative)
+      ->group(group);
+  cmd->add_option("--optimizer-power", o.optimizer_power_w, "GPU power during the optimizer step, W (default: --p-blocking)")
+      ->check(kNonNegative)
+      ->group(group);
+  cmd->add_option("--between-iterations", o.between_iterations_s,
+                  "Idle time after the optimizer step before the next iteration, s")
+      ->check(kNonNegative)
+      ->group(group);
 }
 
 double parse_number(std::string_view text, const std::string& what) {
@@ -164,6 +191,7 @@ EmulationConfig make_config(const LinkArgs& a) {
   config.gradient_bytes = a.gradient_bytes;
   config.allreduce = {a.allreduce_latency, a.allreduce_bandwidth};
   config.allreduce_bytes = a.allreduce_bytes;
+  config.overheads = a.overheads;
   for (const std::string& link : a.links) {
     const auto parts = split(link, ':');
     const std::string what = "--link " + link;
@@ -295,12 +323,22 @@ void print_emulation(const EmulationResult& r, const std::string& plan_name) {
   fmt::print("Plan: {}\n", plan_name);
   fmt::print("Cluster: {} pipelines x {} stages x TP {} = {} GPUs\n", r.data_parallel, r.stages, r.tensor_parallel,
              r.num_gpus());
-  fmt::print("Iteration time: {:.6f} s (slowest pipeline {:.6f} s, then the gradient all-reduce)\n", r.iteration_time_s,
-             r.sync_time_s);
+  const IterationOverheads& o = r.overheads;
+  const double after = r.iteration_time_s - r.communication_end_s;
+  fmt::print("Iteration time: {:.6f} s (slowest pipeline {:.6f} s, then the gradient all-reduce{})\n", r.iteration_time_s,
+             r.sync_time_s,
+             after > 0.0 ? fmt::format(", then optimizer step {:g} s and gap {:g} s", o.optimizer_step_s,
+                                       o.between_iterations_s)
+                         : "");
+  if (o.first_stage_load_s > 0.0 || o.last_stage_load_s > 0.0 || o.blocking_sends) {
+    fmt::print("Inside the pipeline: data loading {:g} s (first stage) and {:g} s (last stage) per microbatch{}\n",
+               o.first_stage_load_s, o.last_stage_load_s, o.blocking_sends ? ", blocking sends" : "");
+  }
   const EnergySplit& e = r.energy;
   fmt::print("Energy: {:.1f} J = computation {:.1f} + intrinsic blocking {:.1f} + extrinsic blocking {:.1f} + "
-             "all-reduce {:.1f}\n",
-             e.total_j(), e.computation_j, e.intrinsic_blocking_j, e.extrinsic_blocking_j, e.allreduce_j);
+             "all-reduce {:.1f}{}\n",
+             e.total_j(), e.computation_j, e.intrinsic_blocking_j, e.extrinsic_blocking_j, e.allreduce_j,
+             e.overhead_j > 0.0 ? fmt::format(" + optimizer step and gap {:.1f}", e.overhead_j) : "");
   fmt::print("Average power: {:.1f} W ({:.1f} W per GPU)\n", r.average_power_w(), r.average_power_per_gpu_w());
   fmt::print("Clock switches: {} ({} late, {} missed)\n", r.switches, r.late_switches, r.missed_switches);
   const std::size_t shown = std::min<std::size_t>(r.pipelines.size(), 4);

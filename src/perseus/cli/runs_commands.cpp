@@ -1,5 +1,6 @@
 // `perseus runs import` and `perseus runs validate`: measured runs (zeus dumps) read into a
 // run table and a profile, and the prediction checked against them run by run.
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -121,6 +122,31 @@ json validation_json(const runs::Validation& v, const std::string& dir) {
           {"runs", rows}};
 }
 
+double median_signed_time_error(const runs::Validation& v) {
+  std::vector<double> errors;
+  for (const auto& p : v.runs) errors.push_back(p.time_error());
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  return n == 0 ? 0.0 : n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+}
+
+// What each term of the prediction adds (docs/emulator.md, "Around the instructions"): the
+// median signed time error with the terms switched on one after the other.
+json term_steps(const runs::RunTable& table, const runs::ValidateOptions& options) {
+  json steps = json::array();
+  runs::ValidateOptions step = options;
+  const std::pair<const char*, std::pair<bool, bool>> order[] = {
+      {"instructions", {false, false}}, {"+ data loading", {true, false}}, {"+ remainder", {true, true}}};
+  for (const auto& [name, terms] : order) {
+    step.data_loading = terms.first;
+    step.remainder = terms.second;
+    const runs::Validation v = runs::validate(table, step);
+    steps.push_back({{"terms", name}, {"median_time_error", median_signed_time_error(v)},
+                     {"median_abs_time_error", v.median_time_error}, {"worst_abs_time_error", v.worst_time_error}});
+  }
+  return steps;
+}
+
 void run_validate(const ValidateArgs& a) {
   const runs::RunTable table = runs::import_runs(a.dir);
   runs::ValidateOptions options;
@@ -131,7 +157,8 @@ void run_validate(const ValidateArgs& a) {
   const runs::Validation v = runs::validate(table, options, [&](int done, int total) {
     if (!quiet && (done == total || done % 10 == 0)) fmt::print(stderr, "perseus: predicted {}/{} runs\n", done, total);
   });
-  const json out = validation_json(v, a.dir);
+  json out = validation_json(v, a.dir);
+  out["term_steps"] = term_steps(table, options);
   if (!a.json_out.empty()) write_output(a.json_out, a.force, out.dump(2) + "\n", a.dir);
   if (!a.csv.empty()) {
     std::string csv = "run,all_max,measured_time_s,predicted_time_s,time_error,measured_energy_j,predicted_energy_j,energy_error\n";
@@ -156,6 +183,12 @@ void run_validate(const ValidateArgs& a) {
   fmt::print("iteration time error: median {:.2f}%, worst {:.2f}%\n", 100 * v.median_time_error, 100 * v.worst_time_error);
   fmt::print("energy error:         median {:.2f}%, worst {:.2f}%  (energy fit residual {:.2f}% rms)\n",
              100 * v.median_energy_error, 100 * v.worst_energy_error, 100 * v.median_fit_residual);
+  fmt::print("time error as terms are added (median signed / median abs / worst abs):\n");
+  for (const json& step : out["term_steps"]) {
+    fmt::print("  {:<16} {:>+6.2f}%  {:>5.2f}%  {:>5.2f}%\n", step["terms"].get<std::string>(),
+               100 * step["median_time_error"].get<double>(), 100 * step["median_abs_time_error"].get<double>(),
+               100 * step["worst_abs_time_error"].get<double>());
+  }
 }
 
 }  // namespace
@@ -178,7 +211,9 @@ void add_runs_commands(CLI::App& app) {
 
   CLI::App* va = runs->add_subcommand("validate", "Predict every run from the others (leave-one-out); errors vs measured");
   va->footer("Each run's iteration time and energy predicted from a profile and energy model of the other runs. "
-             "Terms: 1F1B critical path of profiled instruction times, data loading, per-iteration remainder "
+             "The emulator runs each plan (1F1B, profiled instruction times) with data loading on the first and "
+             "last stage and the other runs' per-iteration remainder (optimizer step, p2p, gap) as time between "
+             "iterations; the table at the end shows what each term adds "
              "(docs/emulator.md, \"Against measured runs\").\n"
              "Example: perseus runs validate data/measured/a100-pp4-bloom-3b --csv bloom.csv");
   va->add_option("dir", validate_args.dir, "Folder of measured runs")->required();

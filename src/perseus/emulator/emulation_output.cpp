@@ -16,7 +16,8 @@ nlohmann::json energy_json(const EnergySplit& e) {
           {"computation", e.computation_j},
           {"intrinsic_blocking", e.intrinsic_blocking_j},
           {"extrinsic_blocking", e.extrinsic_blocking_j},
-          {"allreduce", e.allreduce_j}};
+          {"allreduce", e.allreduce_j},
+          {"overhead", e.overhead_j}};
 }
 
 std::int64_t first_gpu(const EmulationResult& result, int pipeline, int stage) {
@@ -94,6 +95,15 @@ nlohmann::json emulation_to_json(const EmulationResult& result) {
       {"switch_latency_s", result.switch_latency_s},
       {"iteration_time_s", result.iteration_time_s},
       {"sync_time_s", result.sync_time_s},
+      {"communication_end_s", result.communication_end_s},
+      {"overheads",
+       {{"first_stage_load_s", result.overheads.first_stage_load_s},
+        {"last_stage_load_s", result.overheads.last_stage_load_s},
+        {"blocking_sends", result.overheads.blocking_sends},
+        {"optimizer_step_s", result.overheads.optimizer_step_s},
+        {"optimizer_power_w", result.overheads.optimizer_power_w < 0.0 ? result.p_blocking_w
+                                                                        : result.overheads.optimizer_power_w},
+        {"between_iterations_s", result.overheads.between_iterations_s}}},
       {"average_power_w", result.average_power_w()},
       {"average_power_per_gpu_w", result.average_power_per_gpu_w()},
       {"energy_j", energy_json(result.energy)},
@@ -186,6 +196,7 @@ nlohmann::json pipeline_to_json(const EmulationResult& result, int pipeline, con
                           {"chunk", e.instruction.chunk},
                           {"start_s", e.start_s},
                           {"end_s", e.end_s},
+                          {"load_s", e.load_s},
                           {"frequency_mhz", e.frequency_mhz},
                           {"clock_at_start_mhz", e.clock_at_start_mhz},
                           {"power_w", e.power_w()},
@@ -229,10 +240,10 @@ void write_pipeline_json(std::ostream& out, const EmulationResult& result, int p
       const ExecutedInstruction& e = timeline[i];
       fmt::format_to(std::back_inserter(buffer),
                      "{}\n  {{\"pipeline\":{},\"stage\":{},\"instruction\":\"{}\",\"microbatch\":{},\"chunk\":{},"
-                     "\"start_s\":{},\"end_s\":{},\"frequency_mhz\":{},\"clock_at_start_mhz\":{},\"power_w\":{},"
-                     "\"energy_j\":{},\"switch\":\"{}\"}}",
+                     "\"start_s\":{},\"end_s\":{},\"load_s\":{},\"frequency_mhz\":{},\"clock_at_start_mhz\":{},"
+                     "\"power_w\":{},\"energy_j\":{},\"switch\":\"{}\"}}",
                      i ? "," : "", e.pipeline, e.instruction.stage, to_string(e.instruction.kind), e.instruction.microbatch,
-                     e.instruction.chunk, e.start_s, e.end_s, e.frequency_mhz, e.clock_at_start_mhz, e.power_w(),
+                     e.instruction.chunk, e.start_s, e.end_s, e.load_s, e.frequency_mhz, e.clock_at_start_mhz, e.power_w(),
                      e.energy_j, to_string(e.switch_outcome));
       flush(false);
     }
@@ -265,14 +276,14 @@ void write_timeline_csv(std::ostream& out, const EmulationResult& result, bool p
 
 void write_devices_csv(std::ostream& out, const EmulationResult& result) {
   out << "pipeline,stage,first_gpu,gpus,straggler,busy_s,finish_s,computation_j,intrinsic_blocking_j,"
-         "extrinsic_blocking_j,allreduce_j,total_j,switches,late_switches,missed_switches\n";
+         "extrinsic_blocking_j,allreduce_j,overhead_j,total_j,switches,late_switches,missed_switches\n";
   fmt::memory_buffer buffer;  // a row for each of 16,384 devices at 131,072 GPUs
   for (const DeviceSummary& d : result.devices) {
     const EnergySplit& e = d.energy;
-    fmt::format_to(std::back_inserter(buffer), "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.pipeline, d.stage,
+    fmt::format_to(std::back_inserter(buffer), "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.pipeline, d.stage,
                    first_gpu(result, d.pipeline, d.stage), result.tensor_parallel,
                    result.pipelines[d.pipeline].straggler ? 1 : 0, d.busy_s, d.finish_s, e.computation_j,
-                   e.intrinsic_blocking_j, e.extrinsic_blocking_j, e.allreduce_j, e.total_j(), d.switches,
+                   e.intrinsic_blocking_j, e.extrinsic_blocking_j, e.allreduce_j, e.overhead_j, e.total_j(), d.switches,
                    d.late_switches, d.missed_switches);
     if (buffer.size() > (1u << 16)) {
       out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));

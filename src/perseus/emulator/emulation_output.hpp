@@ -67,7 +67,7 @@ void write_timeline_csv(std::ostream& out, const EmulationResult& result, bool p
 
 // One row per device (pipeline, stage) of every pipeline, energies per GPU:
 // pipeline,stage,first_gpu,gpus,straggler,busy_s,finish_s,computation_j,intrinsic_blocking_j,
-// extrinsic_blocking_j,allreduce_j,total_j,switches,late_switches,missed_switches
+// extrinsic_blocking_j,allreduce_j,overhead_j,total_j,switches,late_switches,missed_switches
 void write_devices_csv(std::ostream& out, const EmulationResult& result);
 
 }  // namespace perseus

@@ -17,6 +17,7 @@ EnergySplit& EnergySplit::operator+=(const EnergySplit& other) {
   intrinsic_blocking_j += other.intrinsic_blocking_j;
   extrinsic_blocking_j += other.extrinsic_blocking_j;
   allreduce_j += other.allreduce_j;
+  overhead_j += other.overhead_j;
   return *this;
 }
 
@@ -107,6 +108,20 @@ void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
       throw InputError(fmt::format("straggler pipeline {}'s delay: at most a year, not {:g} s", s.pipeline, s.delay_s));
     }
   }
+  const IterationOverheads& o = config.overheads;
+  check_amount(o.first_stage_load_s, "the first stage's data loading time");
+  check_amount(o.last_stage_load_s, "the last stage's data loading time");
+  check_amount(o.optimizer_step_s, "the optimizer step's time");
+  check_amount(o.between_iterations_s, "the time between iterations");
+  if (!std::isfinite(o.optimizer_power_w)) throw InputError("the optimizer step's power must be finite");
+  if (o.first_stage_load_s > 0.0 || o.last_stage_load_s > 0.0) {
+    for (std::size_t n = 0; n < problem.dag.num_nodes(); ++n) {
+      if (problem.dag.instruction(static_cast<Dag::NodeId>(n)).kind == InstructionKind::kLoad) {
+        throw InputError("the schedule already has load instructions (--data-load): give data loading either as "
+                         "profiled load instructions or as a loading time per microbatch, not both");
+      }
+    }
+  }
   for (int p : config.detail_pipelines) {
     if (p < 0 || p >= config.data_parallel) {
       throw InputError(fmt::format("pipeline {} cannot keep its timeline: it does not exist (there are {} pipelines)",
@@ -125,6 +140,7 @@ struct Layout {
   std::vector<std::int32_t> operation;     // per node
   std::vector<std::uint8_t> constant;      // per node: a constant-time operation
   std::vector<double> send_bytes;          // per node: what it sends to another device
+  std::vector<double> load_before;         // per node: data loading right before it (IterationOverheads)
   std::vector<LinkSpec> links;             // S * S, by from * S + to
 };
 
@@ -138,6 +154,7 @@ Layout make_layout(const EnergyProblem& problem, const FrequencyTable& clocks, c
   layout.operation.resize(n);
   layout.constant.resize(n);
   layout.send_bytes.resize(n);
+  layout.load_before.resize(n);
   layout.device_begin.push_back(0);
   for (int s = 0; s < layout.stages; ++s) {
     for (Dag::NodeId node : dag.stage_nodes(s)) {
@@ -154,8 +171,14 @@ Layout make_layout(const EnergyProblem& problem, const FrequencyTable& clocks, c
     layout.pred_count[i] = static_cast<std::int32_t>(dag.predecessors(node).size());
     layout.operation[i] = problem.node_operation[i];
     layout.constant[i] = clocks.is_constant(static_cast<std::size_t>(problem.node_operation[i]));
-    layout.send_bytes[i] =
-        dag.instruction(node).kind == InstructionKind::kBackward ? config.gradient_bytes : config.activation_bytes;
+    const Instruction& instruction = dag.instruction(node);
+    layout.send_bytes[i] = instruction.kind == InstructionKind::kBackward ? config.gradient_bytes : config.activation_bytes;
+    if (instruction.kind == InstructionKind::kForward) {
+      // Virtual stage 0 holds the input, the last virtual stage the loss (and so the labels).
+      const int virtual_stage = instruction.chunk * layout.stages + instruction.stage;
+      if (virtual_stage == 0) layout.load_before[i] += config.overheads.first_stage_load_s;
+      if (virtual_stage == dag.chunks() * layout.stages - 1) layout.load_before[i] += config.overheads.last_stage_load_s;
+    }
   }
   layout.links.assign(static_cast<std::size_t>(layout.stages) * layout.stages, config.p2p);
   for (const auto& [pair, link] : config.p2p_links) layout.links[pair.first * layout.stages + pair.second] = link;
@@ -303,8 +326,10 @@ class PipelineEngine {
     // Ties go to the dependency: the path then follows the data between stages.
     run_.waited_for[node] = ready_[node] >= device.free_s ? ready_from_[node] : device.last;
     device.busy = true;
-    run_.start[node] = start;
-    run_.end[node] = execute(device, node, start);
+    // Data loading occupies the device, idle, between the moment the forward could start and
+    // its start.
+    run_.start[node] = start + layout_.load_before[node];
+    run_.end[node] = execute(device, node, run_.start[node]);
     push(run_.end[node], node, true);
   }
 
@@ -366,6 +391,7 @@ class PipelineEngine {
     ++device.next;
     ++finished_;
     request_clock(d, device);
+    const bool blocking = config_.overheads.blocking_sends;
     const int stages = layout_.stages;
     for (Dag::NodeId successor : dag_.successors(node)) {
       const int e = layout_.device[successor];
@@ -385,6 +411,9 @@ class PipelineEngine {
       link_free_[link_index] = send + link.occupancy_s(bytes);
       const double arrival = link_free_[link_index] + link.latency_s;
       push(arrival, successor, false, node);
+      // A blocking send holds the device until the receiver has it: its next instruction
+      // waits for this one (the wait is idle time, not busy time).
+      if (blocking) device.free_s = std::max(device.free_s, arrival);
       if (record_transfers_) {
         run_.transfers.push_back({input_.pipeline, d, e, node, successor, send, arrival, bytes});
       }
@@ -465,7 +494,8 @@ class TimelineRecorder {
     for (std::int32_t i = 0; i < static_cast<std::int32_t>(layout_.order.size()); ++i) {
       const Dag::NodeId node = layout_.order[i];
       result_.timeline.push_back({dag_.instruction(node), input.pipeline, node, run.start[node], run.end[node],
-                                  run.energy[node], input.plan->frequency_mhz[node], run.clock_at_start[node],
+                                  run.energy[node], layout_.load_before[node], input.plan->frequency_mhz[node],
+                                  run.clock_at_start[node],
                                   run.outcome[node], run.waited_for[node]});
     }
     result_.transfers.insert(result_.transfers.end(), run.transfers.begin(), run.transfers.end());
@@ -583,6 +613,7 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
   result.p_blocking_w = p_blocking;
   result.switch_latency_s = config.switch_latency_s;
   result.detail = config.detail;
+  result.overheads = config.overheads;
   result.devices.reserve(static_cast<std::size_t>(replicas) * stages);
   result.pipelines.reserve(static_cast<std::size_t>(replicas));
 
@@ -633,16 +664,24 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
       result.iteration_time_s = std::max(result.iteration_time_s, start + duration);
     }
   }
+  // Then the optimizer step and the gap, on every GPU at once.
+  const IterationOverheads& overheads = config.overheads;
+  result.communication_end_s = result.iteration_time_s;
+  result.iteration_time_s += overheads.optimizer_step_s + overheads.between_iterations_s;
+  const double optimizer_power = overheads.optimizer_power_w < 0.0 ? p_blocking : overheads.optimizer_power_w;
+  const double overhead_j = optimizer_power * overheads.optimizer_step_s + p_blocking * overheads.between_iterations_s;
 
   for (DeviceSummary& device : result.devices) {
     PipelineSummary& pipeline = result.pipelines[device.pipeline];
     device.energy.extrinsic_blocking_j = p_blocking * (result.sync_time_s - pipeline.time_s);
-    device.energy.allreduce_j = p_blocking * (result.iteration_time_s - result.sync_time_s);
+    device.energy.allreduce_j = p_blocking * (result.communication_end_s - result.sync_time_s);
+    device.energy.overhead_j = overhead_j;
     EnergySplit gpus = device.energy;
     gpus.computation_j *= tp;
     gpus.intrinsic_blocking_j *= tp;
     gpus.extrinsic_blocking_j *= tp;
     gpus.allreduce_j *= tp;
+    gpus.overhead_j *= tp;
     pipeline.energy += gpus;
     result.energy += gpus;
     result.switches += device.switches;

@@ -11,8 +11,11 @@
 // Energy of one GPU over the iteration [0, T_iteration]:
 //   computation          measured energy of its instructions (as executed)
 //   intrinsic blocking   p_blocking while idle inside its pipeline's own iteration [0, T_p]
+//                        (data loading and blocking sends included: the GPU waits on them)
 //   extrinsic blocking   p_blocking while waiting for the slowest pipeline [T_p, T_sync]
-//   all-reduce           p_blocking while the gradient all-reduce runs on [T_sync, T_iteration]
+//   all-reduce           p_blocking while the gradient all-reduce runs on [T_sync, T_comm]
+//   overhead             the optimizer step and the gap before the next iteration,
+//                        [T_comm, T_iteration] (IterationOverheads; none by default)
 // With zero-cost links and no switching latency, a pipeline's T_p is the DAG critical path
 // over measured times and its energy is evaluate_measured's (docs/solver.md, "Iteration energy").
 //
@@ -59,6 +62,36 @@ struct Straggler {
   double delay_s = 0.0;   // >= 0
 };
 
+// What an iteration holds besides its instructions, the transfers between them and the
+// gradient all-reduce: what makes a measured iteration 1.5-6.5% longer than its instructions'
+// critical path (docs/emulator.md, "Around the instructions"). Every term is off by default and
+// switchable on its own.
+struct IterationOverheads {
+  // Data loading, per microbatch, while the GPU idles (p_blocking): the first stage loads the
+  // input before each forward of its first chunk, the last stage the labels before each forward
+  // of its last chunk (DeepSpeed and Merak: after the activation arrived, right before the
+  // forward; Merak's last stage loads twice, so give the two together). A one-stage pipeline
+  // loads both. Cannot be combined with load instructions in the schedule (--data-load).
+  double first_stage_load_s = 0.0;
+  double last_stage_load_s = 0.0;
+  // A send holds its sender until the receiver has it (blocking point-to-point, as NCCL
+  // send/recv in DeepSpeed and Merak), instead of leaving in the background. With links of a
+  // measured per-transfer time (latency), this is point-to-point as measured.
+  bool blocking_sends = false;
+  // The optimizer step: every GPU at once, after the last gradient all-reduce (clipping needs
+  // the gradient norm of every stage), for this long at `optimizer_power_w` (negative:
+  // p_blocking).
+  double optimizer_step_s = 0.0;
+  double optimizer_power_w = -1.0;
+  // Idle (p_blocking) after the optimizer step until the next iteration starts: the training
+  // loop's own work (logging, the scheduler, the next batch's bookkeeping).
+  double between_iterations_s = 0.0;
+  bool any() const {
+    return first_stage_load_s > 0.0 || last_stage_load_s > 0.0 || blocking_sends || optimizer_step_s > 0.0 ||
+           between_iterations_s > 0.0;
+  }
+};
+
 // Default of EmulationConfig::switching_warning_fraction: 0.1%.
 inline constexpr double kSwitchingWarningFraction = 1e-3;
 
@@ -94,6 +127,7 @@ struct EmulationConfig {
   // instant switching) or of the iteration energy (extra computation energy): a 47 us delay
   // in a 4 s iteration is no reason to distrust a plan. 0 warns on any cost.
   double switching_warning_fraction = kSwitchingWarningFraction;
+  IterationOverheads overheads;
 };
 
 // Energy of a set of GPUs, split by what they were doing.
@@ -102,7 +136,10 @@ struct EnergySplit {
   double intrinsic_blocking_j = 0.0;
   double extrinsic_blocking_j = 0.0;
   double allreduce_j = 0.0;
-  double total_j() const { return computation_j + intrinsic_blocking_j + extrinsic_blocking_j + allreduce_j; }
+  double overhead_j = 0.0;  // the optimizer step and the gap between iterations
+  double total_j() const {
+    return computation_j + intrinsic_blocking_j + extrinsic_blocking_j + allreduce_j + overhead_j;
+  }
   EnergySplit& operator+=(const EnergySplit& other);
 };
 
@@ -120,6 +157,7 @@ struct ExecutedInstruction {
   double start_s = 0.0;
   double end_s = 0.0;
   double energy_j = 0.0;            // per GPU
+  double load_s = 0.0;              // data loading right before start_s (IterationOverheads)
   std::int32_t frequency_mhz = 0;   // the planned clock
   std::int32_t clock_at_start_mhz = 0;
   SwitchOutcome switch_outcome = SwitchOutcome::kNone;
@@ -173,8 +211,10 @@ struct EmulationResult {
   double p_blocking_w = 0.0;
   double switch_latency_s = 0.0;
   TimelineDetail detail = TimelineDetail::kAll;  // what EmulationConfig::detail asked for
-  double iteration_time_s = 0.0;  // T_iteration: until the last gradient all-reduce ends
+  double iteration_time_s = 0.0;  // T_iteration: until the next iteration can start
   double sync_time_s = 0.0;       // T_sync: the slowest pipeline's own iteration
+  double communication_end_s = 0.0;  // T_comm: the last gradient all-reduce's end (T_sync if none)
+  IterationOverheads overheads;      // as configured
   EnergySplit energy;             // all GPUs
   std::int64_t switches = 0, late_switches = 0, missed_switches = 0;
   std::vector<PipelineSummary> pipelines;

@@ -78,6 +78,10 @@ void write_chrome_trace(std::ostream& out, const EmulationResult& result, const 
         const std::size_t offset = static_cast<std::size_t>(timeline.data() - result.timeline.data());
         for (std::size_t k = 0; k < timeline.size(); ++k) {
           const ExecutedInstruction& e = timeline[k];
+          if (e.load_s > 0.0) {
+            w.event(R"({{"name":"load {}","cat":"load","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"microbatch":{}}}}})",
+                    e.instruction.microbatch, p, s, us(e.start_s - e.load_s), us(e.load_s), e.instruction.microbatch);
+          }
           w.event(
               R"({{"name":"{}","cat":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"microbatch":{},"chunk":{},"frequency_mhz":{},"clock_at_start_mhz":{},"power_w":{:.3f},"energy_j_per_gpu":{:.6f},"switch":"{}","critical":{}}}}})",
               label(e.instruction), to_string(e.instruction.kind), p, s, us(e.start_s), us(e.end_s - e.start_s),
@@ -94,6 +98,11 @@ void write_chrome_trace(std::ostream& out, const EmulationResult& result, const 
                       us(e.end_s), result.p_blocking_w);
             }
           }
+        }
+        const IterationOverheads& o = result.overheads;
+        if (o.optimizer_step_s > 0.0) {
+          w.event(R"({{"name":"optimizer step","cat":"optimizer","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{}}}})",
+                  p, s, us(result.communication_end_s), us(o.optimizer_step_s));
         }
       }
     }

@@ -4,12 +4,16 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <memory>
 #include <map>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "perseus/emulator/emulator.hpp"
+#include "perseus/emulator/frequency_table.hpp"
 #include "perseus/model/errors.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace perseus::runs {
 namespace {
@@ -105,47 +109,6 @@ double lookup(const std::map<int, double>& by_clock, int clock, int stage, bool 
 
 }  // namespace
 
-double critical_path(const std::vector<std::vector<double>>& durations, int microbatches,
-                     const std::vector<double>& before_forward) {
-  const int stages = static_cast<int>(durations.size());
-  std::vector<std::vector<Step>> orders;
-  for (int s = 0; s < stages; ++s) orders.push_back(one_f_one_b(s, stages, microbatches));
-  // End time of forward / backward (stage, microbatch); negative while not yet run.
-  std::vector<std::vector<double>> fwd_end(stages, std::vector<double>(microbatches, -1.0));
-  std::vector<std::vector<double>> bwd_end = fwd_end;
-  std::vector<std::size_t> next(stages, 0);
-  std::vector<double> free_at(stages, 0.0);
-  std::size_t remaining = 0;
-  for (const auto& o : orders) remaining += o.size();
-  while (remaining > 0) {
-    bool progressed = false;
-    for (int s = 0; s < stages; ++s) {
-      while (next[s] < orders[s].size()) {
-        const Step& step = orders[s][next[s]];
-        const int m = step.microbatch;
-        double ready = free_at[s];
-        if (step.forward && s > 0) {
-          if (fwd_end[s - 1][m] < 0) break;
-          ready = std::max(ready, fwd_end[s - 1][m]);
-        }
-        if (!step.forward && s + 1 < stages) {
-          if (bwd_end[s + 1][m] < 0) break;
-          ready = std::max(ready, bwd_end[s + 1][m]);
-        }
-        double d = durations[s][next[s]];
-        if (step.forward) d += before_forward[s];
-        free_at[s] = ready + d;
-        (step.forward ? fwd_end : bwd_end)[s][m] = free_at[s];
-        ++next[s];
-        --remaining;
-        progressed = true;
-      }
-    }
-    if (!progressed) throw SolveError("critical_path: the 1F1B orders deadlock");
-  }
-  return *std::max_element(free_at.begin(), free_at.end());
-}
-
 EnergyFit fit_energy(const RunTable& table, int exclude, double blocked_w) {
   EnergyFit fit;
   double sq = 0.0;
@@ -189,27 +152,98 @@ std::vector<ProfileEntry> profile_with_energy(const RunTable& table, int exclude
   return entries;
 }
 
+namespace {
+
+// The run as the emulator runs it: the 1F1B schedule of the table's shape bound to a profile,
+// and each instruction's time and energy given per run (the plans below), not looked up.
+struct EmulatedPipeline {
+  EnergyProblem problem;
+  std::shared_ptr<const FrequencyTable> clocks;
+  // Per DAG node: its stage and its position in one_f_one_b(stage, ...), where the run tables
+  // keep durations and clocks.
+  std::vector<int> stage, position;
+};
+
+EmulatedPipeline emulated_pipeline(const RunTable& table, const std::vector<ProfileEntry>& entries, double p_blocking) {
+  const Profile profile = to_profile(entries, table.dir.string());
+  SolveRequest request;
+  request.schedule = {ScheduleKind::k1F1B, table.stages, table.microbatches, 1, false};
+  request.options.p_blocking = p_blocking;
+  request.options.fit_costs = false;
+  ScheduleSpec resolved;
+  EmulatedPipeline out{make_problem(profile, request, &resolved, nullptr), nullptr, {}, {}};
+  out.clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(out.problem, profile));
+  const Dag& dag = out.problem.dag;
+  out.stage.resize(dag.num_nodes());
+  out.position.resize(dag.num_nodes());
+  for (int s = 0; s < table.stages; ++s) {
+    const auto order = one_f_one_b(s, table.stages, table.microbatches);
+    std::map<std::pair<bool, int>, int> at;
+    for (std::size_t k = 0; k < order.size(); ++k) at[{order[k].forward, order[k].microbatch}] = static_cast<int>(k);
+    for (Dag::NodeId n : dag.stage_nodes(s)) {
+      const Instruction& ins = dag.instruction(n);
+      out.stage[n] = s;
+      out.position[n] = at.at({ins.kind == InstructionKind::kForward, ins.microbatch});
+    }
+  }
+  return out;
+}
+
+// A plan of per-stage durations (one_f_one_b order) at a run's clocks; energy from `power`
+// (per stage: W while computing at the clock), none when null.
+ExecutionPlan plan_of(const EmulatedPipeline& pipeline, const Run& run, const std::vector<std::vector<double>>& durations,
+                      const EnergyFit* power) {
+  const Dag& dag = pipeline.problem.dag;
+  ExecutionPlan plan;
+  plan.clocks = pipeline.clocks;
+  for (std::size_t n = 0; n < dag.num_nodes(); ++n) {
+    const int s = pipeline.stage[n], k = pipeline.position[n];
+    const double t = durations[s][k];
+    const int clock = run.ranks[s].clocks[k];
+    const bool forward = dag.instruction(static_cast<Dag::NodeId>(n)).kind == InstructionKind::kForward;
+    double watts = 0.0;
+    if (power) watts = forward ? power->stages[s].forward_w(clock) : power->stages[s].backward_w(clock);
+    plan.frequency_mhz.push_back(clock);
+    plan.time_s.push_back(t);
+    plan.energy_j.push_back(watts * t);
+  }
+  return plan;
+}
+
+}  // namespace
+
 Validation validate(const RunTable& table, const ValidateOptions& options, const std::function<void(int, int)>& progress) {
   if (table.runs.size() < 3) throw InputError(fmt::format("{}: leave-one-out needs at least 3 runs, found {}",
                                                           table.dir.string(), table.runs.size()));
   const int S = table.stages, M = table.microbatches;
   std::vector<std::vector<Step>> orders;
   for (int s = 0; s < S; ++s) orders.push_back(one_f_one_b(s, S, M));
-  const auto load_per_forward = [&](const RankRun& rr) { return rr.load_s / M; };
+  const auto load_per_forward = [&](const Run& run, int stage) { return run.ranks[stage].load_s / M; };
+  // The emulator with a run's data loading (the first and the last stage's, per microbatch).
+  const auto loading = [&](double first, double last) {
+    EmulationConfig config;
+    config.detail = TimelineDetail::kListed;
+    config.record_transfers = false;
+    if (options.data_loading) {
+      config.overheads.first_stage_load_s = first;
+      config.overheads.last_stage_load_s = S > 1 ? last : 0.0;
+    }
+    return config;
+  };
+  // The DAG and clocks are the same for every run: one problem, bound to all the runs' clocks.
+  const EmulatedPipeline pipeline = emulated_pipeline(table, time_profile(table, -1), 83.64);
 
-  // Each run's remainder: measured iteration time minus the critical path of its measured
+  // Each run's remainder: measured iteration time minus the emulated time of its own measured
   // instruction and load times.
   std::vector<double> remainder(table.runs.size());
   for (std::size_t i = 0; i < table.runs.size(); ++i) {
     const Run& run = table.runs[i];
     std::vector<std::vector<double>> d;
-    std::vector<double> loads;
-    for (int s = 0; s < S; ++s) {
-      d.push_back(measured_durations(run.ranks[s], orders[s]));
-      // Without the loading term the remainder holds the loading too.
-      loads.push_back(options.data_loading ? load_per_forward(run.ranks[s]) : 0.0);
-    }
-    remainder[i] = run.iter_time_s() - critical_path(d, M, loads);
+    for (int s = 0; s < S; ++s) d.push_back(measured_durations(run.ranks[s], orders[s]));
+    // Without the loading term the remainder holds the loading too.
+    const EmulationResult r = emulate(pipeline.problem, plan_of(pipeline, run, d, nullptr),
+                                      loading(load_per_forward(run, 0), load_per_forward(run, S - 1)));
+    remainder[i] = run.iter_time_s() - r.iteration_time_s;
   }
 
   Validation v;
@@ -220,38 +254,43 @@ Validation validate(const RunTable& table, const ValidateOptions& options, const
     // The profile from the other runs.
     std::map<std::tuple<int, bool>, std::map<int, double>> profile;
     for (const auto& e : time_profile(table, run.id)) profile[{e.stage, e.forward}][e.clock] = e.time_s;
-    std::vector<double> loads(S, 0.0), others_remainder;
-    for (int s = 0; s < S; ++s) {
-      std::vector<double> l;
-      for (const Run& other : table.runs)
-        if (other.id != run.id) l.push_back(load_per_forward(other.ranks[s]));
-      if (options.data_loading) loads[s] = median(l);
+    std::vector<double> first_loads, last_loads, others_remainder;
+    for (std::size_t j = 0; j < table.runs.size(); ++j) {
+      if (j == i) continue;
+      first_loads.push_back(load_per_forward(table.runs[j], 0));
+      last_loads.push_back(load_per_forward(table.runs[j], S - 1));
+      others_remainder.push_back(remainder[j]);
     }
-    for (std::size_t j = 0; j < table.runs.size(); ++j)
-      if (j != i) others_remainder.push_back(remainder[j]);
-
     std::vector<std::vector<double>> d(S);
     for (int s = 0; s < S; ++s)
       for (std::size_t k = 0; k < orders[s].size(); ++k) {
         const bool fwd = orders[s][k].forward;
         d[s].push_back(lookup(profile[{s, fwd}], run.ranks[s].clocks[k], s, fwd));
       }
+    const EnergyFit fit = fit_energy(table, run.id, options.blocked_power_w);
+    residuals.push_back(fit.rms_residual);
+
+    // The emulator's iteration: the instructions, the loads, then the remainder of the other
+    // runs as time between iterations (the dumps do not split it into optimizer step,
+    // point-to-point transfers and the gap; the GPU is blocked through all of them).
+    EmulationConfig config = loading(median(first_loads), median(last_loads));
     RunPrediction p;
+    p.remainder_s = options.remainder ? median(others_remainder) : 0.0;
+    // A negative remainder (the critical path overestimates) shortens the prediction; the
+    // emulator takes no negative gap, so it is applied here.
+    config.overheads.between_iterations_s = std::max(0.0, p.remainder_s);
+    const EmulationResult r = emulate(pipeline.problem, plan_of(pipeline, run, d, &fit), config);
     p.id = run.id;
     p.uniform_clock = run.uniform_clock();
-    p.critical_path_s = critical_path(d, M, loads);
-    p.remainder_s = options.remainder ? median(others_remainder) : 0.0;
+    p.critical_path_s = r.communication_end_s;
     p.predicted_time_s = p.critical_path_s + p.remainder_s;
     p.measured_time_s = run.iter_time_s();
     p.measured_energy_j = run.iter_energy_j();
-
-    const EnergyFit fit = fit_energy(table, run.id, options.blocked_power_w);
-    residuals.push_back(fit.rms_residual);
-    for (int s = 0; s < S; ++s) {
-      const Row x = features(orders[s], d[s], run.ranks[s].clocks, p.predicted_time_s);
-      const StagePower& w = fit.stages[s];
-      const std::array<double, kFeatures> c{w.forward_a, w.forward_b, w.backward_a, w.backward_b, w.blocked_w};
-      for (int f = 0; f < kFeatures; ++f) p.predicted_energy_j += c[f] * x[f];
+    // Energy of each stage's GPU: its instructions at the fitted power, and its blocked power
+    // (per stage when fitted) for the rest of the iteration.
+    for (const DeviceSummary& device : r.devices) {
+      p.predicted_energy_j +=
+          device.energy.computation_j + fit.stages[device.stage].blocked_w * (p.predicted_time_s - device.busy_s);
     }
     v.runs.push_back(p);
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(table.runs.size()));

@@ -2,15 +2,16 @@
 // profile and an energy model built from the other runs only, then compared with what it
 // measured (iteration time of the slowest rank, energy of all GPUs).
 //
-// Time: the critical path of the 1F1B pipeline (forward i waits for the previous stage's
-// forward i, backward i for the next stage's backward i, each stage runs its order) with
+// Time: the emulator's iteration (emulator/emulator.hpp) on the 1F1B schedule of the runs' shape,
+// one pipeline, with
 //   - instruction times from the profile at the run's clocks (median over other runs; a clock
 //     not measured elsewhere is interpolated linearly in the clock between its neighbours);
-//   - data loading (switch `data_loading`): the first stage's load, and the last stage's two,
-//     before each forward (time per microbatch = median over other runs);
-//   - the remainder (switch `remainder`): measured iteration time minus the critical path of
-//     the measured instruction times (and loads, when that term is on: otherwise the remainder
-//     holds them), per run; its median over the other runs is added. It holds what the dumps do not break down: optimizer step, point-to-point
+//   - data loading (switch `data_loading`: IterationOverheads' first- and last-stage loads,
+//     per microbatch = median over other runs; the last stage's two loads together);
+//   - the remainder (switch `remainder`): measured iteration time minus the emulated time of the
+//     run's own measured instruction times (and loads, when that term is on: otherwise the
+//     remainder holds them); its median over the other runs is added as time between
+//     iterations. It holds what the dumps do not break down: optimizer step, point-to-point
 //     transfers, the gap between iterations.
 // Energy (switch `energy_model`): per stage, a least-squares fit over the other runs of
 //   E_rank = sum_instr (a_kind + b_kind * f) * t  +  p_block * (T - busy)
@@ -79,10 +80,5 @@ struct Validation {
 // `progress(done, total)` after each run predicted.
 Validation validate(const RunTable& table, const ValidateOptions& options,
                     const std::function<void(int, int)>& progress = {});
-
-// Critical path of the 1F1B pipeline for per-stage durations in one_f_one_b order, plus
-// `before_forward[stage]` s before each forward of that stage.
-double critical_path(const std::vector<std::vector<double>>& durations, int microbatches,
-                     const std::vector<double>& before_forward);
 
 }  // namespace perseus::runs
