@@ -312,6 +312,48 @@ TEST(EmulatorCli, PlansOfPerseusOptimizeEmulateToTheirFrontierFigures) {
   EXPECT_NE(respond.out.find("holds plans for 5 of its"), std::string::npos) << respond.out;
 }
 
+TEST(EmulatorCli, SeveralIterationsWithDrawnStragglersSaveEnergyAndSampleThePower) {
+  TempDir dir;
+  const CliRun optimize = perseus("optimize" + kProblem + " --out " + dir / "frontier -q");
+  ASSERT_EQ(optimize.status, 0) << optimize.out;
+  const std::string flags = "emulate --frontier " + dir / "frontier" +
+                            " --data-parallel 4 --iterations 6 --straggler-slowdown 1.1:1.4 --straggler-placement moving "
+                            "--straggler-pipeline 1 --noise 0.01 --power-sample 0.1 --seed 7";
+  const CliRun run = perseus(flags + " --out " + dir / "run -q");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("Perseus saves"), std::string::npos) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(read(dir / "run/run.json"));
+  EXPECT_EQ(j["per_iteration"].size(), 6u);
+  for (const auto& k : j["per_iteration"]) EXPECT_EQ(k["straggler"], (1 + k["iteration"].get<int>()) % 4);
+  EXPECT_GT(j["savings_vs_baseline"].get<double>(), j["savings_vs_fastest_everywhere"].get<double>());
+  EXPECT_GT(j["savings_vs_fastest_everywhere"].get<double>(), 0.0);
+  // The power curve holds the run's energy.
+  std::istringstream csv(read(dir / "run/power.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "run,iteration,start_s,duration_s,power_w");
+  double energy = 0.0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    if (cells[0] == "perseus") energy += std::stod(cells[3]) * std::stod(cells[4]);
+  }
+  const double total = j["totals"]["perseus"]["energy_j"].get<double>();
+  EXPECT_NEAR(energy, total, 1e-5 * total);  // the CSV rounds to the mW and the us
+  // The same seed, the same run; --json prints it.
+  const CliRun again = perseus(flags + " --json -q");
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(json_of(again)["totals"], j["totals"]);
+
+  const CliRun listed = perseus(flags + " --straggler 0:1.2");
+  EXPECT_NE(listed.status, 0);
+  EXPECT_NE(listed.out.find("drawn"), std::string::npos) << listed.out;
+  const CliRun no_frontier = perseus("emulate" + kProblem + " --iterations 3");
+  EXPECT_NE(no_frontier.status, 0);
+  EXPECT_NE(no_frontier.out.find("--frontier"), std::string::npos) << no_frontier.out;
+}
+
 // Running a plan needs the measured options only: a profile whose options admit no cost fit
 // (energy rising with time, so no a*exp(b*q)+c with a >= 0, b <= 0) cannot be optimized but
 // still emulates.

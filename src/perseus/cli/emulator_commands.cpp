@@ -23,6 +23,7 @@
 #include "perseus/emulator/comparison.hpp"
 #include "perseus/emulator/emulation_output.hpp"
 #include "perseus/emulator/emulator.hpp"
+#include "perseus/emulator/training_run.hpp"
 #include "perseus/model/errors.hpp"
 #include "perseus/model/limits.hpp"
 #include "perseus/plan/frontier_io.hpp"
@@ -284,6 +285,16 @@ struct EmulateArgs {
   std::string trace = "notable";
   bool json = false;
   bool quiet = false;
+  // Several iterations with drawn stragglers (training_run.hpp), noise, the power curve.
+  int iterations = 1;
+  std::string straggler_slowdown;  // MIN[:MAX]
+  double straggler_probability = 1.0;
+  std::string straggler_placement = "random";
+  int straggler_pipeline = 0;
+  int straggler_move_every = 1;
+  double noise = 0.0;
+  std::uint64_t seed = 1;
+  double power_sample = 0.0;
 };
 
 // Defaults for the problem flags from a frontier directory's summary.json.
@@ -382,10 +393,186 @@ std::string detailed_text(const EmulationResult& r) {
   return fmt::format("pipelines {}", fmt::join(parts, ", "));
 }
 
+// Every plan a frontier directory holds, as Perseus's candidates; warns when --max-plans left some out.
+std::pair<std::vector<ExecutionPlan>, std::vector<std::string>> frontier_candidates(
+    const FrontierIndex& index, const std::string& dir, const EnergyProblem& problem,
+    const std::shared_ptr<const FrequencyTable>& clocks, bool interpolate) {
+  const std::size_t with_plan = index.plans();
+  if (with_plan < index.entries.size()) {
+    // T_opt is chosen among the plans there are: with some thinned out (--max-plans), the
+    // choice is coarser than the frontier and the energy higher than Perseus's.
+    fmt::print(stderr,
+               "perseus: warning: {} holds plans for {} of its {} frontier points (written with --max-plans): "
+               "the straggler's answer chooses among those only\n",
+               dir, with_plan, index.entries.size());
+  }
+  std::vector<ExecutionPlan> candidates;
+  std::vector<std::string> names;
+  for (std::size_t row = 0; row < index.entries.size(); ++row) {
+    if (!index.has_plan(row)) continue;
+    candidates.push_back(plan_from_frequencies(problem, index.frequencies(row), clocks, interpolate));
+    names.push_back(index.plan_name(row));
+  }
+  return {std::move(candidates), std::move(names)};
+}
+
+bool is_training_run(const EmulateArgs& a) { return a.iterations > 1 || !a.straggler_slowdown.empty(); }
+
+TrainingRunConfig training_run_config(const EmulateArgs& a) {
+  TrainingRunConfig run;
+  run.iterations = a.iterations;
+  run.seed = a.seed;
+  StragglerModel& m = run.stragglers;
+  m.probability = a.straggler_probability;
+  if (!a.straggler_slowdown.empty()) {
+    const auto parts = split(a.straggler_slowdown, ':');
+    const std::string what = "--straggler-slowdown " + a.straggler_slowdown;
+    if (parts.size() > 2) throw InputError(what + ": expected MIN[:MAX]");
+    m.slowdown_min = parse_number(parts[0], what);
+    m.slowdown_max = parts.size() == 2 ? parse_number(parts[1], what) : m.slowdown_min;
+  }
+  if (a.straggler_placement == "random") m.placement = StragglerPlacement::kRandom;
+  else if (a.straggler_placement == "moving") m.placement = StragglerPlacement::kMoving;
+  else if (a.straggler_placement == "fixed") m.placement = StragglerPlacement::kFixed;
+  else throw InputError("--straggler-placement: expected random, moving or fixed, not '" + a.straggler_placement + "'");
+  m.pipeline = a.straggler_pipeline;
+  m.move_every = a.straggler_move_every;
+  return run;
+}
+
+nlohmann::json figures_json(const RunFigures& f) { return {{"time_s", f.time_s}, {"energy_j", f.energy_j}}; }
+
+nlohmann::json training_run_json(const TrainingRunResult& r, const TrainingRunConfig& run,
+                                 const std::vector<std::string>& names, const std::string& baseline) {
+  nlohmann::json iterations = nlohmann::json::array();
+  for (const IterationOutcome& k : r.iterations) {
+    iterations.push_back({{"iteration", k.iteration},
+                          {"straggler", k.straggler < 0 ? nlohmann::json() : nlohmann::json(k.straggler)},
+                          {"slowdown", k.slowdown},
+                          {"straggler_time_s", k.straggler_time_s},
+                          {"chosen_plan", names[k.chosen_plan]},
+                          {"perseus", figures_json(k.perseus)},
+                          {"fastest_everywhere", figures_json(k.fastest_everywhere)},
+                          {"baseline", figures_json(k.baseline)}});
+  }
+  const StragglerModel& m = run.stragglers;
+  return {{"schema", "perseus.training_run/1"},
+          {"iterations", run.iterations},
+          {"seed", run.seed},
+          {"stragglers",
+           {{"probability", m.probability},
+            {"slowdown_min", m.slowdown_min},
+            {"slowdown_max", m.slowdown_max},
+            {"placement", to_string(m.placement)},
+            {"pipeline", m.pipeline},
+            {"move_every", m.move_every}}},
+          {"baseline_plan", baseline},
+          {"fastest_plan", names[r.fastest_plan]},
+          {"t_star_s", r.t_star_s},
+          {"totals",
+           {{"perseus", figures_json(r.perseus)},
+            {"fastest_everywhere", figures_json(r.fastest_everywhere)},
+            {"baseline", figures_json(r.baseline)}}},
+          {"savings_vs_baseline", r.savings()},
+          {"savings_vs_fastest_everywhere", r.straggler_savings()},
+          {"per_iteration", iterations}};
+}
+
+std::string power_csv(const TrainingRunResult& r) {
+  std::string out = "run,iteration,start_s,duration_s,power_w\n";
+  for (const auto& [name, curve] : {std::pair{"perseus", &r.perseus_power}, std::pair{"baseline", &r.baseline_power}}) {
+    for (const PowerSample& s : *curve) {
+      out += fmt::format("{},{},{:.6f},{:.6f},{:.3f}\n", name, s.iteration, s.start_s, s.duration_s, s.power_w);
+    }
+  }
+  return out;
+}
+
+// perseus emulate --iterations N / --straggler-slowdown: several iterations, drawn stragglers.
+void run_training(const EmulateArgs& a, const EnergyProblem& problem, const std::optional<FrontierIndex>& index,
+                  const std::shared_ptr<const FrequencyTable>& clocks, EmulationConfig config, const Progress& progress) {
+  if (!index) throw InputError("several iterations with drawn stragglers need Perseus's plans: give --frontier DIR");
+  if (!a.stragglers.empty()) {
+    throw InputError("--straggler names one straggler for one iteration; with --iterations the stragglers are drawn "
+                     "(--straggler-slowdown, --straggler-probability, --straggler-placement)");
+  }
+  if (a.respond || !a.plan.empty() || !a.straggler_plan.empty() || a.deadline != 0.0) {
+    throw InputError("with --iterations Perseus answers every iteration's straggler itself: leave out --respond, "
+                     "--plan, --straggler-plan and --deadline");
+  }
+  const TrainingRunConfig run = training_run_config(a);
+  const auto [candidates, names] = frontier_candidates(*index, a.frontier, problem, clocks, a.interpolate);
+  const std::string baseline_name = a.baseline.empty() ? "allmax" : a.baseline;
+  const ExecutionPlan baseline = baseline_plan(problem, baseline_name, clocks, a.interpolate);
+  config.detail = TimelineDetail::kListed;
+  config.record_transfers = false;
+  if (progress) {
+    progress(fmt::format("emulating {} iterations of {} pipelines ({} frontier plans, against {})", run.iterations,
+                         config.data_parallel, candidates.size(), baseline_name));
+  }
+  const TrainingRunResult r = emulate_training_run(problem, candidates, baseline, config, run, [&](int done, int total) {
+    if (progress && (done == total || done % std::max(1, total / 10) == 0)) {
+      progress(fmt::format("iteration {}/{}", done, total));
+    }
+  });
+  const nlohmann::json out = training_run_json(r, run, names, baseline_name);
+  if (!a.out.empty()) {
+    write_directory_atomically(a.out, a.force, [&](const fs::path& staging) {
+      std::string csv = "iteration,straggler,slowdown,straggler_time_s,chosen_plan,perseus_time_s,perseus_energy_j,"
+                        "fastest_time_s,fastest_energy_j,baseline_time_s,baseline_energy_j\n";
+      for (const IterationOutcome& k : r.iterations) {
+        csv += fmt::format("{},{},{:.4f},{:.6f},{},{:.6f},{:.3f},{:.6f},{:.3f},{:.6f},{:.3f}\n", k.iteration,
+                           k.straggler < 0 ? std::string() : std::to_string(k.straggler), k.slowdown,
+                           k.straggler_time_s, names[k.chosen_plan], k.perseus.time_s, k.perseus.energy_j,
+                           k.fastest_everywhere.time_s, k.fastest_everywhere.energy_j, k.baseline.time_s,
+                           k.baseline.energy_j);
+      }
+      const auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream file(staging / name, std::ios::binary);
+        file << text;
+        if (!file) throw InputError(fmt::format("{}: cannot write {}", a.out, name));
+      };
+      write("run.json", out.dump(1) + "\n");
+      write("iterations.csv", csv);
+      if (config.power_sample_s > 0.0) write("power.csv", power_csv(r));
+    }, {a.problem.profile, a.frontier});
+  }
+  if (a.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  const StragglerModel& m = run.stragglers;
+  fmt::print("Training run: {} iterations of {} pipelines x {} stages x TP {}; seed {}\n", run.iterations,
+             config.data_parallel, problem.dag.num_stages(), config.tensor_parallel, run.seed);
+  fmt::print("Stragglers: probability {:g} per iteration, slowdown {:g}..{:g}, {} placement{}; instruction noise {:g}\n",
+             m.probability, m.slowdown_min, m.slowdown_max, to_string(m.placement),
+             m.placement == StragglerPlacement::kRandom ? std::string()
+                                                        : fmt::format(" from pipeline {}", m.pipeline),
+             config.instruction_noise);
+  fmt::print("{:>5}  {:>9}  {:>8}  {:>10}  {:>10}  {:>12}  {:>12}  {:>12}\n", "iter", "straggler", "slowdown", "T' s",
+             "time s", "Perseus J", "fastest J", baseline_name + " J");
+  const std::size_t shown = std::min<std::size_t>(r.iterations.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const IterationOutcome& k = r.iterations[i];
+    fmt::print("{:>5}  {:>9}  {:>8.3f}  {:>10.4f}  {:>10.4f}  {:>12.1f}  {:>12.1f}  {:>12.1f}\n", k.iteration,
+               k.straggler < 0 ? std::string("-") : std::to_string(k.straggler), k.slowdown, k.straggler_time_s,
+               k.perseus.time_s, k.perseus.energy_j, k.fastest_everywhere.energy_j, k.baseline.energy_j);
+  }
+  if (r.iterations.size() > shown) fmt::print("  ... ({} iterations in all)\n", r.iterations.size());
+  fmt::print("Total: Perseus {:.3f} s, {:.1f} J; fastest plan everywhere {:.3f} s, {:.1f} J; {} {:.3f} s, {:.1f} J\n",
+             r.perseus.time_s, r.perseus.energy_j, r.fastest_everywhere.time_s, r.fastest_everywhere.energy_j,
+             baseline_name, r.baseline.time_s, r.baseline.energy_j);
+  fmt::print("Perseus saves {:.2f}% of {}'s energy ({:.2f}% of its fastest plan's by answering the stragglers)\n",
+             100 * r.savings(), baseline_name, 100 * r.straggler_savings());
+  if (!a.out.empty()) {
+    fmt::print("Wrote {}/{{run.json, iterations.csv{}}}\n", a.out, config.power_sample_s > 0.0 ? ", power.csv" : "");
+  }
+}
+
 void run_emulate(EmulateArgs a, const ProblemOptions& given) {
   const Progress progress = progress_printer(a.quiet);
   const int sources = !a.plan.empty() + !a.frontier.empty() + !a.baseline.empty();
-  if (sources > 1) throw InputError("give one of --plan, --frontier and --baseline");
+  if (sources > 1 && !is_training_run(a)) throw InputError("give one of --plan, --frontier and --baseline");
   std::optional<FrontierIndex> index;
   if (!a.frontier.empty()) {
     index = read_frontier_directory(a.frontier);
@@ -400,6 +587,10 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
   config.data_parallel = a.data_parallel;
   for (const std::string& s : a.stragglers) config.stragglers.push_back(parse_straggler(s));
   config.record_transfers = true;
+  config.instruction_noise = a.noise;
+  config.noise_seed = a.seed;
+  config.power_sample_s = a.power_sample;
+  if (is_training_run(a)) return run_training(a, problem, index, clocks, config, progress);
   set_detail(config, a);
 
   std::string plan_name;
@@ -410,22 +601,7 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
   }
   if (index && a.respond) {
     if (config.stragglers.empty()) throw InputError("--respond needs at least one --straggler");
-    std::vector<ExecutionPlan> candidates;
-    std::vector<std::string> names;
-    const std::size_t with_plan = index->plans();
-    if (with_plan < index->entries.size()) {
-      // T_opt is chosen among the plans there are: with some thinned out (--max-plans), the
-      // choice is coarser than the frontier and the energy higher than Perseus's.
-      fmt::print(stderr,
-                 "perseus: warning: {} holds plans for {} of its {} frontier points (written with --max-plans): "
-                 "--respond chooses among those only\n",
-                 a.frontier, with_plan, index->entries.size());
-    }
-    for (std::size_t row = 0; row < index->entries.size(); ++row) {
-      if (!index->has_plan(row)) continue;
-      candidates.push_back(plan_from_frequencies(problem, index->frequencies(row), clocks, a.interpolate));
-      names.push_back(index->plan_name(row));
-    }
+    const auto [candidates, names] = frontier_candidates(*index, a.frontier, problem, clocks, a.interpolate);
     if (progress) progress(fmt::format("emulating {} frontier plans to answer the straggler", candidates.size()));
     StragglerResponse response = emulate_straggler_response(problem, candidates, config);
     plan_name = fmt::format("{} (T' = {:.6f} s, T* = {:.6f} s, T_opt = {:.6f} s; stragglers run {})",
@@ -473,6 +649,15 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
       write("timeline.csv", [&](std::ostream& o) { write_timeline_csv(o, result, a.per_gpu); });
       write("trace.json", [&](std::ostream& o) { report::write_chrome_trace(o, result); });
       write("timeline.svg", [&](std::ostream& o) { o << report::timeline_svg(result, timeline); });
+      if (!result.power_w.empty()) {
+        write("power.csv", [&](std::ostream& o) {
+          o << "start_s,duration_s,power_w\n";
+          for (std::size_t i = 0; i < result.power_w.size(); ++i) {
+            o << fmt::format("{:.6f},{:.6f},{:.3f}\n", static_cast<double>(i) * result.power_sample_s,
+                             result.power_sample_duration_s(i), result.power_w[i]);
+          }
+        });
+      }
       fs::create_directory(staging / "pipelines");
       for (const int p : result.detailed_pipelines) {
         write(pipeline_file_name(p), [&](std::ostream& o) { write_pipeline_json(o, result, p); });
@@ -734,7 +919,9 @@ void add_emulator_commands(CLI::App& app) {
       "output; the fastest plan, or the one for --deadline; --respond answers --straggler with T_opt), or "
       "--baseline allmax|envpipe|zeus-global:MHZ (default allmax).\n"
       "Example: perseus emulate --profile P.csv --microbatches 12 --p-blocking 83.64 --plan freqs_pipeline_00000.py "
-      "--data-parallel 128 --tensor-parallel 8 --straggler 5:1.2 --switch-latency 0.01 --out emu/");
+      "--data-parallel 128 --tensor-parallel 8 --straggler 5:1.2 --switch-latency 0.01 --out emu/\n"
+      "Several iterations: perseus emulate --frontier out/ --data-parallel 16 --iterations 50 "
+      "--straggler-slowdown 1.05:1.5 --straggler-probability 0.3 --noise 0.02 --power-sample 0.05 --out run/");
   emulate_given = add_problem_flags(em, emulate_args.problem, false);
   add_link_flags(em, emulate_args.links);
   em->add_option("--data-parallel", emulate_args.data_parallel, "Pipelines D (gradients synchronise at the end)")
@@ -766,6 +953,42 @@ void add_emulator_commands(CLI::App& app) {
       ->capture_default_str();
   em->add_flag("--json", emulate_args.json, "Print the summary as JSON");
   em->add_flag("-q,--quiet", emulate_args.quiet, "No progress messages");
+  const std::string runs = "Several iterations (with --frontier: Perseus answers each iteration's straggler)";
+  em->add_option("--iterations", emulate_args.iterations,
+                 "Iterations to run one after the other, each with its own straggler and noise; totals and savings "
+                 "against --baseline (default allmax) and against the fastest plan everywhere")
+      ->check(CLI::Range(1, 100000))
+      ->group(runs);
+  em->add_option("--straggler-slowdown", emulate_args.straggler_slowdown,
+                 "MIN[:MAX]: each iteration's straggler is slowed by a factor drawn uniformly in [MIN, MAX]")
+      ->group(runs);
+  em->add_option("--straggler-probability", emulate_args.straggler_probability,
+                 "Probability that an iteration has a straggler")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(runs);
+  em->add_option("--straggler-placement", emulate_args.straggler_placement,
+                 "random (a pipeline drawn each iteration), moving (from --straggler-pipeline on, the next one every "
+                 "--straggler-move-every iterations) or fixed (--straggler-pipeline)")
+      ->capture_default_str()
+      ->group(runs);
+  em->add_option("--straggler-pipeline", emulate_args.straggler_pipeline, "The fixed or first moving straggler")
+      ->capture_default_str()
+      ->group(runs);
+  em->add_option("--straggler-move-every", emulate_args.straggler_move_every, "Iterations before a moving straggler moves")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000))
+      ->group(runs);
+  em->add_option("--noise", emulate_args.noise,
+                 "Per-instruction noise: relative standard deviation of every instruction's time (same power), "
+                 "normal, cut at 3 sigma; at most 0.3")
+      ->check(CLI::Range(0.0, 0.3))
+      ->group(runs);
+  em->add_option("--seed", emulate_args.seed, "Seed of the stragglers and the noise")->capture_default_str()->group(runs);
+  em->add_option("--power-sample", emulate_args.power_sample,
+                 "Sample the cluster's power (every GPU, blocking included) every S s into --out's power.csv")
+      ->check(kNonNegative)
+      ->group(runs);
   em->callback([] { run_emulate(emulate_args, emulate_given); });
 
   static CompareArgs compare_args;

@@ -113,6 +113,12 @@ void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
   check_amount(o.last_stage_load_s, "the last stage's data loading time");
   check_amount(o.optimizer_step_s, "the optimizer step's time");
   check_amount(o.between_iterations_s, "the time between iterations");
+  check_amount(config.instruction_noise, "the instruction noise");
+  if (config.instruction_noise > 0.3) {
+    throw InputError(fmt::format("the instruction noise is a relative standard deviation of at most 0.3, not {:g}",
+                                 config.instruction_noise));
+  }
+  check_amount(config.power_sample_s, "the power sampling interval");
   if (!std::isfinite(o.optimizer_power_w)) throw InputError("the optimizer step's power must be finite");
   if (o.first_stage_load_s > 0.0 || o.last_stage_load_s > 0.0) {
     for (std::size_t n = 0; n < problem.dag.num_nodes(); ++n) {
@@ -129,6 +135,84 @@ void check_config(const EnergyProblem& problem, const EmulationConfig& config) {
     }
   }
 }
+
+// splitmix64: a counter-based generator, so noise is a pure function of (seed, pipeline, node).
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// EmulationConfig::instruction_noise's factor: 1 + sigma z, z standard normal (Box-Muller) cut at +-3.
+double noise_factor(double sigma, std::uint64_t seed, std::int32_t pipeline, Dag::NodeId node) {
+  if (sigma == 0.0) return 1.0;
+  const std::uint64_t a = mix(seed ^ mix((static_cast<std::uint64_t>(pipeline) << 32) | static_cast<std::uint32_t>(node)));
+  const std::uint64_t b = mix(a);
+  const double u1 = (static_cast<double>(a >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+  const double u2 = static_cast<double>(b >> 11) * 0x1.0p-53;
+  const double z = std::clamp(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2), -3.0, 3.0);
+  return std::max(0.05, 1.0 + sigma * z);
+}
+
+// The cluster's energy in samples of a fixed width, for EmulationResult::power_w. A constant
+// power over an interval adds its energy to the two samples at its ends and its power, through a
+// difference array, to those in between: O(1) per interval.
+class PowerSamples {
+ public:
+  explicit PowerSamples(double width) : width_(width) {}
+
+  void add(double from, double to, double watts) {
+    if (width_ <= 0.0 || !(to > from) || watts == 0.0) return;
+    const std::size_t first = index(from), last = index(to);
+    grow(last + 2);
+    if (first == last) {
+      energy_[first] += watts * (to - from);
+      return;
+    }
+    energy_[first] += watts * (static_cast<double>(first + 1) * width_ - from);
+    energy_[last] += watts * (to - static_cast<double>(last) * width_);
+    if (last > first + 1) {
+      full_[first + 1] += watts;
+      full_[last] -= watts;
+    }
+  }
+
+  // Average power in each sample of [0, end).
+  std::vector<double> watts(double end) const {
+    if (width_ <= 0.0 || end <= 0.0) return {};
+    const std::size_t count = static_cast<std::size_t>(std::ceil(end / width_ - 1e-9));
+    std::vector<double> out(count);
+    double full = 0.0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i < full_.size()) full += full_[i];
+      const double duration = std::min(width_, end - static_cast<double>(i) * width_);
+      const double energy = (i < energy_.size() ? energy_[i] : 0.0) + full * width_;
+      out[i] = duration > 0.0 ? energy / duration : 0.0;
+    }
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kMaxSamples = 10'000'000;
+  std::size_t index(double t) const {
+    const double i = std::floor(t / width_);
+    if (i >= static_cast<double>(kMaxSamples)) {
+      throw InputError(fmt::format("sampling power every {:g} s gives more than {} samples; sample less often",
+                                   width_, kMaxSamples));
+    }
+    return static_cast<std::size_t>(i);
+  }
+  void grow(std::size_t size) {
+    if (energy_.size() < size) {
+      energy_.resize(size, 0.0);
+      full_.resize(size, 0.0);
+    }
+  }
+  double width_;
+  std::vector<double> energy_;  // J in each sample from partly covered intervals
+  std::vector<double> full_;    // difference array of the power of intervals covering samples whole
+};
 
 // What every pipeline shares: the DAG in flat arrays, per-node links and sizes.
 struct Layout {
@@ -340,7 +424,8 @@ class PipelineEngine {
     while (applied < pending.size() && pending[applied].effective_s <= start) device.clock = pending[applied++].frequency_mhz;
     pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(applied));
 
-    const double slowdown = input_.slowdown;
+    const double slowdown = input_.slowdown * noise_factor(config_.instruction_noise, config_.noise_seed,
+                                                           input_.pipeline, node);
     const double planned_time = plan_->time_s[node] * slowdown;
     const double planned_energy = plan_->energy_j[node] * slowdown;
     const std::int32_t planned = plan_->frequency_mhz[node];
@@ -627,10 +712,18 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
   result.timeline.reserve(layout.order.size() * static_cast<std::size_t>(std::count(detailed.begin(), detailed.end(), 1)));
   TimelineRecorder recorder(problem.dag, layout, result);
 
+  PowerSamples power(config.power_sample_s);
   PipelineEngine engine(problem.dag, layout, config, config.switch_latency_s);
   for (const PipelineInput& input : inputs) {
     const PipelineRun& run = engine.run(input, detailed[input.pipeline]);
     if (detailed[input.pipeline]) recorder.record(input, run);
+    if (config.power_sample_s > 0.0) {
+      // Above p_blocking (added for every GPU over the whole iteration below).
+      for (std::size_t node = 0; node < run.start.size(); ++node) {
+        const double duration = run.end[node] - run.start[node];
+        if (duration > 0.0) power.add(run.start[node], run.end[node], tp * (run.energy[node] / duration - p_blocking));
+      }
+    }
     PipelineSummary summary{input.pipeline, input.straggler, input.slowdown, input.delay_s, 0.0, {}};
     for (int d = 0; d < stages; ++d) {
       DeviceSummary device{input.pipeline, d, 0.0, input.delay_s, {}, run.switches[d], 0, 0};
@@ -670,6 +763,14 @@ EmulationResult emulate(const EnergyProblem& problem, const ExecutionPlan& plan,
   result.iteration_time_s += overheads.optimizer_step_s + overheads.between_iterations_s;
   const double optimizer_power = overheads.optimizer_power_w < 0.0 ? p_blocking : overheads.optimizer_power_w;
   const double overhead_j = optimizer_power * overheads.optimizer_step_s + p_blocking * overheads.between_iterations_s;
+  if (config.power_sample_s > 0.0) {
+    const double gpus = static_cast<double>(result.num_gpus());
+    power.add(0.0, result.iteration_time_s, gpus * p_blocking);
+    power.add(result.communication_end_s, result.communication_end_s + overheads.optimizer_step_s,
+              gpus * (optimizer_power - p_blocking));
+    result.power_sample_s = config.power_sample_s;
+    result.power_w = power.watts(result.iteration_time_s);
+  }
 
   for (DeviceSummary& device : result.devices) {
     PipelineSummary& pipeline = result.pipelines[device.pipeline];
@@ -749,48 +850,66 @@ std::vector<std::size_t> critical_path(const EmulationResult& result, int pipeli
   return path;
 }
 
+StragglerResponder::StragglerResponder(const EnergyProblem& problem, std::span<const ExecutionPlan> candidates,
+                                       const EmulationConfig& config)
+    : problem_(problem), candidates_(candidates), single_(config) {
+  if (candidates.empty()) throw InputError("straggler response: no candidate plans");
+  // Every candidate alone on one pipeline: its own time and energy.
+  single_.data_parallel = 1;
+  single_.stragglers.clear();
+  single_.record_transfers = false;
+  single_.detail = TimelineDetail::kListed;  // only times and energies are compared
+  single_.detail_pipelines.clear();
+  single_.instruction_noise = 0.0;  // what the plans promise, not one noisy draw
+  single_.power_sample_s = 0.0;
+  // Effective energy (above idling) decides: waiting until T' costs p_blocking per GPU
+  // whatever runs, so over [0, T'] the plan with the least of it uses the least energy.
+  for (const ExecutionPlan& candidate : candidates) {
+    const EmulationResult alone = emulate(problem, candidate, single_);
+    times_s_.push_back(alone.iteration_time_s);
+    effective_energy_j_.push_back(alone.energy.total_j() - problem.p_blocking * alone.num_gpus() * alone.iteration_time_s);
+  }
+  fastest_ = static_cast<std::size_t>(std::min_element(times_s_.begin(), times_s_.end()) - times_s_.begin());
+  t_star_s_ = times_s_[static_cast<std::size_t>(std::min_element(effective_energy_j_.begin(), effective_energy_j_.end()) -
+                                                effective_energy_j_.begin())];
+}
+
+double StragglerResponder::straggler_time_s(std::span<const Straggler> stragglers) const {
+  double slowest = times_s_[fastest_];
+  EmulationConfig alone = single_;
+  for (const Straggler& s : stragglers) {
+    alone.stragglers = {Straggler{0, s.slowdown, s.delay_s}};
+    slowest = std::max(slowest, emulate(problem_, candidates_[fastest_], alone).iteration_time_s);
+  }
+  return slowest;
+}
+
+std::size_t StragglerResponder::choose(double straggler_time_s) const {
+  const double t_opt = std::min(t_star_s_, straggler_time_s);
+  std::size_t chosen = fastest_;
+  for (std::size_t i = 0; i < times_s_.size(); ++i) {
+    if (times_s_[i] > t_opt) continue;
+    if (times_s_[i] > times_s_[chosen] || (times_s_[i] == times_s_[chosen] && effective_energy_j_[i] < effective_energy_j_[chosen])) {
+      chosen = i;
+    }
+  }
+  return chosen;
+}
+
 StragglerResponse emulate_straggler_response(const EnergyProblem& problem, std::span<const ExecutionPlan> candidates,
                                              const EmulationConfig& config) {
   if (candidates.empty()) throw InputError("straggler response: no candidate plans");
   if (config.stragglers.empty()) throw InputError("straggler response: the configuration names no straggler");
   check_config(problem, config);
-
-  // Every candidate alone on one pipeline: its own time and energy.
-  EmulationConfig single = config;
-  single.data_parallel = 1;
-  single.stragglers.clear();
-  single.record_transfers = false;
-  single.detail = TimelineDetail::kListed;  // only times and energies are compared
-  single.detail_pipelines.clear();
+  const StragglerResponder responder(problem, candidates, config);
   StragglerResponse response;
-  // Effective energy (above idling) decides: waiting until T' costs p_blocking per GPU
-  // whatever runs, so over [0, T'] the plan with the least of it uses the least energy.
-  std::vector<double> energies;
-  for (const ExecutionPlan& candidate : candidates) {
-    const EmulationResult alone = emulate(problem, candidate, single);
-    response.candidate_times_s.push_back(alone.iteration_time_s);
-    energies.push_back(alone.energy.total_j() - problem.p_blocking * alone.num_gpus() * alone.iteration_time_s);
-  }
-  const auto& times = response.candidate_times_s;
-  response.straggler_plan = static_cast<std::size_t>(std::min_element(times.begin(), times.end()) - times.begin());
-  response.t_star_s = times[static_cast<std::size_t>(std::min_element(energies.begin(), energies.end()) - energies.begin())];
-
-  // T': the stragglers run the fastest plan at their own pace.
-  EmulationConfig stragglers_only = single;
-  for (const Straggler& s : config.stragglers) {
-    stragglers_only.stragglers = {Straggler{0, s.slowdown, s.delay_s}};
-    const EmulationResult slow = emulate(problem, candidates[response.straggler_plan], stragglers_only);
-    response.straggler_time_s = std::max(response.straggler_time_s, slow.iteration_time_s);
-  }
+  response.candidate_times_s = responder.times_s();
+  response.straggler_plan = responder.fastest();
+  response.t_star_s = responder.t_star_s();
+  response.straggler_time_s = responder.straggler_time_s(config.stragglers);
   response.t_opt_s = std::min(response.t_star_s, response.straggler_time_s);
-
-  std::size_t chosen = response.straggler_plan;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (times[i] > response.t_opt_s) continue;
-    if (times[i] > times[chosen] || (times[i] == times[chosen] && energies[i] < energies[chosen])) chosen = i;
-  }
-  response.chosen_plan = chosen;
-  response.result = emulate(problem, candidates[chosen], config, &candidates[response.straggler_plan]);
+  response.chosen_plan = responder.choose(response.straggler_time_s);
+  response.result = emulate(problem, candidates[response.chosen_plan], config, &candidates[response.straggler_plan]);
   return response;
 }
 

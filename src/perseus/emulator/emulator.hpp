@@ -30,6 +30,7 @@
 // that is more than EmulationConfig::switching_warning_fraction of the time or energy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -128,6 +129,15 @@ struct EmulationConfig {
   // in a 4 s iteration is no reason to distrust a plan. 0 warns on any cost.
   double switching_warning_fraction = kSwitchingWarningFraction;
   IterationOverheads overheads;
+  // Per-instruction noise: every instruction of every pipeline takes (1 + sigma z) times its
+  // time and energy (same power), z standard normal cut at +-3, the factor at least 0.05;
+  // z is a function of (noise_seed, pipeline, node), so the same seed gives the same noise to
+  // every plan run on it (a fair comparison). 0: none.
+  double instruction_noise = 0.0;
+  std::uint64_t noise_seed = 0;
+  // The cluster's power sampled every `power_sample_s` s over the iteration (every GPU,
+  // blocking included): EmulationResult::power_w. 0: none.
+  double power_sample_s = 0.0;
 };
 
 // Energy of a set of GPUs, split by what they were doing.
@@ -231,6 +241,14 @@ struct EmulationResult {
   std::vector<std::size_t> device_begin;      // D * S + 1 offsets into `timeline`
   std::vector<Transfer> transfers;            // of detailed pipelines, by pipeline
   std::vector<AllReduce> allreduces;          // one per stage when D > 1
+  // The cluster's average power (W, all GPUs) in each sample of EmulationConfig::power_sample_s
+  // from 0; the last sample ends at iteration_time_s (power_sample_duration_s(i) tells its
+  // width). Sum of power x duration = energy.total_j().
+  std::vector<double> power_w;
+  double power_sample_s = 0.0;
+  double power_sample_duration_s(std::size_t i) const {
+    return std::min(power_sample_s, iteration_time_s - static_cast<double>(i) * power_sample_s);
+  }
   std::vector<std::string> warnings;          // e.g. a plan that switches more than it can pay for
                                               // (see EmulationConfig::switching_warning_fraction)
   // How much later the slowest pipeline finishes than with instant switching (0 when no
@@ -279,6 +297,30 @@ struct StragglerResponse {
   double t_opt_s = 0.0;
   std::vector<double> candidate_times_s;  // emulated, per candidate
   EmulationResult result;
+};
+
+// The choice above, for any T': each candidate emulated once alone (one pipeline, `config`'s
+// links, switching and overheads; no stragglers, no noise), then choose() is O(candidates).
+class StragglerResponder {
+ public:
+  // Throws InputError for no candidates and emulate's errors.
+  StragglerResponder(const EnergyProblem& problem, std::span<const ExecutionPlan> candidates,
+                     const EmulationConfig& config);
+  std::size_t fastest() const { return fastest_; }
+  double t_star_s() const { return t_star_s_; }
+  const std::vector<double>& times_s() const { return times_s_; }
+  // T': the slowest of `stragglers` running the fastest candidate at its own pace.
+  double straggler_time_s(std::span<const Straggler> stragglers) const;
+  // The candidate the non-stragglers run when the stragglers take T' (T_opt = min(T*, T')).
+  std::size_t choose(double straggler_time_s) const;
+
+ private:
+  const EnergyProblem& problem_;
+  std::span<const ExecutionPlan> candidates_;
+  EmulationConfig single_;
+  std::vector<double> times_s_, effective_energy_j_;
+  std::size_t fastest_ = 0;
+  double t_star_s_ = 0.0;
 };
 
 // Throws InputError for no candidates, or no stragglers in `config`.
