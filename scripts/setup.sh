@@ -15,6 +15,7 @@ PACKAGES=(
   python3-venv python3-setuptools python3-wheel   # `pip install .` offline: venv, build backend
   coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks
   zlib1g-dev                # decodes headless Chromium's screenshots in the report and web page tests
+  librsvg2-dev              # the report's figures as PNG and PDF (librsvg on cairo)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -547,10 +547,26 @@ TEST(EmulatorCli, CompareAndReportAgree) {
   EXPECT_EQ(html.find("least-energy plan)"), std::string::npos);
   EXPECT_NE(html.find("T* (Perseus&#39;s plan of least effective energy"), std::string::npos)
       << html.substr(html.find("T* ("), 200);
-  for (const char* file : {"frontier.svg", "timeline_t_min.svg", "timeline_t_star.svg", "trace_t_min.json"}) {
+  for (const char* file : {"frontier.svg", "timeline_t_min.svg", "timeline_t_star.svg", "savings_breakdown.svg",
+                           "straggler_savings.svg", "trace_t_min.json"}) {
     EXPECT_TRUE(fs::exists(dir.path() / "assets" / file)) << file;
   }
+  EXPECT_FALSE(fs::exists(dir.path() / "assets" / "frontier.png"));  // SVG unless asked
   expect_no_temporaries(dir.path());
+
+  // Every figure as PNG and PDF too.
+  const CliRun figures = perseus("report" + kProblem + " -q --out " + dir / "again.html --assets " + dir / "figures" +
+                                 " --figure-formats svg,png,pdf");
+  ASSERT_EQ(figures.status, 0) << figures.out;
+  for (const char* name : {"frontier", "timeline_t_min", "timeline_t_star", "savings_breakdown", "straggler_savings"}) {
+    EXPECT_EQ(read(dir / (std::string("figures/") + name + ".png")).rfind("\x89PNG", 0), 0u) << name;
+    EXPECT_EQ(read(dir / (std::string("figures/") + name + ".pdf")).rfind("%PDF-", 0), 0u) << name;
+  }
+  const CliRun gif = perseus("report" + kProblem + " -q --out " + dir / "third.html --assets " + dir / "gif" +
+                             " --figure-formats gif");
+  EXPECT_EQ(gif.status, 2) << gif.out;
+  EXPECT_NE(gif.out.find("expected svg, png or pdf"), std::string::npos) << gif.out;
+  EXPECT_FALSE(fs::exists(dir.path() / "third.html"));  // refused before writing anything
 }
 
 }  // namespace

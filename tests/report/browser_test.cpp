@@ -148,7 +148,8 @@ TEST(ReportInChromium, RendersThePlotsWithoutConsoleErrors) {
   ASSERT_NE(at, std::string::npos) << dom.dom.substr(0, 500);
   const std::size_t begin = at + std::string("<pre id=\"measured\">").size();
   const nlohmann::json measured = nlohmann::json::parse(dom.dom.substr(begin, dom.dom.find("</pre>", begin) - begin));
-  ASSERT_EQ(measured.size(), 3u) << measured.dump();
+  // Frontier, two timelines, the savings breakdown and the straggler savings.
+  ASSERT_EQ(measured.size(), 5u) << measured.dump();
   for (const nlohmann::json& svg : measured) {
     SCOPED_TRACE(svg.dump());
     EXPECT_GT(svg["width"].get<double>(), 500);
@@ -157,6 +158,9 @@ TEST(ReportInChromium, RendersThePlotsWithoutConsoleErrors) {
     EXPECT_GT(svg["content_height"].get<double>(), 150);
     if (svg["cls"] == "timeline") {
       EXPECT_EQ(svg["instructions_drawn"].get<std::size_t>(), page.instructions);
+    } else if (svg["cls"] == "savings-breakdown" || svg["cls"] == "straggler-savings") {
+      EXPECT_GT(svg["elements"].get<int>(), 40);
+      if (svg["cls"] == "straggler-savings") EXPECT_GE(svg["series"].get<int>(), 3);
     } else {
       EXPECT_EQ(svg["cls"], "frontier-plot");
       EXPECT_GE(svg["series"].get<int>(), 3);  // Perseus, ZeusGlobal, ZeusPerStage lines

@@ -381,10 +381,13 @@ TEST(HtmlReport, IsOneSelfContainedPageWithEverySection) {
       }
     }
   }
-  EXPECT_EQ(svgs, 3u);  // frontier and two timelines
+  EXPECT_EQ(svgs, 6u);  // frontier, two timelines, savings breakdown, straggler savings, large scale
   EXPECT_EQ(tables, 5u);  // facts, iso-time, least energy, stragglers, large scale
   EXPECT_EQ(with_class(elements, "svg", "frontier-plot").size(), 1u);
   EXPECT_EQ(with_class(elements, "svg", "timeline").size(), 2u);
+  EXPECT_EQ(with_class(elements, "svg", "savings-breakdown").size(), 1u);
+  EXPECT_EQ(with_class(elements, "svg", "straggler-savings").size(), 1u);
+  EXPECT_EQ(with_class(elements, "svg", "large-scale-savings").size(), 1u);
   EXPECT_EQ(with_class(elements, "table", "stragglers").size(), 1u);
   EXPECT_EQ(with_class(elements, "table", "large-scale").size(), 1u);
   EXPECT_NE(html.find("report &lt;&amp;&gt; test"), std::string::npos);

@@ -31,7 +31,9 @@
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/bundled_profiles.hpp"
 #include "perseus/profile/profile.hpp"
+#include "perseus/report/figures.hpp"
 #include "perseus/report/html_report.hpp"
+#include "perseus/report/image_export.hpp"
 #include "perseus/report/plots.hpp"
 #include "perseus/report/tables.hpp"
 #include "perseus/report/trace.hpp"
@@ -841,10 +843,14 @@ void run_compare(const CompareArgs& a) {
 struct ReportArgs {
   CompareArgs compare;
   std::string assets;
+  std::vector<std::string> figure_formats = {"svg"};
 };
 
 void run_report(const ReportArgs& r) {
   const CompareArgs& a = r.compare;
+  // Checked before anything is solved or written.
+  std::vector<report::ImageFormat> formats;
+  for (const std::string& f : r.figure_formats) formats.push_back(report::parse_image_format(f));
   const Progress progress = progress_printer(a.quiet);
   const auto large = a.large_scale ? large_scale_profiles(a) : std::vector<LargeScaleProfile>{};
   const Solved solved = solve_and_compare(a, progress);
@@ -890,14 +896,26 @@ void run_report(const ReportArgs& r) {
     report::TimelinePlotOptions t_min_options, t_star_options;
     t_min_options.title = "T_min plan";
     t_star_options.title = "T* plan";
-    write_directory_atomically(r.assets, a.force, std::vector<std::pair<std::string, std::string>>
-                    {{"frontier.svg", report::frontier_svg(c)},
-                     {"timeline_t_min.svg", report::timeline_svg(t_min_run, t_min_options)},
-                     {"timeline_t_star.svg", report::timeline_svg(t_star_run, t_star_options)},
-                     {"trace_t_min.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_min_run); })},
-                     {"trace_t_star.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_star_run); })},
-                     {"comparison.json", json.dump(2) + "\n"}},
-                    {a.problem.profile});
+    std::vector<std::pair<std::string, std::string>> figures = {
+        {"frontier", report::frontier_svg(c)},
+        {"timeline_t_min", report::timeline_svg(t_min_run, t_min_options)},
+        {"timeline_t_star", report::timeline_svg(t_star_run, t_star_options)}};
+    if (!c.stragglers.empty()) {
+      figures.emplace_back("savings_breakdown", report::savings_breakdown_svg(c));
+      figures.emplace_back("straggler_savings", report::straggler_savings_svg(c));
+    }
+    if (!rows.empty()) figures.emplace_back("large_scale", report::large_scale_svg(rows));
+    std::vector<std::pair<std::string, std::string>> files = {
+        {"trace_t_min.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_min_run); })},
+        {"trace_t_star.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_star_run); })},
+        {"comparison.json", json.dump(2) + "\n"}};
+    if (progress && formats.size() > 1) progress(fmt::format("rendering {} figures", figures.size()));
+    for (const auto& [name, svg] : figures) {
+      for (const report::ImageFormat format : formats) {
+        files.emplace_back(fmt::format("{}.{}", name, report::extension(format)), report::render_image(svg, format));
+      }
+    }
+    write_directory_atomically(r.assets, a.force, files, {a.problem.profile});
   }
   if (a.json) {
     nlohmann::json out = {{"report", a.out}, {"bytes", html.size()}, {"t_min_s", c.t_min_s}, {"t_star_s", c.t_star_s}};
@@ -1015,8 +1033,13 @@ void add_emulator_commands(CLI::App& app) {
   add_compare_flags(rep, report_args.compare);
   rep->add_option("--out", report_args.compare.out, "The HTML file to write")->required();
   rep->add_option("--assets", report_args.assets,
-                  "Also write the pictures and traces as files in this directory (frontier.svg, timeline_*.svg, "
+                  "Also write the pictures and traces as files in this directory (frontier, timeline_t_min, "
+                  "timeline_t_star, savings_breakdown, straggler_savings, large_scale as --figure-formats; "
                   "trace_*.json, comparison.json)");
+  rep->add_option("--figure-formats", report_args.figure_formats,
+                  "Formats of the figures in --assets: svg, png (2x), pdf; comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
   rep->add_flag("--force", report_args.compare.force, "Replace an existing --assets directory");
   rep->add_flag("--json", report_args.compare.json, "Print what was written as JSON");
   rep->callback([] { run_report(report_args); });

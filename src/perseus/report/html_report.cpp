@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/report/figures.hpp"
 #include "perseus/report/plots.hpp"
 #include "perseus/report/svg.hpp"
 #include "perseus/report/tables.hpp"
@@ -115,11 +116,15 @@ std::string html_report(const ReportInput& input) {
            "versus AllMax when one pipeline (running AllMax) is slowed to T' = ratio &times; T. Perseus runs its "
            "plan for T_opt = min(T*, T'); the baselines their least-energy plan within T'.</p>" +
            stragglers_html(c) + "\n";
+    // The paper's Fig. 7 and Fig. 8 from this comparison.
+    out += "<div class=\"figure\">" + savings_breakdown_svg(c) + "</div>\n";
+    out += "<div class=\"figure\">" + straggler_savings_svg(c) + "</div>\n";
   }
   if (!input.large_scale.empty()) {
     out += "<h2 id=\"large-scale\">Large scale</h2><p class=\"note\">Strong scaling without stragglers: the global "
            "batch is split into more pipelines with fewer microbatches each; every pipeline is emulated.</p>" +
            large_scale_html(input.large_scale) + "\n";
+    out += "<div class=\"figure\">" + large_scale_svg(input.large_scale) + "</div>\n";
   }
   out += "</body></html>\n";
   return out;

@@ -1,0 +1,38 @@
+// The Perseus paper's summary figures, from perseus's own comparison: where the savings come
+// from (Fig. 7), how they move with the straggler's slowdown (Fig. 8), and the large-scale
+// savings as the microbatch count grows (Table 6 as a plot). Standalone SVG, like plots.hpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "perseus/emulator/comparison.hpp"
+#include "perseus/model/errors.hpp"
+
+namespace perseus::report {
+
+// Per method, its savings versus AllMax when one pipeline straggles at T' = `ratio` x T (the
+// straggler row nearest `ratio`), split into intrinsic (what its plan within T saves: after T
+// both block alike) and extrinsic (the rest: slowing down into the straggler's wait), as
+// stacked bars in percent of AllMax's energy over the window T'. Throws InputError when the
+// comparison has no straggler row.
+struct SavingsSplit {
+  std::string method;
+  bool available = false;
+  double intrinsic_fraction = 0.0;
+  double extrinsic_fraction = 0.0;  // 0 when slowing into the wait saves nothing more
+  double total_fraction() const { return intrinsic_fraction + extrinsic_fraction; }
+};
+std::vector<SavingsSplit> savings_split(const Comparison& comparison, double ratio = 1.2);
+std::string savings_breakdown_svg(const Comparison& comparison, double ratio = 1.2);
+
+// Savings versus AllMax of every method against T'/T (the straggler table as lines), with T*/T
+// marked on Perseus's line (the paper's star). Throws InputError when the comparison has no
+// straggler row.
+std::string straggler_savings_svg(const Comparison& comparison);
+
+// Perseus's savings without stragglers (iso-time, and at T* for reference) against the
+// microbatches per pipeline, one line per workload. Throws InputError for no rows.
+std::string large_scale_svg(const std::vector<LargeScaleRow>& rows);
+
+}  // namespace perseus::report

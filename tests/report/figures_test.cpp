@@ -1,0 +1,137 @@
+// The summary figures (figures.hpp) against the comparison they draw, and the PNG/PDF export
+// (image_export.hpp) decoded back.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "headless_chromium.hpp"
+#include "perseus/model/errors.hpp"
+#include "perseus/report/figures.hpp"
+#include "perseus/report/image_export.hpp"
+#include "perseus/report/plots.hpp"
+#include "report_fixture.hpp"
+#include "xml.hpp"
+
+namespace perseus::report {
+namespace {
+
+using perseus::testing::decode_png;
+using perseus::testing::parse_xml;
+using perseus::testing::solved_fixture;
+using perseus::testing::XmlElement;
+
+int count_class(const std::vector<XmlElement>& elements, const std::string& name, const std::string& cls) {
+  int n = 0;
+  for (const XmlElement& e : elements) n += e.name == name && e.has_class(cls);
+  return n;
+}
+
+TEST(SavingsBreakdown, SplitsEachMethodsStragglerSavingsIntoIntrinsicAndExtrinsic) {
+  const Comparison& c = solved_fixture().comparison;
+  ASSERT_FALSE(c.stragglers.empty());
+  const std::vector<SavingsSplit> splits = savings_split(c, 1.2);
+  const StragglerRow* row = nullptr;
+  for (const StragglerRow& r : c.stragglers) {
+    if (std::abs(r.ratio - 1.2) < 1e-12) row = &r;
+  }
+  ASSERT_NE(row, nullptr);
+  const double window = energy_over_window(c.all_max_time_s, c.all_max_energy_j, row->t_prime_s, c.p_blocking_w,
+                                           c.gpus_per_pipeline);
+  ASSERT_EQ(splits.size(), row->methods.size() - 1);  // every method but AllMax
+  for (const SavingsSplit& s : splits) {
+    const MethodRow* m = nullptr;
+    for (const MethodRow& r : row->methods) {
+      if (r.method == s.method) m = &r;
+    }
+    ASSERT_NE(m, nullptr) << s.method;
+    EXPECT_EQ(s.available, m->available);
+    if (!s.available) continue;
+    EXPECT_NEAR(s.total_fraction(), m->savings_fraction, 1e-12) << s.method;
+    EXPECT_GE(s.intrinsic_fraction, 0.0);
+    EXPECT_GE(s.extrinsic_fraction, 0.0);
+    // Intrinsic: what its plan within T saves, measured against AllMax over the window T'.
+    for (const MethodRow& iso : c.iso_time) {
+      if (iso.method == s.method && iso.available && iso.savings_j / window <= m->savings_fraction) {
+        EXPECT_NEAR(s.intrinsic_fraction, iso.savings_j / window, 1e-12) << s.method;
+      }
+    }
+  }
+  // Perseus answers the straggler: it saves more than its intrinsic part.
+  EXPECT_GT(splits.front().extrinsic_fraction, 0.0);
+  EXPECT_EQ(splits.front().method, kPerseus);
+
+  const auto svg = parse_xml(savings_breakdown_svg(c, 1.2));
+  EXPECT_EQ(count_class(svg, "rect", "intrinsic"), static_cast<int>(splits.size()));
+  EXPECT_EQ(count_class(svg, "rect", "extrinsic"), static_cast<int>(splits.size()));
+
+  Comparison none = c;
+  none.stragglers.clear();
+  EXPECT_THROW(savings_breakdown_svg(none), InputError);
+  EXPECT_THROW(straggler_savings_svg(none), InputError);
+}
+
+TEST(StragglerSavingsPlot, OneLinePerMethodAndTheStarAtTStarOverT) {
+  const Comparison& c = solved_fixture().comparison;
+  const std::string text = straggler_savings_svg(c);
+  const auto svg = parse_xml(text);
+  int lines = 0, points = 0;
+  for (const XmlElement& e : svg) {
+    lines += e.name == "polyline" && e.has_class("series");
+    points += e.name == "circle";
+  }
+  EXPECT_EQ(lines, 4);  // Perseus and the three baselines with a curve
+  EXPECT_LE(points, 4 * static_cast<int>(c.stragglers.size()));
+  EXPECT_GE(points, static_cast<int>(c.stragglers.size()));
+  EXPECT_EQ(count_class(svg, "g", "t-star"), 1);
+  EXPECT_NE(text.find(fmt::format("T*/T = {:.3f}", c.t_star_s / c.all_max_time_s)), std::string::npos);
+}
+
+TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
+  std::vector<LargeScaleRow> rows;
+  for (const char* workload : {"a", "b"}) {
+    for (int m : {12, 24, 48}) {
+      LargeScaleRow r;
+      r.workload = workload;
+      r.microbatches = m;
+      r.pipelines = 1536 / m;
+      r.gpus = r.pipelines * 64;
+      r.savings_fraction = 0.1 + 0.01 * m / 12;
+      r.t_star_savings_fraction = 0.2;
+      rows.push_back(r);
+    }
+  }
+  const auto svg = parse_xml(large_scale_svg(rows));
+  EXPECT_EQ(count_class(svg, "polyline", "iso-time"), 2);
+  EXPECT_EQ(count_class(svg, "polyline", "t-star"), 2);
+  EXPECT_EQ(count_class(svg, "g", "workload"), 2);
+  EXPECT_THROW(large_scale_svg({}), InputError);
+}
+
+TEST(ImageExport, PngAndPdfOfEveryFigure) {
+  const Comparison& c = solved_fixture().comparison;
+  const std::string frontier = frontier_svg(c, {"t", 800, 400});
+  const std::string png = render_image(frontier, ImageFormat::kPng, 2.0);
+  const auto image = decode_png(png);
+  EXPECT_EQ(image.width, 1600u);
+  EXPECT_EQ(image.height, 800u);
+  // Perseus's red is drawn.
+  int red = 0;
+  for (std::uint32_t p : image.pixels) red += p == 0xd62728;
+  EXPECT_GT(red, 100);
+  const std::string pdf = render_image(frontier, ImageFormat::kPdf);
+  EXPECT_EQ(pdf.rfind("%PDF-", 0), 0u);
+  EXPECT_NE(pdf.find("/MediaBox [ 0 0 600 300 ]"), std::string::npos);  // 800 x 400 px at 0.75 pt
+  EXPECT_EQ(render_image(frontier, ImageFormat::kSvg), frontier);
+  for (const std::string& svg : {savings_breakdown_svg(c), straggler_savings_svg(c)}) {
+    EXPECT_GT(decode_png(render_image(svg, ImageFormat::kPng)).width, 0u);
+  }
+  EXPECT_THROW(render_image("<svg", ImageFormat::kPng), InputError);
+  EXPECT_EQ(parse_image_format("PNG"), ImageFormat::kPng);
+  EXPECT_THROW(parse_image_format("gif"), InputError);
+}
+
+}  // namespace
+}  // namespace perseus::report
