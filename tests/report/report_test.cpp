@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "perseus/model/errors.hpp"
@@ -93,6 +94,13 @@ TEST(FrontierPlot, DrawsEveryMethodToScaleWithTminAndTstar) {
   ASSERT_EQ(elements.front().name, "svg");
   EXPECT_EQ(elements.front().attributes.at("viewBox"), "0 0 800 450");
   EXPECT_NE(svg.find("frontier &lt;of&gt; &amp; test"), std::string::npos);
+  // The plan of least energy per iteration is marked and named apart from T*.
+  const MethodCurve& perseus = c.method(kPerseus);
+  const MethodPoint& least = *std::min_element(perseus.points.begin(), perseus.points.end(),
+                                               [](const MethodPoint& a, const MethodPoint& b) { return a.energy_j < b.energy_j; });
+  EXPECT_EQ(with_class(elements, "g", "least-energy").size(), 1u);
+  EXPECT_NE(svg.find(fmt::format("at {:.3f} s</text>", least.time_s)), std::string::npos);
+  EXPECT_NE(svg.find("(least effective energy)"), std::string::npos);
 
   // Perseus's line joins its Pareto-optimal points, in time order, on linear axes.
   const auto lines = with_class(elements, "polyline", "perseus");
@@ -202,7 +210,8 @@ TEST(TimelinePlot, DrawsEveryInstructionToScaleColouredByPowerWithTheCriticalPat
         if (executed[i] != &e) continue;
         EXPECT_NEAR(points[2 * k].first, rects[i]->number("x"), 0.011);
         EXPECT_GT(points[2 * k].second, rects[i]->number("y"));
-        EXPECT_LT(points[2 * k].second, rects[i]->number("y") + rects[i]->number("height"));
+        // In the block's top fifth: above its label (10 px text centred in the block).
+        EXPECT_LT(points[2 * k].second, rects[i]->number("y") + 0.2 * rects[i]->number("height"));
       }
     }
   }

@@ -113,7 +113,7 @@ std::string frontier_svg(const Comparison& c, const FrontierPlotOptions& options
         near_right ? "end" : "start", escape_xml(label));
   };
   vertical(c.t_min_s, "t-min", fmt::format("T_min {:.3f} s", c.t_min_s), 0);
-  vertical(c.t_star_s, "t-star", fmt::format("T* {:.3f} s", c.t_star_s), 14);
+  vertical(c.t_star_s, "t-star", fmt::format("T* {:.3f} s (least effective energy)", c.t_star_s), 14);
 
   // Series: baselines first, Perseus on top.
   std::vector<const MethodCurve*> order;
@@ -169,6 +169,20 @@ std::string frontier_svg(const Comparison& c, const FrontierPlotOptions& options
     legend += fmt::format(R"(<line class="legend-marker" x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="1.2" stroke-dasharray="4,3"/>)",
                           px(w - right + 15), px(w - right + 29), px(legend_y), px(legend_y), s.colour);
     legend += fmt::format(R"(<text x="{}" y="{}">lower bound</text>)", px(w - right + 34), px(legend_y + 4));
+  }
+  // The least-energy plan per iteration: not T* (the least *effective* energy, what counts while
+  // waiting for a straggler), so marked apart and named.
+  for (const MethodCurve& curve : c.methods) {
+    if (curve.method != kPerseus || curve.points.empty()) continue;
+    const MethodPoint& least = *std::min_element(curve.points.begin(), curve.points.end(),
+                                                 [](const MethodPoint& a, const MethodPoint& b) { return a.energy_j < b.energy_j; });
+    const double cx = x(least.time_s), cy = y(least.energy_j / unit);
+    const bool near_right = cx > w - right - 170;
+    out += fmt::format(
+        R"(<g class="marker least-energy"><circle cx="{0}" cy="{1}" r="7" fill="none" stroke="#111" stroke-width="1.6"/><line x1="{0}" x2="{0}" y1="{2}" y2="{3}" stroke="#111" stroke-width="1"/><text x="{4}" y="{5}" class="small" text-anchor="{6}">least energy per iteration: {7:.4g} {8} at {9:.3f} s</text><title>Perseus's plan of least energy per iteration</title></g>)",
+        px(cx), px(cy), px(cy + 7), px(std::max(cy + 7, h - bottom - 4)), px(cx + (near_right ? -6 : 6)),
+        px(h - bottom - 5), near_right ? "end" : "start",
+        least.energy_j / unit, kilo ? "kJ" : "J", least.time_s);
   }
   out += R"(<g class="legend">)" + legend + "</g></svg>";
   return out;
@@ -237,7 +251,7 @@ std::string timeline_svg(const EmulationResult& result, const TimelinePlotOption
       out += fmt::format(
           R"(<rect class="instruction {}" x="{}" y="{}" width="{}" height="{}" fill="{}" stroke="{}" stroke-width="{}"><title>{} stage {}: {:.4f}-{:.4f} s, {} MHz, {:.0f} W, {:.2f} J{}</title></rect>)",
           to_string(e.instruction.kind), px(x0), px(row_y), px(std::max(x1 - x0, 0.5)), px(bar),
-          power_colour(e.power_w(), power_lo, power_hi), late ? "#ff7f0e" : "#ffffff", late ? 2 : 0.6, name, s,
+          power_colour(e.power_w(), power_lo, power_hi), late ? "#ff7f0e" : "#ffffff", late ? 2 : 1.0, name, s,
           e.start_s, e.end_s, e.frequency_mhz, e.power_w(), e.energy_j, late ? ", clock switch late" : "");
       if (x1 - x0 >= 7.0 * name.size()) {
         const bool dark = e.power_w() < power_lo + 0.6 * (power_hi - power_lo);
@@ -251,7 +265,8 @@ std::string timeline_svg(const EmulationResult& result, const TimelinePlotOption
     std::string points;
     for (std::size_t i : critical_path(result, p)) {
       const ExecutedInstruction& e = result.timeline[i];
-      const double y = top + e.instruction.stage * options.row_height + bar / 2;
+      // Along the top edge of the blocks: the labels sit in their middle and stay readable.
+      const double y = top + e.instruction.stage * options.row_height + std::min(2.5, bar * 0.12);
       points += px(x(e.start_s)) + "," + px(y) + " " + px(x(e.end_s)) + "," + px(y) + " ";
     }
     if (!points.empty()) {
