@@ -34,5 +34,6 @@ void add_emulator_commands(CLI::App& app);  // emulate, compare, report (emulato
 void add_server_commands(CLI::App& app);    // serve (server_commands.cpp)
 void add_planner_commands(CLI::App& app);   // profile synth, partition, plan (planner_commands.cpp)
 void add_runs_commands(CLI::App& app);      // runs import, runs validate (runs_commands.cpp)
+void add_kareus_commands(CLI::App& app);    // kareus space, kareus frontier (kareus_commands.cpp)
 
 }  // namespace perseus::cli

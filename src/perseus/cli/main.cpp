@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   perseus::cli::add_server_commands(app);
   perseus::cli::add_planner_commands(app);
   perseus::cli::add_runs_commands(app);
+  perseus::cli::add_kareus_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

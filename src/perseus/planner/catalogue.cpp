@@ -139,6 +139,18 @@ ModelSpec llama3(std::string name, int layers, int hidden, int heads, int ffn, b
   return m;
 }
 
+// Qwen 3: Llama-3-like (GQA with 8 KV heads, SwiGLU, RMSNorm, RoPE) with a head width of its
+// own (16 heads of 128 on a 2048 model), tied embeddings and a 151,936-token vocabulary.
+ModelSpec qwen3(std::string name, int layers, int hidden, int heads, int head_dim, int ffn, double params,
+                std::string source) {
+  ModelSpec m = llama3(std::move(name), layers, hidden, heads, ffn, true, params, std::move(source));
+  m.description = "Qwen 3 decoder-only Transformer (GQA, SwiGLU)";
+  m.transformer.head_dim = head_dim;
+  m.transformer.vocab = 151936;
+  m.transformer.seq_len = 4096;
+  return m;
+}
+
 ModelSpec wide_resnet(std::string name, int depth) {
   ModelSpec m;
   m.name = std::move(name);
@@ -169,6 +181,11 @@ std::vector<ModelSpec> build_models() {
   models.push_back(llama3("llama3-3b", 28, 3072, 24, 8192, true, 3.2e9, "Meta 2024, Llama 3.2 model card (3B)"));
   models.push_back(llama3("llama3-8b", 32, 4096, 32, 14336, false, 8.0e9, "Dubey et al. 2024 (Llama 3), Table 3"));
   models.push_back(llama3("llama3-70b", 80, 8192, 64, 28672, false, 70.6e9, "Dubey et al. 2024 (Llama 3), Table 3"));
+  // The Kareus paper's workloads under their release names (Llama 3.2 3B and 3.3 70B have the
+  // shapes of Llama 3's 3B and 70B).
+  models.push_back(llama3("llama3.2-3b", 28, 3072, 24, 8192, true, 3.2e9, "Meta 2024, Llama 3.2 model card (3B)"));
+  models.push_back(llama3("llama3.3-70b", 80, 8192, 64, 28672, false, 70.6e9, "Meta 2024, Llama 3.3 model card (70B)"));
+  models.push_back(qwen3("qwen3-1.7b", 28, 2048, 16, 128, 6144, 1.7e9, "Qwen Team 2025 (Qwen3 technical report), Table 1"));
   models.push_back(wide_resnet("wide-resnet50-8", 50));
   models.push_back(wide_resnet("wide-resnet101-8", 101));
   return models;
@@ -222,6 +239,7 @@ std::vector<GpuSpec> build_gpus() {
   {
     GpuSpec g;
     g.name = "a100-sxm";
+    g.sms = 108;
     g.description = "NVIDIA A100 SXM4 80GB";
     g.source = "NVIDIA A100 datasheet (2021); NVLink 3, HGX A100 with 8x HDR 200 Gb/s";
     g.peak_flops = 312e12;
@@ -244,6 +262,7 @@ std::vector<GpuSpec> build_gpus() {
   {
     GpuSpec g;
     g.name = "a100-pcie";
+    g.sms = 108;
     g.description = "NVIDIA A100 PCIe 80GB";
     g.source = "NVIDIA A100 datasheet (2021); PCIe 4.0 x16, 100 Gb/s per GPU across nodes";
     g.peak_flops = 312e12;
@@ -267,6 +286,7 @@ std::vector<GpuSpec> build_gpus() {
   {
     GpuSpec g;
     g.name = "a40";
+    g.sms = 84;
     g.description = "NVIDIA A40 48GB";
     g.source = "NVIDIA A40 datasheet (2021); PCIe 4.0 x16, 100 Gb/s per GPU across nodes";
     g.peak_flops = 149.7e12;
@@ -289,6 +309,7 @@ std::vector<GpuSpec> build_gpus() {
   {
     GpuSpec g;
     g.name = "h100-sxm";
+    g.sms = 132;
     g.description = "NVIDIA H100 SXM5 80GB";
     g.source = "NVIDIA H100 datasheet (2023); NVLink 4, HGX H100 with 8x NDR 400 Gb/s";
     g.peak_flops = 989.4e12;

@@ -91,6 +91,7 @@ struct GpuSpec {
   double idle_power_w = 0.0;
   double p_blocking_w = 0.0;          // power while blocked on communication
   int gpus_per_node = 8;
+  int sms = 0;                        // streaming multiprocessors (Kareus's SM allocation)
   std::string intra_node_link;
   double intra_node_busbw = 0.0;      // NCCL all-reduce bus bandwidth inside a node, B/s
   double p2p_bandwidth = 0.0;         // point-to-point inside a node, B/s

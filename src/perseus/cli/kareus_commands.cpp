@@ -1,0 +1,213 @@
+// `perseus kareus space` and `perseus kareus frontier`: Kareus's partitions of a layer, the knob
+// space of each, and each partition's exhaustive time-energy frontier on the emulated GPU.
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "perseus/cli/commands.hpp"
+#include "perseus/kareus/evaluator.hpp"
+#include "perseus/kareus/knob_space.hpp"
+#include "perseus/kareus/search.hpp"
+#include "perseus/kareus/workload.hpp"
+#include "perseus/plan/output_files.hpp"
+
+namespace perseus::cli {
+namespace {
+
+using nlohmann::json;
+
+struct WorkloadArgs {
+  std::string model = "llama3.2-3b";
+  std::string gpu = "a100-sxm";
+  int tp = 8, cp = 1, pp = 2;
+  int microbatch_size = 8;
+  int seq_len = 4096;
+  int microbatches = 8;
+  int min_mhz = 900;
+  int max_sms = 30;
+};
+
+struct SpaceArgs {
+  WorkloadArgs workload;
+  bool json = false;
+};
+
+struct FrontierArgs {
+  WorkloadArgs workload;
+  std::string partition;
+  std::string out;
+  bool force = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+void add_workload_flags(CLI::App* cmd, WorkloadArgs& a) {
+  cmd->add_option("--model", a.model, "A Transformer of the catalogue (perseus models), e.g. llama3.2-3b, qwen3-1.7b")
+      ->capture_default_str();
+  cmd->add_option("--gpu", a.gpu, "A GPU of the catalogue (perseus gpus)")->capture_default_str();
+  cmd->add_option("--tp", a.tp, "Tensor parallelism")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--cp", a.cp, "Context parallelism")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--pp", a.pp, "Pipeline parallelism (layers per stage = layers / pp)")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--microbatch-size", a.microbatch_size, "Sequences per microbatch (two nanobatches)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--seq-len", a.seq_len, "Tokens per sequence")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--microbatches", a.microbatches, "Microbatches per iteration")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--min-mhz", a.min_mhz, "Lowest clock searched (the paper: 900 on A100)")->capture_default_str();
+  cmd->add_option("--max-sms", a.max_sms, "Most SMs the collective may take (the paper: 30 on A100)")->capture_default_str();
+}
+
+kareus::Workload workload_of(const WorkloadArgs& a) {
+  return {planner::find_model(a.model), planner::find_gpu(a.gpu), a.tp, a.cp, a.pp, a.microbatch_size, a.seq_len,
+          a.microbatches};
+}
+
+json kernel_json(const kareus::Kernel& k, const planner::GpuSpec& gpu) {
+  return {{"name", k.name}, {"flops", k.flops}, {"bytes", k.bytes}, {"memory_bound", k.memory_bound(gpu)}};
+}
+
+void run_space(const SpaceArgs& a) {
+  const kareus::Workload w = workload_of(a.workload);
+  const auto parts = kareus::layer_partitions(w);
+  json out = {{"model", w.model.name}, {"gpu", w.gpu.name}, {"tp", w.tensor_parallel}, {"cp", w.context_parallel},
+              {"pp", w.pipeline_parallel}, {"microbatch_size", w.microbatch_size}, {"seq_len", w.seq_len}};
+  json partitions = json::array();
+  std::size_t layer = 0;
+  for (const kareus::Partition& p : parts) {
+    const kareus::KnobSpace space = kareus::knob_space(w.gpu, p, a.workload.min_mhz, a.workload.max_sms);
+    layer += space.size();
+    json kernels = json::array();
+    for (const kareus::Kernel& k : p.compute) kernels.push_back(kernel_json(k, w.gpu));
+    partitions.push_back({{"name", p.name}, {"forward", p.forward}, {"kernels", kernels},
+                          {"collective", {{"name", p.comm.name}, {"bus_bytes", p.comm.bus_bytes}}},
+                          {"per_microbatch", p.per_microbatch}, {"clocks", space.clocks().size()},
+                          {"max_sms", space.max_sms()}, {"windows", space.windows()}, {"configurations", space.size()}});
+  }
+  out["partitions"] = partitions;
+  out["configurations"] = layer;
+  if (a.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{} on {}: TP {} x CP {} x PP {}, microbatch {} x {} tokens (nanobatches of {})\n", w.model.name,
+             w.gpu.name, w.tensor_parallel, w.context_parallel, w.pipeline_parallel, w.microbatch_size, w.seq_len,
+             w.microbatch_size / 2);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const kareus::Partition& p = parts[i];
+    const json& j = partitions[i];
+    fmt::print("\n{} ({}), {} per microbatch: collective {} of {:.1f} MB on the links\n", p.name,
+               p.forward ? "forward" : "backward", p.per_microbatch, p.comm.name, p.comm.bus_bytes / 1e6);
+    for (std::size_t k = 0; k < p.compute.size(); ++k) {
+      const kareus::Kernel& kernel = p.compute[k];
+      fmt::print("  {} {:<22} {:>9.2f} GFLOP {:>9.2f} MB  {}\n", k, kernel.name, kernel.flops / 1e9, kernel.bytes / 1e6,
+                 kernel.memory_bound(w.gpu) ? "memory-bound" : "compute-bound");
+    }
+    fmt::print("  knobs: {} clocks x ({} SM counts x {} windows + sequential) = {} configurations\n",
+               j["clocks"].get<std::size_t>(), j["max_sms"].get<int>(), j["windows"].get<std::size_t>(),
+               j["configurations"].get<std::size_t>());
+  }
+  fmt::print("\nOne layer: {} configurations over {} partitions (the Kareus paper counts 85,050 = 35 clocks x 30 SMs x "
+             "81 launch timings for a typical layer on A100; docs/kareus.md compares the two counts)\n",
+             layer, parts.size());
+}
+
+void run_frontier(const FrontierArgs& a) {
+  const kareus::Workload w = workload_of(a.workload);
+  const auto parts = kareus::layer_partitions(w);
+  kareus::EmulatedGpu gpu(w.gpu);
+  json out = {{"model", w.model.name}, {"gpu", w.gpu.name}, {"evaluator", gpu.name()}};
+  json results = json::array();
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string samples_csv = "partition,index,clock_mhz,comm_sms,first,last,time_s,dynamic_j,static_j,total_j,effective_mhz\n";
+  std::string frontier_csv = "partition,index,clock_mhz,comm_sms,first,last,time_s,total_j,schedule\n";
+  bool found = a.partition.empty();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const kareus::Partition& p = parts[i];
+    const std::string label = fmt::format("{}-{}", p.forward ? "forward" : "backward", p.name);
+    if (!a.partition.empty() && a.partition != label && a.partition != std::to_string(i)) continue;
+    found = true;
+    const kareus::KnobSpace space = kareus::knob_space(w.gpu, p, a.workload.min_mhz, a.workload.max_sms);
+    const kareus::PartitionFrontier f = kareus::exhaustive_search(p, space, gpu, [&](std::size_t done, std::size_t total) {
+      if (!a.quiet && !a.json && done == total) fmt::print(stderr, "perseus: {}: {} configurations evaluated\n", label, total);
+    });
+    const kareus::Measurement sequential = gpu.evaluate(p, kareus::Config{w.gpu.max_mhz, space.max_sms(), -1, -1});
+    const kareus::Sample& fastest = f.samples[f.total.front().id];
+    const kareus::Sample& cheapest = f.samples[f.total.back().id];
+    for (const kareus::Sample& s : f.samples) {
+      const kareus::Measurement& m = s.measurement;
+      samples_csv += fmt::format("{},{},{},{},{},{},{:.9f},{:.6f},{:.6f},{:.6f},{:.1f}\n", label, s.index, s.config.clock_mhz,
+                                 s.config.comm_sms, s.config.first, s.config.last, m.time_s, m.dynamic_j, m.static_j,
+                                 m.total_j(), m.effective_mhz);
+    }
+    json front = json::array();
+    for (const kareus::TradeoffPoint& t : f.total) {
+      const kareus::Sample& s = f.samples[t.id];
+      frontier_csv += fmt::format("{},{},{},{},{},{},{:.9f},{:.6f},\"{}\"\n", label, s.index, s.config.clock_mhz,
+                                  s.config.comm_sms, s.config.first, s.config.last, t.time_s, t.energy_j,
+                                  kareus::describe(s.config, p));
+      front.push_back({{"time_s", t.time_s}, {"total_j", t.energy_j}, {"schedule", kareus::describe(s.config, p)}});
+    }
+    results.push_back({{"partition", label}, {"configurations", space.size()}, {"frontier_points", f.total.size()},
+                       {"hypervolume", f.hypervolume_total},
+                       {"sequential_top_clock", {{"time_s", sequential.time_s}, {"total_j", sequential.total_j()}}},
+                       {"fastest", {{"time_s", fastest.measurement.time_s}, {"total_j", fastest.measurement.total_j()},
+                                    {"schedule", kareus::describe(fastest.config, p)}}},
+                       {"least_energy", {{"time_s", cheapest.measurement.time_s}, {"total_j", cheapest.measurement.total_j()},
+                                         {"schedule", kareus::describe(cheapest.config, p)}}},
+                       {"frontier", front}});
+    if (!a.json) {
+      fmt::print("{}: {} configurations, {} on the frontier\n", label, space.size(), f.total.size());
+      fmt::print("  sequential at {} MHz: {:.1f} us, {:.4f} J\n", w.gpu.max_mhz, 1e6 * sequential.time_s, sequential.total_j());
+      fmt::print("  fastest:      {:.1f} us, {:.4f} J  ({})\n", 1e6 * fastest.measurement.time_s,
+                 fastest.measurement.total_j(), kareus::describe(fastest.config, p));
+      fmt::print("  least energy: {:.1f} us, {:.4f} J  ({})\n", 1e6 * cheapest.measurement.time_s,
+                 cheapest.measurement.total_j(), kareus::describe(cheapest.config, p));
+    }
+  }
+  if (!found) {
+    std::string names;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      names += fmt::format("{}{} ({}-{})", i ? ", " : "", i, parts[i].forward ? "forward" : "backward", parts[i].name);
+    }
+    throw InputError(fmt::format("--partition {}: no such partition; the layer has {}", a.partition, names));
+  }
+  out["partitions"] = results;
+  if (!a.out.empty()) {
+    files = {{"samples.csv", samples_csv}, {"frontier.csv", frontier_csv}, {"frontier.json", out.dump(1) + "\n"}};
+    write_directory_atomically(a.out, a.force, files);
+    if (!a.json) fmt::print("Wrote {}/{{samples.csv, frontier.csv, frontier.json}}\n", a.out);
+  }
+  if (a.json) std::cout << out.dump(2) << "\n";
+}
+
+}  // namespace
+
+void add_kareus_commands(CLI::App& app) {
+  static SpaceArgs space_args;
+  static FrontierArgs frontier_args;
+  CLI::App* kareus = app.add_subcommand("kareus", "Kareus: kernel scheduling and GPU clock chosen together, per partition");
+  kareus->require_subcommand(1);
+
+  CLI::App* space = kareus->add_subcommand("space", "A layer's partitions, their kernels and the size of each knob space");
+  space->footer("Example: perseus kareus space --model llama3.2-3b --gpu a100-sxm --tp 8 --microbatch-size 8 --seq-len 4096");
+  add_workload_flags(space, space_args.workload);
+  space->add_flag("--json", space_args.json, "Print as JSON");
+  space->callback([] { run_space(space_args); });
+
+  CLI::App* frontier = kareus->add_subcommand(
+      "frontier", "Every configuration of each partition on the emulated GPU, and its time-energy frontier");
+  frontier->footer("Example: perseus kareus frontier --model qwen3-1.7b --tp 8 --partition 0 --out kareus-frontier/");
+  add_workload_flags(frontier, frontier_args.workload);
+  frontier->add_option("--partition", frontier_args.partition,
+                       "One partition, by number or as forward-NAME / backward-NAME (default: all)");
+  frontier->add_option("--out", frontier_args.out, "Directory for samples.csv, frontier.csv and frontier.json");
+  frontier->add_flag("--force", frontier_args.force, "Replace an existing --out directory");
+  frontier->add_flag("--json", frontier_args.json, "Print the frontiers as JSON");
+  frontier->add_flag("-q,--quiet", frontier_args.quiet, "No progress messages");
+  frontier->callback([] { run_frontier(frontier_args); });
+}
+
+}  // namespace perseus::cli

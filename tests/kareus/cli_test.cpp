@@ -1,0 +1,88 @@
+// `perseus kareus space` and `perseus kareus frontier`, run as a user runs them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+
+CliRun perseus(const std::string& args) {
+  CliRun run;
+  FILE* pipe = ::popen((std::string(PERSEUS_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(KareusCli, SpaceCountsEachPartitionsConfigurations) {
+  const CliRun help = perseus("kareus space --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("Example:"), std::string::npos);
+  const CliRun run = perseus("kareus space --model llama3.2-3b --tp 8 --json");
+  ASSERT_EQ(run.status, 0) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j["partitions"].size(), 4u);
+  std::size_t sum = 0;
+  for (const auto& p : j["partitions"]) {
+    const std::size_t windows = p["kernels"].size() * (p["kernels"].size() + 1) / 2;
+    EXPECT_EQ(p["configurations"].get<std::size_t>(), 35 * (30 * windows + 1)) << p["name"];
+    sum += p["configurations"].get<std::size_t>();
+  }
+  EXPECT_EQ(j["configurations"].get<std::size_t>(), sum);
+  const CliRun text = perseus("kareus space --model qwen3-1.7b --tp 4 --cp 2");
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("kv-allgather+allreduce"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("85,050"), std::string::npos);
+}
+
+TEST(KareusCli, FrontierWritesSamplesAndFrontsAndRefusesBadInput) {
+  const fs::path dir = fs::temp_directory_path() / ("perseus-kareus-" + std::to_string(std::random_device{}()));
+  const CliRun run = perseus("kareus frontier --model qwen3-1.7b --tp 8 --partition 0 --min-mhz 1200 --out " +
+                             (dir / "out").string() + " -q");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("forward-attention-allreduce"), std::string::npos) << run.out;
+  std::ifstream samples(dir / "out" / "samples.csv");
+  std::string line;
+  std::size_t rows = 0;
+  std::getline(samples, line);
+  EXPECT_EQ(line, "partition,index,clock_mhz,comm_sms,first,last,time_s,dynamic_j,static_j,total_j,effective_mhz");
+  while (std::getline(samples, line)) ++rows;
+  EXPECT_EQ(rows, 15u * (30 * 15 + 1));  // 1200..1410 MHz: 15 clocks
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "out" / "frontier.json"));
+  EXPECT_GT(j["partitions"][0]["frontier_points"].get<int>(), 2);
+  fs::remove_all(dir);
+
+  const CliRun model = perseus("kareus space --model gpt9");
+  EXPECT_EQ(model.status, 2);
+  EXPECT_NE(model.out.find("unknown model 'gpt9'"), std::string::npos) << model.out;
+  const CliRun tp = perseus("kareus space --tp 5");
+  EXPECT_EQ(tp.status, 2);
+  EXPECT_NE(tp.out.find("tensor parallelism 5 must divide"), std::string::npos) << tp.out;
+  const CliRun sms = perseus("kareus space --max-sms 200");
+  EXPECT_EQ(sms.status, 2);
+  EXPECT_NE(sms.out.find("1..108"), std::string::npos) << sms.out;
+  const CliRun partition = perseus("kareus frontier --partition bogus -q");
+  EXPECT_EQ(partition.status, 2);
+  EXPECT_NE(partition.out.find("no such partition"), std::string::npos) << partition.out;
+}
+
+}  // namespace
