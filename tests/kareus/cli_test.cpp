@@ -85,4 +85,29 @@ TEST(KareusCli, FrontierWritesSamplesAndFrontsAndRefusesBadInput) {
   EXPECT_NE(partition.out.find("no such partition"), std::string::npos) << partition.out;
 }
 
+TEST(KareusCli, CompareSolvesEveryMethodsFrontierAndWritesProfilesPerseusReads) {
+  const fs::path dir = fs::temp_directory_path() / ("perseus-kareus-cmp-" + std::to_string(std::random_device{}()));
+  const CliRun run = perseus("kareus compare --model qwen3-1.7b --tp 8 --pp 2 --microbatch-size 4 --seq-len 2048 "
+                             "--microbatches 4 --min-mhz 1200 --out " + (dir / "cmp").string() + " --json -q");
+  ASSERT_EQ(run.status, 0) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j["methods"].size(), 4u);
+  EXPECT_EQ(j["methods"][0]["method"], "Megatron-LM");
+  EXPECT_EQ(j["methods"][3]["method"], "Kareus");
+  EXPECT_GE(j["methods"][3]["energy_reduction_vs_megatron"].get<double>(),
+            j["methods"][1]["energy_reduction_vs_megatron"].get<double>());
+  EXPECT_GT(j["methods"][3]["time_reduction_vs_megatron"].get<double>(), 0.0);
+  // Kareus's profile, with its schedule knob column, goes into perseus optimize as it is.
+  const fs::path profile = dir / "cmp" / "profile-kareus.csv";
+  ASSERT_TRUE(fs::exists(profile));
+  const CliRun optimize = perseus("optimize --profile " + profile.string() +
+                                  " --microbatches 4 --p-blocking 83.64 --unit-time 0.0001 --out " + (dir / "opt").string() + " -q");
+  EXPECT_EQ(optimize.status, 0) << optimize.out;
+  std::ifstream head(profile);
+  std::string header;
+  std::getline(head, header);
+  EXPECT_EQ(header, "stage,instruction,frequency,schedule,time,energy");
+  fs::remove_all(dir);
+}
+
 }  // namespace

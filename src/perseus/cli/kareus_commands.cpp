@@ -1,5 +1,7 @@
 // `perseus kareus space` and `perseus kareus frontier`: Kareus's partitions of a layer, the knob
 // space of each, and each partition's exhaustive time-energy frontier on the emulated GPU.
+#include <cctype>
+#include <cmath>
 #include <iostream>
 #include <string>
 
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/kareus/compose.hpp"
 #include "perseus/kareus/evaluator.hpp"
 #include "perseus/kareus/knob_space.hpp"
 #include "perseus/kareus/search.hpp"
@@ -33,6 +36,14 @@ struct WorkloadArgs {
 struct SpaceArgs {
   WorkloadArgs workload;
   bool json = false;
+};
+
+struct CompareArgs {
+  WorkloadArgs workload;
+  std::string out;
+  bool force = false;
+  bool json = false;
+  bool quiet = false;
 };
 
 struct FrontierArgs {
@@ -183,6 +194,77 @@ void run_frontier(const FrontierArgs& a) {
   if (a.json) std::cout << out.dump(2) << "\n";
 }
 
+std::string percent(double fraction) {
+  return std::isnan(fraction) ? std::string("-") : fmt::format("{:+.1f}%", 100 * fraction);
+}
+
+void run_compare(const CompareArgs& a) {
+  const kareus::Workload w = workload_of(a.workload);
+  const auto parts = kareus::layer_partitions(w);
+  kareus::EmulatedGpu gpu(w.gpu);
+  const bool quiet = a.quiet || a.json;
+  std::vector<kareus::PartitionFrontier> frontiers;
+  std::size_t evaluated = 0;
+  for (const kareus::Partition& p : parts) {
+    const kareus::KnobSpace space = kareus::knob_space(w.gpu, p, a.workload.min_mhz, a.workload.max_sms);
+    frontiers.push_back(kareus::exhaustive_search(p, space, gpu));
+    evaluated += space.size();
+  }
+  if (!quiet) fmt::print(stderr, "perseus: {} configurations of {} partitions evaluated on the {}\n", evaluated, parts.size(), gpu.name());
+  const kareus::Comparison c = kareus::compare(w, parts, frontiers, gpu, [&](const std::string& message) {
+    if (!quiet) fmt::print(stderr, "perseus: {}\n", message);
+  });
+  json methods = json::array();
+  for (std::size_t i = 0; i < c.methods.size(); ++i) {
+    const kareus::MethodResult& r = c.methods[i];
+    methods.push_back({{"method", kareus::to_string(r.method)},
+                       {"frontier_points", r.solution.frontier.points.size()},
+                       {"fastest", {{"time_s", r.fastest_time_s}, {"energy_j", r.fastest_energy_j}}},
+                       {"least_energy_j", r.least_energy_j},
+                       {"time_reduction_vs_megatron", c.time_reduction[i]},
+                       {"energy_reduction_vs_megatron", c.energy_reduction[i]},
+                       {"iso_time_energy_reduction_vs_megatron_perseus",
+                        std::isnan(c.iso_time_energy_reduction[i]) ? json() : json(c.iso_time_energy_reduction[i])},
+                       {"iso_energy_time_reduction_vs_megatron_perseus",
+                        std::isnan(c.iso_energy_time_reduction[i]) ? json() : json(c.iso_energy_time_reduction[i])}});
+  }
+  json out = {{"model", w.model.name}, {"gpu", w.gpu.name}, {"tp", w.tensor_parallel}, {"cp", w.context_parallel},
+              {"pp", w.pipeline_parallel}, {"microbatch_size", w.microbatch_size}, {"seq_len", w.seq_len},
+              {"microbatches", w.microbatches}, {"evaluator", gpu.name()}, {"methods", methods}};
+  if (!a.out.empty()) {
+    std::vector<std::pair<std::string, std::string>> files = {{"comparison.json", out.dump(1) + "\n"}};
+    for (const kareus::MethodResult& r : c.methods) {
+      std::string name(kareus::to_string(r.method));
+      std::string file;
+      for (char ch : name) file += std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(ch)) : '-';
+      while (file.find("--") != std::string::npos) file.replace(file.find("--"), 2, "-");
+      files.emplace_back("profile-" + file + ".csv",
+                         kareus::profile_csv(kareus::method_profile(w, parts, frontiers, r.method, gpu)));
+    }
+    write_directory_atomically(a.out, a.force, files);
+  }
+  if (a.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{} on {}: TP {} x CP {} x PP {}, microbatch {} x {} tokens, {} microbatches ({})\n", w.model.name,
+             w.gpu.name, w.tensor_parallel, w.context_parallel, w.pipeline_parallel, w.microbatch_size, w.seq_len,
+             w.microbatches, gpu.name());
+  fmt::print("{:<24} {:>7} {:>11} {:>11} {:>10} {:>10} {:>12} {:>12}\n", "method", "points", "fastest s", "energy J",
+             "time red.", "energy red.", "iso-time E", "iso-energy T");
+  for (std::size_t i = 0; i < c.methods.size(); ++i) {
+    const kareus::MethodResult& r = c.methods[i];
+    fmt::print("{:<24} {:>7} {:>11.4f} {:>11.1f} {:>10} {:>10} {:>12} {:>12}\n", kareus::to_string(r.method),
+               r.solution.frontier.points.size(), r.fastest_time_s, r.fastest_energy_j, percent(c.time_reduction[i]),
+               percent(c.energy_reduction[i]), i >= 2 ? percent(c.iso_time_energy_reduction[i]) : std::string(""),
+               i >= 2 ? percent(c.iso_energy_time_reduction[i]) : std::string(""));
+  }
+  fmt::print("Reductions: time and energy of each method's fastest plan against Megatron-LM (the paper's Table 4); "
+             "energy within M+P's fastest time and time within M+P's least energy against Megatron-LM + Perseus "
+             "(its Table 5). One pipeline's GPUs, one iteration.\n");
+  if (!a.out.empty()) fmt::print("Wrote {}/{{comparison.json, profile-*.csv}}\n", a.out);
+}
+
 }  // namespace
 
 void add_kareus_commands(CLI::App& app) {
@@ -208,6 +290,21 @@ void add_kareus_commands(CLI::App& app) {
   frontier->add_flag("--json", frontier_args.json, "Print the frontiers as JSON");
   frontier->add_flag("-q,--quiet", frontier_args.quiet, "No progress messages");
   frontier->callback([] { run_frontier(frontier_args); });
+
+  static CompareArgs compare_args;
+  CLI::App* compare = kareus->add_subcommand(
+      "compare", "Megatron-LM, Megatron-LM + Perseus, Nanobatching + Perseus and Kareus on one emulated GPU");
+  compare->footer(
+      "Every partition searched exhaustively, composed per microbatch (Algorithm 2) and solved into the iteration "
+      "frontier of each method. --out writes each method's profile (a knob column `schedule`) for perseus optimize.\n"
+      "Example: perseus kareus compare --model llama3.2-3b --tp 8 --pp 2 --microbatch-size 8 --seq-len 4096 "
+      "--microbatches 8");
+  add_workload_flags(compare, compare_args.workload);
+  compare->add_option("--out", compare_args.out, "Directory for comparison.json and each method's profile CSV");
+  compare->add_flag("--force", compare_args.force, "Replace an existing --out directory");
+  compare->add_flag("--json", compare_args.json, "Print the comparison as JSON");
+  compare->add_flag("-q,--quiet", compare_args.quiet, "No progress messages");
+  compare->callback([] { run_compare(compare_args); });
 }
 
 }  // namespace perseus::cli
