@@ -110,4 +110,32 @@ TEST(KareusCli, CompareSolvesEveryMethodsFrontierAndWritesProfilesPerseusReads) 
   fs::remove_all(dir);
 }
 
+TEST(KareusCli, AnExternalEvaluatorThatCrashesLosesNothingAndTheRunResumes) {
+  const fs::path dir = fs::temp_directory_path() / ("perseus-kareus-ext-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string fake = "/usr/bin/python3 " PERSEUS_SOURCE_DIR "/tests/kareus/fake_evaluator.py";
+  const std::string flags = "kareus frontier --model qwen3-1.7b --tp 8 --partition 1 --min-mhz 1380 --max-sms 4 --samples " +
+                            (dir / "samples.csv").string() + " -q --evaluator ";
+  const CliRun crash = perseus(flags + "'" + fake + " --crash-after 40'");
+  EXPECT_EQ(crash.status, 2) << crash.out;
+  EXPECT_NE(crash.out.find("ended without answering"), std::string::npos) << crash.out;
+  EXPECT_NE(crash.out.find("40 samples of forward-mlp-allreduce measured this run"), std::string::npos) << crash.out;
+  EXPECT_NE(crash.out.find("run the same command again to resume"), std::string::npos) << crash.out;
+  const auto rows = [&] {
+    std::ifstream in(dir / "samples.csv");
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n - 1;  // the header
+  };
+  EXPECT_EQ(rows(), 40u);
+  // Resumed with a working evaluator: only the rest is measured; 3 clocks x (4 x 10 + 1).
+  const CliRun resumed = perseus(flags + "'" + fake + "' --json");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_EQ(rows(), 3u * 41);
+  const nlohmann::json j = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(j["evaluator"], "external: " + fake);
+  EXPECT_EQ(j["partitions"][0]["configurations"], 3 * 41);
+  fs::remove_all(dir);
+}
+
 }  // namespace

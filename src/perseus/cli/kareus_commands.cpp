@@ -2,7 +2,11 @@
 // space of each, and each partition's exhaustive time-energy frontier on the emulated GPU.
 #include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <memory>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +16,7 @@
 #include "perseus/cli/commands.hpp"
 #include "perseus/kareus/compose.hpp"
 #include "perseus/kareus/evaluator.hpp"
+#include "perseus/kareus/external_evaluator.hpp"
 #include "perseus/kareus/knob_space.hpp"
 #include "perseus/kareus/search.hpp"
 #include "perseus/kareus/workload.hpp"
@@ -21,6 +26,7 @@ namespace perseus::cli {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 struct WorkloadArgs {
   std::string model = "llama3.2-3b";
@@ -48,6 +54,9 @@ struct CompareArgs {
 
 struct FrontierArgs {
   WorkloadArgs workload;
+  std::string evaluator;  // a command (external evaluator); empty: the emulated GPU
+  double timeout = 600.0;
+  std::string samples;    // appended as samples arrive; read back to resume
   std::string partition;
   std::string out;
   bool force = false;
@@ -125,10 +134,56 @@ void run_space(const SpaceArgs& a) {
              layer, parts.size());
 }
 
+const char* kSamplesHeader = "partition,index,clock_mhz,comm_sms,first,last,time_s,dynamic_j,static_j,total_j,effective_mhz\n";
+
+std::string sample_row(const std::string& label, const kareus::Sample& s) {
+  const kareus::Measurement& m = s.measurement;
+  return fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.1f}\n", label, s.index, s.config.clock_mhz,
+                     s.config.comm_sms, s.config.first, s.config.last, m.time_s, m.dynamic_j, m.static_j, m.total_j(),
+                     m.effective_mhz);
+}
+
+// The samples of partition `label` in a samples file (to resume a search). InputError naming
+// the line for a malformed row.
+std::vector<kareus::Sample> read_samples(const std::string& path, const std::string& label) {
+  std::vector<kareus::Sample> out;
+  std::ifstream in(path);
+  if (!in) return out;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (number == 1 || line.empty() || line.rfind(label + ",", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    try {
+      if (cells.size() != 11) throw std::invalid_argument("columns");
+      kareus::Sample s;
+      s.index = std::stoull(cells[1]);
+      s.config = {std::stoi(cells[2]), std::stoi(cells[3]), std::stoi(cells[4]), std::stoi(cells[5])};
+      s.measurement = {std::stod(cells[6]), std::stod(cells[7]), std::stod(cells[8]), std::stod(cells[10])};
+      out.push_back(s);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("{}:{}: expected {} values of a sample, got '{}'", path, number, 11, line));
+    }
+  }
+  return out;
+}
+
 void run_frontier(const FrontierArgs& a) {
   const kareus::Workload w = workload_of(a.workload);
   const auto parts = kareus::layer_partitions(w);
-  kareus::EmulatedGpu gpu(w.gpu);
+  std::unique_ptr<kareus::Evaluator> evaluator;
+  if (a.evaluator.empty()) evaluator = std::make_unique<kareus::EmulatedGpu>(w.gpu);
+  else evaluator = std::make_unique<kareus::ExternalEvaluator>(a.evaluator, a.timeout);
+  kareus::Evaluator& gpu = *evaluator;
+  kareus::EmulatedGpu emulated(w.gpu);  // the sequential reference line
+  std::ofstream samples_file;
+  if (!a.samples.empty()) {
+    const bool fresh = !fs::exists(a.samples) || fs::file_size(a.samples) == 0;
+    samples_file.open(a.samples, std::ios::app);
+    if (!samples_file) throw InputError(fmt::format("--samples {}: cannot open it for appending", a.samples));
+    if (fresh) samples_file << kSamplesHeader << std::flush;
+  }
   json out = {{"model", w.model.name}, {"gpu", w.gpu.name}, {"evaluator", gpu.name()}};
   json results = json::array();
   std::vector<std::pair<std::string, std::string>> files;
@@ -141,10 +196,30 @@ void run_frontier(const FrontierArgs& a) {
     if (!a.partition.empty() && a.partition != label && a.partition != std::to_string(i)) continue;
     found = true;
     const kareus::KnobSpace space = kareus::knob_space(w.gpu, p, a.workload.min_mhz, a.workload.max_sms);
-    const kareus::PartitionFrontier f = kareus::exhaustive_search(p, space, gpu, [&](std::size_t done, std::size_t total) {
-      if (!a.quiet && !a.json && done == total) fmt::print(stderr, "perseus: {}: {} configurations evaluated\n", label, total);
-    });
-    const kareus::Measurement sequential = gpu.evaluate(p, kareus::Config{w.gpu.max_mhz, space.max_sms(), -1, -1});
+    kareus::ResumableSearch search;
+    if (!a.samples.empty()) search.known = read_samples(a.samples, label);
+    const std::size_t resumed = search.known.size();
+    std::size_t fresh = 0;
+    search.on_sample = [&](const kareus::Sample& s) {
+      ++fresh;
+      if (samples_file.is_open()) samples_file << sample_row(label, s) << std::flush;
+    };
+    search.progress = [&](std::size_t done, std::size_t total) {
+      if (!a.quiet && !a.json && (done == total || !a.evaluator.empty())) {
+        fmt::print(stderr, "perseus: {}: {}/{} configurations evaluated\n", label, done, total);
+      }
+    };
+    kareus::PartitionFrontier f;
+    try {
+      f = kareus::exhaustive_search(p, space, gpu, std::move(search));
+    } catch (const kareus::EvaluatorError& e) {
+      throw InputError(fmt::format("{}; {} samples of {} measured this run{}", e.what(), fresh, label,
+                                   a.samples.empty() ? std::string(" (give --samples FILE to keep them and resume)")
+                                                     : fmt::format(", kept in {} with {} from before: run the same "
+                                                                   "command again to resume",
+                                                                   a.samples, resumed)));
+    }
+    const kareus::Measurement sequential = emulated.evaluate(p, kareus::Config{w.gpu.max_mhz, space.max_sms(), -1, -1});
     const kareus::Sample& fastest = f.samples[f.total.front().id];
     const kareus::Sample& cheapest = f.samples[f.total.back().id];
     for (const kareus::Sample& s : f.samples) {
@@ -171,7 +246,8 @@ void run_frontier(const FrontierArgs& a) {
                        {"frontier", front}});
     if (!a.json) {
       fmt::print("{}: {} configurations, {} on the frontier\n", label, space.size(), f.total.size());
-      fmt::print("  sequential at {} MHz: {:.1f} us, {:.4f} J\n", w.gpu.max_mhz, 1e6 * sequential.time_s, sequential.total_j());
+      fmt::print("  sequential at {} MHz (emulated): {:.1f} us, {:.4f} J\n", w.gpu.max_mhz, 1e6 * sequential.time_s,
+                 sequential.total_j());
       fmt::print("  fastest:      {:.1f} us, {:.4f} J  ({})\n", 1e6 * fastest.measurement.time_s,
                  fastest.measurement.total_j(), kareus::describe(fastest.config, p));
       fmt::print("  least energy: {:.1f} us, {:.4f} J  ({})\n", 1e6 * cheapest.measurement.time_s,
@@ -283,6 +359,15 @@ void add_kareus_commands(CLI::App& app) {
       "frontier", "Every configuration of each partition on the emulated GPU, and its time-energy frontier");
   frontier->footer("Example: perseus kareus frontier --model qwen3-1.7b --tp 8 --partition 0 --out kareus-frontier/");
   add_workload_flags(frontier, frontier_args.workload);
+  frontier->add_option("--evaluator", frontier_args.evaluator,
+                       "A command that measures configurations (JSON lines on stdin/stdout, docs/kareus.md); default: "
+                       "the emulated GPU");
+  frontier->add_option("--timeout", frontier_args.timeout, "Seconds one answer of --evaluator may take")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  frontier->add_option("--samples", frontier_args.samples,
+                       "Append every sample to this CSV as it is measured; samples already in it are not measured "
+                       "again (resume)");
   frontier->add_option("--partition", frontier_args.partition,
                        "One partition, by number or as forward-NAME / backward-NAME (default: all)");
   frontier->add_option("--out", frontier_args.out, "Directory for samples.csv, frontier.csv and frontier.json");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace perseus::kareus {
 
 PartitionFrontier frontier_of(std::vector<Sample> samples) {
@@ -31,6 +33,31 @@ PartitionFrontier exhaustive_search(const Partition& partition, const KnobSpace&
     const Config c = space.at(i);
     samples.push_back({i, c, evaluator.evaluate(partition, c)});
     if (progress && ((i + 1) % 1024 == 0 || i + 1 == space.size())) progress(i + 1, space.size());
+  }
+  return frontier_of(std::move(samples));
+}
+
+PartitionFrontier exhaustive_search(const Partition& partition, const KnobSpace& space, Evaluator& evaluator,
+                                    ResumableSearch search) {
+  std::vector<char> done(space.size(), 0);
+  std::vector<Sample> samples;
+  for (Sample& s : search.known) {
+    if (s.index >= space.size() || !(space.at(s.index) == s.config)) {
+      throw InputError(fmt::format("kareus: a known sample of {} ({}) is not configuration {} of this space",
+                                   partition.name, describe(s.config, partition), s.index));
+    }
+    if (done[s.index]) continue;
+    done[s.index] = 1;
+    samples.push_back(std::move(s));
+  }
+  std::size_t count = samples.size();
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    if (done[i]) continue;
+    const Config c = space.at(i);
+    samples.push_back({i, c, evaluator.evaluate(partition, c)});
+    if (search.on_sample) search.on_sample(samples.back());
+    ++count;
+    if (search.progress && (count % 1024 == 0 || count == space.size())) search.progress(count, space.size());
   }
   return frontier_of(std::move(samples));
 }

@@ -34,4 +34,16 @@ PartitionFrontier frontier_of(std::vector<Sample> samples);
 PartitionFrontier exhaustive_search(const Partition& partition, const KnobSpace& space, Evaluator& evaluator,
                                     const std::function<void(std::size_t, std::size_t)>& progress = {});
 
+// The same, resumable: configurations in `known` (earlier samples, e.g. read back from a
+// samples file) are not evaluated again; each new sample goes to `on_sample` as soon as it is
+// measured (to be written out), so an evaluator that fails part-way loses nothing measured.
+// Its exception propagates. `progress(done, total)` counts known samples as done.
+struct ResumableSearch {
+  std::vector<Sample> known;
+  std::function<void(const Sample&)> on_sample;
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+PartitionFrontier exhaustive_search(const Partition& partition, const KnobSpace& space, Evaluator& evaluator,
+                                    ResumableSearch search);
+
 }  // namespace perseus::kareus
