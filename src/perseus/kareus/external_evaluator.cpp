@@ -25,12 +25,15 @@ ExternalEvaluator::ExternalEvaluator(std::string command, double timeout_s)
   pid_ = ::fork();
   if (pid_ < 0) throw EvaluatorError(fmt::format("kareus: cannot start '{}': {}", command_, std::strerror(errno)));
   if (pid_ == 0) {
+    // A process group of its own: stopping the command stops whatever it started too.
+    ::setpgid(0, 0);
     ::dup2(in[0], STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
     ::execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  ::setpgid(pid_, pid_);  // also here, so that it holds before stop() can run
   ::close(in[0]);
   ::close(out[1]);
   to_child_ = in[1];
@@ -49,12 +52,13 @@ void ExternalEvaluator::stop() {
     // Closing stdin asks it to finish; a command that does not within a moment is killed.
     for (int i = 0; i < 20; ++i) {
       if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        ::kill(-pid_, SIGKILL);  // anything it left behind
         pid_ = -1;
         return;
       }
       ::usleep(10000);
     }
-    ::kill(pid_, SIGKILL);
+    ::kill(-pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
