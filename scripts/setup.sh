@@ -16,6 +16,7 @@ PACKAGES=(
   coinor-libcbc-dev coinor-cbc        # exact MILP reference in tests and benchmarks
   zlib1g-dev                # decodes headless Chromium's screenshots in the report and web page tests
   librsvg2-dev              # the report's figures as PNG and PDF (librsvg on cairo)
+  libxgboost-dev            # Kareus's MBO surrogates (gradient-boosted trees, C API)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

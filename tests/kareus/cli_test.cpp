@@ -138,4 +138,37 @@ TEST(KareusCli, AnExternalEvaluatorThatCrashesLosesNothingAndTheRunResumes) {
   fs::remove_all(dir);
 }
 
+TEST(KareusCli, SearchWritesSamplesFrontsAProfileAndTheIterationFrontier) {
+  const fs::path dir = fs::temp_directory_path() / ("perseus-kareus-search-" + std::to_string(std::random_device{}()));
+  const std::string flags = "kareus search --model qwen3-1.7b --tp 8 --pp 2 --microbatch-size 4 --seq-len 2048 "
+                            "--microbatches 4 --min-mhz 1200 --json -q --out ";
+  const CliRun run = perseus(flags + (dir / "a").string());
+  ASSERT_EQ(run.status, 0) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["search"], "mbo");
+  ASSERT_EQ(j["partitions"].size(), 4u);
+  for (const auto& p : j["partitions"]) {
+    EXPECT_LT(p["measured_share"].get<double>(), 0.2) << p;  // 96 + batches of a 15 x 451 space
+    EXPECT_GT(p["frontier_points"].get<int>(), 1) << p;
+  }
+  EXPECT_GT(j["iteration"]["points"].get<int>(), 1);
+  EXPECT_LT(j["iteration"]["t_min_s"].get<double>(), j["iteration"]["t_star_s"].get<double>());
+  for (const char* file : {"samples.csv", "partition_frontiers.csv", "profile.csv", "plan_schedules.csv", "search.json",
+                           "frontier/frontier.csv", "frontier/plans.bin", "frontier/summary.json"}) {
+    EXPECT_TRUE(fs::exists(dir / "a" / file)) << file;
+  }
+  // Every instruction of every plan names its partitions' schedules.
+  std::ifstream schedules(dir / "a" / "plan_schedules.csv");
+  std::string line;
+  std::getline(schedules, line);
+  EXPECT_EQ(line, "point,stage,instruction,microbatch,frequency,schedule");
+  std::getline(schedules, line);
+  EXPECT_NE(line.find('+'), std::string::npos) << line;  // two partitions per forward
+  // The same seed, the same search.
+  const CliRun again = perseus(flags + (dir / "b").string());
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["iteration"], j["iteration"]);
+  fs::remove_all(dir);
+}
+
 }  // namespace

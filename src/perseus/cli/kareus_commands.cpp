@@ -1,6 +1,9 @@
 // `perseus kareus space` and `perseus kareus frontier`: Kareus's partitions of a layer, the knob
 // space of each, and each partition's exhaustive time-energy frontier on the emulated GPU.
+#include <unistd.h>
+
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -18,8 +21,10 @@
 #include "perseus/kareus/evaluator.hpp"
 #include "perseus/kareus/external_evaluator.hpp"
 #include "perseus/kareus/knob_space.hpp"
+#include "perseus/kareus/mbo.hpp"
 #include "perseus/kareus/search.hpp"
 #include "perseus/kareus/workload.hpp"
+#include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/output_files.hpp"
 
 namespace perseus::cli {
@@ -42,6 +47,19 @@ struct WorkloadArgs {
 struct SpaceArgs {
   WorkloadArgs workload;
   bool json = false;
+};
+
+struct SearchArgs {
+  WorkloadArgs workload;
+  bool exhaustive = false;
+  std::uint64_t seed = 1;
+  std::string evaluator;
+  double timeout = 600.0;
+  std::string samples;
+  std::string out;
+  bool force = false;
+  bool json = false;
+  bool quiet = false;
 };
 
 struct CompareArgs {
@@ -270,6 +288,150 @@ void run_frontier(const FrontierArgs& a) {
   if (a.json) std::cout << out.dump(2) << "\n";
 }
 
+void run_search(const SearchArgs& a) {
+  const auto started = std::chrono::steady_clock::now();
+  const kareus::Workload w = workload_of(a.workload);
+  const auto parts = kareus::layer_partitions(w);
+  std::unique_ptr<kareus::Evaluator> evaluator;
+  if (a.evaluator.empty()) evaluator = std::make_unique<kareus::EmulatedGpu>(w.gpu);
+  else evaluator = std::make_unique<kareus::ExternalEvaluator>(a.evaluator, a.timeout);
+  kareus::EmulatedGpu emulated(w.gpu);  // the stage's embedding and LM head
+  std::ofstream samples_file;
+  if (!a.samples.empty()) {
+    const bool fresh = !fs::exists(a.samples) || fs::file_size(a.samples) == 0;
+    samples_file.open(a.samples, std::ios::app);
+    if (!samples_file) throw InputError(fmt::format("--samples {}: cannot open it for appending", a.samples));
+    if (fresh) samples_file << kSamplesHeader << std::flush;
+  }
+  const bool quiet = a.quiet || a.json;
+  std::vector<kareus::PartitionFrontier> frontiers;
+  std::string samples_csv = kSamplesHeader;
+  std::string fronts_csv = "partition,pass,index,clock_mhz,comm_sms,first,last,time_s,total_j,dynamic_j,schedule\n";
+  json partitions = json::array();
+  for (const kareus::Partition& p : parts) {
+    const std::string label = fmt::format("{}-{}", p.forward ? "forward" : "backward", p.name);
+    const kareus::KnobSpace space = kareus::knob_space(w.gpu, p, a.workload.min_mhz, a.workload.max_sms);
+    kareus::ResumableSearch io;
+    if (!a.samples.empty()) io.known = read_samples(a.samples, label);
+    std::size_t fresh = 0;
+    io.on_sample = [&](const kareus::Sample& s) {
+      ++fresh;
+      if (samples_file.is_open()) samples_file << sample_row(label, s) << std::flush;
+    };
+    // A progress line rewritten in place on a terminal; elsewhere one line per partition.
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    io.progress = [&](std::size_t done, std::size_t total) {
+      if (!quiet && terminal && (done % 32 == 0 || done == total)) {
+        fmt::print(stderr, "\rperseus: {}: {} of {} configurations measured", label, done, total);
+      }
+    };
+    kareus::PartitionFrontier f;
+    std::vector<kareus::SamplePass> passes;
+    int batches = 0;
+    try {
+      if (a.exhaustive) {
+        f = kareus::exhaustive_search(p, space, *evaluator, std::move(io));
+      } else {
+        kareus::MboOptions options;
+        options.seed = a.seed;
+        kareus::MboResult r = kareus::mbo_search(p, space, *evaluator, options, std::move(io));
+        f = std::move(r.frontier);
+        passes = std::move(r.pass);
+        batches = r.batches;
+      }
+    } catch (const kareus::EvaluatorError& e) {
+      throw InputError(fmt::format("{}; {} samples of {} measured this run{}", e.what(), fresh, label,
+                                   a.samples.empty() ? std::string(" (give --samples FILE to keep them and resume)")
+                                                     : fmt::format(", kept in {}: run the same command again to resume",
+                                                                   a.samples)));
+    }
+    if (!quiet) {
+      fmt::print(stderr, "{}perseus: {}: {} of {} configurations measured\n", terminal ? "\r" : "", label,
+                 f.samples.size(), space.size());
+    }
+    for (const kareus::Sample& s : f.samples) samples_csv += sample_row(label, s);
+    for (const kareus::TradeoffPoint& t : f.total) {
+      const kareus::Sample& s = f.samples[t.id];
+      fronts_csv += fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},\"{}\"\n", label,
+                                passes.empty() ? "exhaustive" : kareus::to_string(passes[t.id]), s.index,
+                                s.config.clock_mhz, s.config.comm_sms, s.config.first, s.config.last, t.time_s,
+                                t.energy_j, s.measurement.dynamic_j, kareus::describe(s.config, p));
+    }
+    partitions.push_back({{"partition", label}, {"configurations", space.size()}, {"measured", f.samples.size()},
+                          {"measured_share", static_cast<double>(f.samples.size()) / space.size()},
+                          {"batches", batches}, {"frontier_points", f.total.size()}});
+    frontiers.push_back(std::move(f));
+  }
+  // Composition and the iteration frontier.
+  const Profile profile = kareus::method_profile(w, parts, frontiers, kareus::Method::kKareus, emulated);
+  SolveRequest request;
+  request.schedule = {ScheduleKind::k1F1B, w.pipeline_parallel, w.microbatches, 1, false};
+  request.options.unit_time = 1e-4;
+  request.options.p_blocking = w.gpu.p_blocking_w;
+  if (!quiet) fmt::print(stderr, "perseus: composing {} partitions and solving the iteration frontier\n", parts.size());
+  const Solution solution = solve(profile, request);
+  const Frontier& frontier = solution.frontier;
+  json out = {{"model", w.model.name}, {"gpu", w.gpu.name}, {"evaluator", evaluator->name()},
+              {"search", a.exhaustive ? "exhaustive" : "mbo"}, {"seed", a.seed}, {"partitions", partitions},
+              {"iteration", {{"points", frontier.points.size()},
+                             {"t_min_s", frontier.t_min_point().measured.time_s},
+                             {"t_min_energy_j", frontier.t_min_point().measured.energy_j},
+                             {"t_star_s", frontier.t_star_point().measured.time_s},
+                             {"t_star_energy_j", frontier.t_star_point().measured.energy_j}}}};
+  const std::string profile_text = kareus::profile_csv(profile);
+  write_directory_atomically(a.out, a.force, [&](const fs::path& staging) {
+    const auto write = [&](const std::string& name, const std::string& text) {
+      std::ofstream file(staging / name, std::ios::binary);
+      file << text;
+      if (!file) throw InputError(fmt::format("{}: cannot write {}", a.out, name));
+    };
+    write("samples.csv", samples_csv);
+    write("partition_frontiers.csv", fronts_csv);
+    write("profile.csv", profile_text);
+    write("search.json", out.dump(1) + "\n");
+    // plans.bin keeps each instruction's clock; which schedule each partition ran is here, per
+    // frontier point and instruction (the knob of the option the plan chose).
+    std::string schedules = "point,stage,instruction,microbatch,frequency,schedule\n";
+    const EnergyProblem& problem = solution.problem;
+    for (std::size_t i = 0; i < frontier.points.size(); ++i) {
+      const OptionChoice choice = frontier.points[i].option_choice();
+      for (int stage = 0; stage < problem.dag.num_stages(); ++stage) {
+        for (Dag::NodeId n : problem.dag.stage_nodes(stage)) {
+          const perseus::Measurement& m = problem.chosen(n, choice).measurement;
+          const std::size_t at = m.knob.find("|schedule=");
+          schedules += fmt::format("{},{},{},{},{},{}\n", i, stage, perseus::to_string(problem.dag.instruction(n).kind),
+                                   problem.dag.instruction(n).microbatch, m.frequency_mhz,
+                                   at == std::string::npos ? std::string() : m.knob.substr(at + 10));
+        }
+      }
+    }
+    write("plan_schedules.csv", schedules);
+    RunInfo info{(fs::path(a.out) / "profile.csv").string(), solution.schedule, solution.solve_seconds(), {}};
+    OutputOptions output;
+    output.force = false;
+    write_frontier_directory(staging / "frontier", solution.problem, solution.crawl, frontier, info, output);
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out["seconds"] = seconds;
+  if (a.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{} on {} (TP {} x CP {} x PP {}, {} microbatches of {} x {}), {} search on the {}:\n", w.model.name,
+             w.gpu.name, w.tensor_parallel, w.context_parallel, w.pipeline_parallel, w.microbatches, w.microbatch_size,
+             w.seq_len, a.exhaustive ? "exhaustive" : "MBO", evaluator->name());
+  for (const json& p : partitions) {
+    fmt::print("  {:<36} {:>5} of {:>6} configurations measured ({:.2f}%), {} on its front\n",
+               p["partition"].get<std::string>(), p["measured"].get<std::size_t>(), p["configurations"].get<std::size_t>(),
+               100 * p["measured_share"].get<double>(), p["frontier_points"].get<std::size_t>());
+  }
+  fmt::print("Iteration frontier: {} plans, T_min {:.4f} s ({:.1f} J), T* {:.4f} s ({:.1f} J); {:.1f} s in all\n",
+             frontier.points.size(), frontier.t_min_point().measured.time_s, frontier.t_min_point().measured.energy_j,
+             frontier.t_star_point().measured.time_s, frontier.t_star_point().measured.energy_j, seconds);
+  fmt::print("Wrote {}/{{samples.csv, partition_frontiers.csv, profile.csv, plan_schedules.csv, search.json, frontier/}}\n",
+             a.out);
+}
+
 std::string percent(double fraction) {
   return std::isnan(fraction) ? std::string("-") : fmt::format("{:+.1f}%", 100 * fraction);
 }
@@ -375,6 +537,30 @@ void add_kareus_commands(CLI::App& app) {
   frontier->add_flag("--json", frontier_args.json, "Print the frontiers as JSON");
   frontier->add_flag("-q,--quiet", frontier_args.quiet, "No progress messages");
   frontier->callback([] { run_frontier(frontier_args); });
+
+  static SearchArgs search_args;
+  CLI::App* search = kareus->add_subcommand(
+      "search", "Search every partition (MBO), compose, and write the iteration frontier with its plans");
+  search->footer(
+      "Each partition searched by multi-pass MBO (XGBoost surrogates; --exhaustive: every configuration), composed "
+      "per microbatch, solved by perseus into the iteration frontier; every plan names each partition's schedule.\n"
+      "Example: perseus kareus search --model llama3.2-3b --gpu a100-sxm --tp 8 --pp 2 --microbatch-size 8 "
+      "--seq-len 4096 --microbatches 8 --out kareus/");
+  add_workload_flags(search, search_args.workload);
+  search->add_flag("--exhaustive", search_args.exhaustive, "Measure every configuration instead of searching");
+  search->add_option("--seed", search_args.seed, "Seed of the MBO's draws")->capture_default_str();
+  search->add_option("--evaluator", search_args.evaluator,
+                     "A command that measures configurations (JSON lines, docs/kareus.md); default: the emulated GPU");
+  search->add_option("--timeout", search_args.timeout, "Seconds one answer of --evaluator may take")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  search->add_option("--samples", search_args.samples,
+                     "Append every sample to this CSV as it is measured; samples in it are reused (resume)");
+  search->add_option("--out", search_args.out, "Output directory")->required();
+  search->add_flag("--force", search_args.force, "Replace an existing --out directory");
+  search->add_flag("--json", search_args.json, "Print the summary as JSON");
+  search->add_flag("-q,--quiet", search_args.quiet, "No progress messages");
+  search->callback([] { run_search(search_args); });
 
   static CompareArgs compare_args;
   CLI::App* compare = kareus->add_subcommand(
