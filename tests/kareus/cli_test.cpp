@@ -107,6 +107,21 @@ TEST(KareusCli, CompareSolvesEveryMethodsFrontierAndWritesProfilesPerseusReads) 
   std::string header;
   std::getline(head, header);
   EXPECT_EQ(header, "stage,instruction,frequency,schedule,time,energy");
+  // The four frontiers on one plot, and in perseus report.
+  std::ifstream svg(dir / "cmp" / "frontiers.svg");
+  std::stringstream plot;
+  plot << svg.rdbuf();
+  EXPECT_NE(plot.str().find("class=\"series kareus\""), std::string::npos);
+  EXPECT_NE(plot.str().find("class=\"series megatron-lm\""), std::string::npos);
+  const CliRun report = perseus("report --profile " PERSEUS_SOURCE_DIR "/data/profiles/bloom-176b+a100-sxm.csv "
+                                "--microbatches 12 --p-blocking 83.64 -q --out " + (dir / "r.html").string() +
+                                " --kareus " + (dir / "cmp").string());
+  ASSERT_EQ(report.status, 0) << report.out;
+  std::ifstream html(dir / "r.html");
+  std::stringstream page;
+  page << html.rdbuf();
+  EXPECT_NE(page.str().find("Kareus: qwen3-1.7b on a100-sxm, the four methods"), std::string::npos);
+  EXPECT_NE(page.str().find("tradeoff-curves"), std::string::npos);
   fs::remove_all(dir);
 }
 

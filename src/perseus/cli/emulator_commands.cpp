@@ -843,6 +843,7 @@ void run_compare(const CompareArgs& a) {
 struct ReportArgs {
   CompareArgs compare;
   std::string assets;
+  std::string kareus;  // a `perseus kareus compare --out` directory
   std::vector<std::string> figure_formats = {"svg"};
 };
 
@@ -883,6 +884,24 @@ void run_report(const ReportArgs& r) {
   input.t_min_run = &t_min_run;
   input.t_star_run = &t_star_run;
   input.large_scale = rows;
+  if (!r.kareus.empty()) {
+    // The four methods' frontiers of a Kareus comparison, drawn in their own section.
+    const fs::path file = fs::path(r.kareus) / "comparison.json";
+    std::ifstream in(file);
+    if (!in) throw InputError(fmt::format("--kareus {}: no comparison.json (write it with perseus kareus compare --out)", r.kareus));
+    try {
+      const nlohmann::json k = nlohmann::json::parse(in);
+      for (const nlohmann::json& m : k.at("methods")) {
+        report::TradeoffSeries series{m.at("method").get<std::string>(), {}};
+        for (const nlohmann::json& p : m.at("frontier")) series.points.emplace_back(p.at(0).get<double>(), p.at(1).get<double>());
+        input.method_frontiers.push_back(std::move(series));
+      }
+      input.method_frontiers_title = fmt::format("Kareus: {} on {}, the four methods", k.at("model").get<std::string>(),
+                                                 k.at("gpu").get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not a perseus kareus comparison ({})", file.string(), e.what()));
+    }
+  }
   for (const EmulationResult* run : {&t_min_run, &t_star_run}) {
     for (const std::string& w : run->warnings) input.warnings.push_back(w);
   }
@@ -1040,6 +1059,9 @@ void add_emulator_commands(CLI::App& app) {
                   "Formats of the figures in --assets: svg, png (2x), pdf; comma-separated")
       ->delimiter(',')
       ->capture_default_str();
+  rep->add_option("--kareus", report_args.kareus,
+                  "Also draw the four methods' frontiers of a `perseus kareus compare --out` directory")
+      ->check(CLI::ExistingDirectory);
   rep->add_flag("--force", report_args.compare.force, "Replace an existing --assets directory");
   rep->add_flag("--json", report_args.compare.json, "Print what was written as JSON");
   rep->callback([] { run_report(report_args); });

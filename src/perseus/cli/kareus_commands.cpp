@@ -26,6 +26,7 @@
 #include "perseus/kareus/workload.hpp"
 #include "perseus/plan/frontier_io.hpp"
 #include "perseus/plan/output_files.hpp"
+#include "perseus/report/figures.hpp"
 
 namespace perseus::cli {
 namespace {
@@ -455,8 +456,11 @@ void run_compare(const CompareArgs& a) {
   json methods = json::array();
   for (std::size_t i = 0; i < c.methods.size(); ++i) {
     const kareus::MethodResult& r = c.methods[i];
+    json points = json::array();
+    for (const FrontierPoint& p : r.solution.frontier.points) points.push_back({p.measured.time_s, p.measured.energy_j});
     methods.push_back({{"method", kareus::to_string(r.method)},
                        {"frontier_points", r.solution.frontier.points.size()},
+                       {"frontier", points},
                        {"fastest", {{"time_s", r.fastest_time_s}, {"energy_j", r.fastest_energy_j}}},
                        {"least_energy_j", r.least_energy_j},
                        {"time_reduction_vs_megatron", c.time_reduction[i]},
@@ -470,7 +474,16 @@ void run_compare(const CompareArgs& a) {
               {"pp", w.pipeline_parallel}, {"microbatch_size", w.microbatch_size}, {"seq_len", w.seq_len},
               {"microbatches", w.microbatches}, {"evaluator", gpu.name()}, {"methods", methods}};
   if (!a.out.empty()) {
-    std::vector<std::pair<std::string, std::string>> files = {{"comparison.json", out.dump(1) + "\n"}};
+    std::vector<report::TradeoffSeries> series;
+    for (const kareus::MethodResult& r : c.methods) {
+      report::TradeoffSeries one{std::string(kareus::to_string(r.method)), {}};
+      for (const FrontierPoint& p : r.solution.frontier.points) one.points.emplace_back(p.measured.time_s, p.measured.energy_j);
+      series.push_back(std::move(one));
+    }
+    std::vector<std::pair<std::string, std::string>> files = {
+        {"comparison.json", out.dump(1) + "\n"},
+        {"frontiers.svg", report::tradeoff_curves_svg(fmt::format("{}: iteration frontiers of the four methods", w.model.name),
+                                                      series)}};
     for (const kareus::MethodResult& r : c.methods) {
       std::string name(kareus::to_string(r.method));
       std::string file;
@@ -500,7 +513,7 @@ void run_compare(const CompareArgs& a) {
   fmt::print("Reductions: time and energy of each method's fastest plan against Megatron-LM (the paper's Table 4); "
              "energy within M+P's fastest time and time within M+P's least energy against Megatron-LM + Perseus "
              "(its Table 5). One pipeline's GPUs, one iteration.\n");
-  if (!a.out.empty()) fmt::print("Wrote {}/{{comparison.json, profile-*.csv}}\n", a.out);
+  if (!a.out.empty()) fmt::print("Wrote {}/{{comparison.json, frontiers.svg, profile-*.csv}}\n", a.out);
 }
 
 }  // namespace

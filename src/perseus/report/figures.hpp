@@ -35,4 +35,12 @@ std::string straggler_savings_svg(const Comparison& comparison);
 // microbatches per pipeline, one line per workload. Throws InputError for no rows.
 std::string large_scale_svg(const std::vector<LargeScaleRow>& rows);
 
+// Several methods' iteration time-energy frontiers on one plot (Kareus's comparison: Megatron-LM,
+// + Perseus, Nanobatching + Perseus, Kareus); a method with one point is drawn as a marker.
+struct TradeoffSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (time s, energy J), any order
+};
+std::string tradeoff_curves_svg(const std::string& title, const std::vector<TradeoffSeries>& series);
+
 }  // namespace perseus::report

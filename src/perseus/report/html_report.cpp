@@ -126,6 +126,12 @@ std::string html_report(const ReportInput& input) {
            large_scale_html(input.large_scale) + "\n";
     out += "<div class=\"figure\">" + large_scale_svg(input.large_scale) + "</div>\n";
   }
+  if (!input.method_frontiers.empty()) {
+    out += "<h2 id=\"methods-frontiers\">" + escape_xml(input.method_frontiers_title) +
+           "</h2><p class=\"note\">Each method's iteration time-energy frontier; a dot marks its fastest plan.</p>"
+           "<div class=\"figure\">" +
+           tradeoff_curves_svg(input.method_frontiers_title, input.method_frontiers) + "</div>\n";
+  }
   out += "</body></html>\n";
   return out;
 }

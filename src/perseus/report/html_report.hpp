@@ -9,6 +9,7 @@
 #include "perseus/emulator/comparison.hpp"
 #include "perseus/emulator/emulator.hpp"
 #include "perseus/model/errors.hpp"
+#include "perseus/report/figures.hpp"
 
 namespace perseus::report {
 
@@ -20,6 +21,10 @@ struct ReportInput {
   const EmulationResult* t_min_run = nullptr;  // the T_min plan emulated (optional)
   const EmulationResult* t_star_run = nullptr; // the T* plan emulated (optional)
   std::vector<LargeScaleRow> large_scale;      // optional
+  // Optional: iteration frontiers of several methods to draw on one plot (perseus kareus
+  // compare's), with the section's title.
+  std::vector<TradeoffSeries> method_frontiers;
+  std::string method_frontiers_title;
   std::vector<std::string> warnings;
 };
 
