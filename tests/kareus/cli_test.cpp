@@ -186,4 +186,17 @@ TEST(KareusCli, SearchWritesSamplesFrontsAProfileAndTheIterationFrontier) {
   fs::remove_all(dir);
 }
 
+TEST(KareusCli, CalibrateReportsErrorsBeforeAndAfterAndTheBestSchedules) {
+  const CliRun run = perseus("kareus calibrate --measured " PERSEUS_SOURCE_DIR "/data/kareus --json");
+  ASSERT_EQ(run.status, 0) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["configurations"], 438);  // block size 1024: 320 at the default clock, 118 at 1200 MHz
+  EXPECT_LT(j["after"]["time_median"].get<double>(), j["before"]["time_median"].get<double>());
+  ASSERT_EQ(j["best"].size(), 2u);
+  EXPECT_EQ(j["best"][1]["measured_fastest"], "1410 MHz, 9 SMs, beside qkv..out-proj");
+  const CliRun missing = perseus("kareus calibrate --measured /nonexistent");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("not a directory"), std::string::npos) << missing.out;
+}
+
 }  // namespace

@@ -2,12 +2,14 @@
 // space of each, and each partition's exhaustive time-energy frontier on the emulated GPU.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -21,6 +23,7 @@
 #include "perseus/kareus/evaluator.hpp"
 #include "perseus/kareus/external_evaluator.hpp"
 #include "perseus/kareus/knob_space.hpp"
+#include "perseus/kareus/measured.hpp"
 #include "perseus/kareus/mbo.hpp"
 #include "perseus/kareus/search.hpp"
 #include "perseus/kareus/workload.hpp"
@@ -61,6 +64,13 @@ struct SearchArgs {
   bool force = false;
   bool json = false;
   bool quiet = false;
+};
+
+struct CalibrateArgs {
+  std::string measured = "data/kareus";
+  std::string gpu = "a100-sxm";
+  int block_size = 1024;
+  bool json = false;
 };
 
 struct CompareArgs {
@@ -433,6 +443,130 @@ void run_search(const SearchArgs& a) {
              a.out);
 }
 
+// Every measured space in `dir`: NAME-<N>mhz.csv at N MHz, NAME-default-clock.csv at the top clock.
+std::vector<kareus::MeasuredConfig> read_measured_dir(const std::string& dir, const planner::GpuSpec& gpu,
+                                                      std::vector<std::string>* files) {
+  if (!fs::is_directory(dir)) throw InputError(fmt::format("--measured {}: not a directory", dir));
+  std::vector<kareus::MeasuredConfig> rows;
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::directory_iterator(dir)) paths.push_back(entry.path());
+  std::sort(paths.begin(), paths.end());
+  for (const fs::path& path : paths) {
+    const std::string name = path.filename().string();
+    int clock = 0;
+    if (name.ends_with("-default-clock.csv")) {
+      clock = gpu.max_mhz;
+    } else if (name.ends_with("mhz.csv")) {
+      const std::size_t dash = name.rfind('-');
+      try {
+        clock = std::stoi(name.substr(dash + 1));
+      } catch (const std::exception&) {
+        continue;
+      }
+    } else {
+      continue;
+    }
+    const auto read = kareus::read_measured_space(path, clock);
+    rows.insert(rows.end(), read.begin(), read.end());
+    files->push_back(fmt::format("{} ({} configurations at {} MHz)", name, read.size(), clock));
+  }
+  if (rows.empty()) throw InputError(fmt::format("--measured {}: no NAME-<N>mhz.csv or NAME-default-clock.csv in it", dir));
+  return rows;
+}
+
+void run_calibrate(const CalibrateArgs& a) {
+  const planner::GpuSpec& gpu = planner::find_gpu(a.gpu);
+  std::vector<std::string> files;
+  std::vector<kareus::MeasuredConfig> rows;
+  for (kareus::MeasuredConfig& r : read_measured_dir(a.measured, gpu, &files)) {
+    if (r.block_size == a.block_size) rows.push_back(r);
+  }
+  if (rows.empty()) throw InputError(fmt::format("--block-size {}: no configuration measured with it", a.block_size));
+  const kareus::Partition p = kareus::measured_attention_partition();
+  const kareus::Calibration c = kareus::calibrate(gpu, p, rows);
+  std::vector<double> spreads;
+  for (const auto& r : rows) spreads.push_back(r.spread);
+  std::sort(spreads.begin(), spreads.end());
+  const auto error_json = [](const kareus::ModelError& e) {
+    return json{{"time_median", e.time_median}, {"time_worst", e.time_worst}, {"energy_median", e.energy_median},
+                {"energy_worst", e.energy_worst}, {"time_rank_correlation", e.time_rank_correlation}};
+  };
+  // The best schedules measured and modelled, per clock.
+  kareus::EmulatedGpu model(c.gpu, c.params);
+  json best = json::array();
+  std::set<int> clocks;
+  for (const auto& r : rows) clocks.insert(r.config.clock_mhz);
+  for (const int clock : clocks) {
+    const kareus::MeasuredConfig* fastest = nullptr;
+    const kareus::MeasuredConfig* cheapest = nullptr;
+    const kareus::MeasuredConfig* model_fastest = nullptr;
+    const kareus::MeasuredConfig* model_cheapest = nullptr;
+    double mt = 1e300, me = 1e300;
+    for (const auto& r : rows) {
+      if (r.config.clock_mhz != clock) continue;
+      if (!fastest || r.time_s < fastest->time_s) fastest = &r;
+      if (!cheapest || r.energy_j < cheapest->energy_j) cheapest = &r;
+      const kareus::Measurement m = model.evaluate(p, r.config);
+      if (m.time_s < mt) mt = m.time_s, model_fastest = &r;
+      if (m.total_j() < me) me = m.total_j(), model_cheapest = &r;
+    }
+    best.push_back({{"clock_mhz", clock},
+                    {"measured_fastest", kareus::describe(fastest->config, p)},
+                    {"measured_least_energy", kareus::describe(cheapest->config, p)},
+                    {"model_fastest", kareus::describe(model_fastest->config, p)},
+                    {"model_fastest_measured_s", model_fastest->time_s},
+                    {"measured_fastest_s", fastest->time_s},
+                    {"model_least_energy", kareus::describe(model_cheapest->config, p)},
+                    {"model_least_energy_measured_j", model_cheapest->energy_j},
+                    {"measured_least_energy_j", cheapest->energy_j}});
+  }
+  const json out = {{"measured", a.measured},
+                    {"files", files},
+                    {"block_size", a.block_size},
+                    {"configurations", rows.size()},
+                    {"repeat_spread_median", spreads[spreads.size() / 2]},
+                    {"candidates", c.candidates},
+                    {"params",
+                     {{"sms_to_saturate_link", c.params.sms_to_saturate_link},
+                      {"comm_memory_factor", c.params.comm_memory_factor},
+                      {"gemm_efficiency", c.params.gemm_efficiency},
+                      {"memory_efficiency", c.params.memory_efficiency},
+                      {"launch_s", c.params.launch_s},
+                      {"dynamic_power_scale", c.dynamic_power_scale}}},
+                    {"before", error_json(c.before)},
+                    {"after", error_json(c.after)},
+                    {"best", best}};
+  if (a.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{}: {} configurations (block size {}); repeats differ by {:.1f}% (median)\n", a.measured, rows.size(),
+             a.block_size, 100 * spreads[spreads.size() / 2]);
+  for (const std::string& f : files) fmt::print("  {}\n", f);
+  fmt::print("Emulated {} against them ({} parameter sets tried):\n", gpu.name, c.candidates);
+  const auto line = [](const char* what, const kareus::ModelError& e) {
+    fmt::print("  {:<11} time error median {:>5.1f}%, worst {:>5.1f}%; energy median {:>5.1f}%, worst {:>5.1f}%; time rank "
+               "correlation {:.2f}\n",
+               what, 100 * e.time_median, 100 * e.time_worst, 100 * e.energy_median, 100 * e.energy_worst,
+               e.time_rank_correlation);
+  };
+  line("catalogue", c.before);
+  line("calibrated", c.after);
+  fmt::print("  fitted: link saturated by {:g} SMs, {:g} HBM byte(s) per byte sent, GEMM efficiency {:g}, HBM {:g}, "
+             "launch {:g} us, dynamic power x{:.2f}\n",
+             c.params.sms_to_saturate_link, c.params.comm_memory_factor, c.params.gemm_efficiency,
+             c.params.memory_efficiency, 1e6 * c.params.launch_s, c.dynamic_power_scale);
+  for (const json& b : best) {
+    fmt::print("  {} MHz: measured fastest {} ({:.3f} ms); the model's fastest {} measured {:.3f} ms\n",
+               b["clock_mhz"].get<int>(), b["measured_fastest"].get<std::string>(), 1e3 * b["measured_fastest_s"].get<double>(),
+               b["model_fastest"].get<std::string>(), 1e3 * b["model_fastest_measured_s"].get<double>());
+    fmt::print("  {} MHz: measured least energy {} ({:.3f} J); the model's {} measured {:.3f} J\n",
+               b["clock_mhz"].get<int>(), b["measured_least_energy"].get<std::string>(),
+               b["measured_least_energy_j"].get<double>(), b["model_least_energy"].get<std::string>(),
+               b["model_least_energy_measured_j"].get<double>());
+  }
+}
+
 std::string percent(double fraction) {
   return std::isnan(fraction) ? std::string("-") : fmt::format("{:+.1f}%", 100 * fraction);
 }
@@ -574,6 +708,19 @@ void add_kareus_commands(CLI::App& app) {
   search->add_flag("--json", search_args.json, "Print the summary as JSON");
   search->add_flag("-q,--quiet", search_args.quiet, "No progress messages");
   search->callback([] { run_search(search_args); });
+
+  static CalibrateArgs calibrate_args;
+  CLI::App* calibrate = kareus->add_subcommand(
+      "calibrate", "The emulated GPU against a measured knob space (data/kareus): errors, fitted constants");
+  calibrate->footer("Example: perseus kareus calibrate --measured data/kareus");
+  calibrate->add_option("--measured", calibrate_args.measured,
+                        "Directory of the Kareus authors' CSVs (NAME-<N>mhz.csv, NAME-default-clock.csv)")
+      ->capture_default_str();
+  calibrate->add_option("--gpu", calibrate_args.gpu, "The GPU they were measured on")->capture_default_str();
+  calibrate->add_option("--block-size", calibrate_args.block_size, "The collective's thread-block size to use")
+      ->capture_default_str();
+  calibrate->add_flag("--json", calibrate_args.json, "Print as JSON");
+  calibrate->callback([] { run_calibrate(calibrate_args); });
 
   static CompareArgs compare_args;
   CLI::App* compare = kareus->add_subcommand(
