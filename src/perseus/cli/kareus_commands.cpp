@@ -198,25 +198,43 @@ std::vector<kareus::Sample> read_samples(const std::string& path, const std::str
   return out;
 }
 
+// The emulated GPU, or the command given to measure with.
+std::unique_ptr<kareus::Evaluator> make_evaluator(const std::string& command, double timeout, const planner::GpuSpec& gpu) {
+  if (command.empty()) return std::make_unique<kareus::EmulatedGpu>(gpu);
+  return std::make_unique<kareus::ExternalEvaluator>(command, timeout);
+}
+
+// --samples FILE opened for appending (with the header when new); closed when not given.
+std::ofstream open_samples(const std::string& path) {
+  std::ofstream file;
+  if (path.empty()) return file;
+  const bool fresh = !fs::exists(path) || fs::file_size(path) == 0;
+  file.open(path, std::ios::app);
+  if (!file) throw InputError(fmt::format("--samples {}: cannot open it for appending", path));
+  if (fresh) file << kSamplesHeader << std::flush;
+  return file;
+}
+
+// A failed evaluator as the user's error, with what was kept and how to resume.
+InputError evaluator_failure(const kareus::EvaluatorError& e, std::size_t fresh, const std::string& label,
+                             const std::string& samples) {
+  return InputError(fmt::format("{}; {} samples of {} measured this run{}", e.what(), fresh, label,
+                                samples.empty() ? std::string(" (give --samples FILE to keep them and resume)")
+                                                : fmt::format(", kept in {}: run the same command again to resume",
+                                                              samples)));
+}
+
 void run_frontier(const FrontierArgs& a) {
   const kareus::Workload w = workload_of(a.workload);
   const auto parts = kareus::layer_partitions(w);
-  std::unique_ptr<kareus::Evaluator> evaluator;
-  if (a.evaluator.empty()) evaluator = std::make_unique<kareus::EmulatedGpu>(w.gpu);
-  else evaluator = std::make_unique<kareus::ExternalEvaluator>(a.evaluator, a.timeout);
+  const std::unique_ptr<kareus::Evaluator> evaluator = make_evaluator(a.evaluator, a.timeout, w.gpu);
   kareus::Evaluator& gpu = *evaluator;
   kareus::EmulatedGpu emulated(w.gpu);  // the sequential reference line
-  std::ofstream samples_file;
-  if (!a.samples.empty()) {
-    const bool fresh = !fs::exists(a.samples) || fs::file_size(a.samples) == 0;
-    samples_file.open(a.samples, std::ios::app);
-    if (!samples_file) throw InputError(fmt::format("--samples {}: cannot open it for appending", a.samples));
-    if (fresh) samples_file << kSamplesHeader << std::flush;
-  }
+  std::ofstream samples_file = open_samples(a.samples);
   json out = {{"model", w.model.name}, {"gpu", w.gpu.name}, {"evaluator", gpu.name()}};
   json results = json::array();
   std::vector<std::pair<std::string, std::string>> files;
-  std::string samples_csv = "partition,index,clock_mhz,comm_sms,first,last,time_s,dynamic_j,static_j,total_j,effective_mhz\n";
+  std::string samples_csv = kSamplesHeader;
   std::string frontier_csv = "partition,index,clock_mhz,comm_sms,first,last,time_s,total_j,schedule\n";
   bool found = a.partition.empty();
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -227,7 +245,6 @@ void run_frontier(const FrontierArgs& a) {
     const kareus::KnobSpace space = kareus::knob_space(w.gpu, p, a.workload.min_mhz, a.workload.max_sms);
     kareus::ResumableSearch search;
     if (!a.samples.empty()) search.known = read_samples(a.samples, label);
-    const std::size_t resumed = search.known.size();
     std::size_t fresh = 0;
     search.on_sample = [&](const kareus::Sample& s) {
       ++fresh;
@@ -242,21 +259,12 @@ void run_frontier(const FrontierArgs& a) {
     try {
       f = kareus::exhaustive_search(p, space, gpu, std::move(search));
     } catch (const kareus::EvaluatorError& e) {
-      throw InputError(fmt::format("{}; {} samples of {} measured this run{}", e.what(), fresh, label,
-                                   a.samples.empty() ? std::string(" (give --samples FILE to keep them and resume)")
-                                                     : fmt::format(", kept in {} with {} from before: run the same "
-                                                                   "command again to resume",
-                                                                   a.samples, resumed)));
+      throw evaluator_failure(e, fresh, label, a.samples);
     }
     const kareus::Measurement sequential = emulated.evaluate(p, kareus::Config{w.gpu.max_mhz, space.max_sms(), -1, -1});
     const kareus::Sample& fastest = f.samples[f.total.front().id];
     const kareus::Sample& cheapest = f.samples[f.total.back().id];
-    for (const kareus::Sample& s : f.samples) {
-      const kareus::Measurement& m = s.measurement;
-      samples_csv += fmt::format("{},{},{},{},{},{},{:.9f},{:.6f},{:.6f},{:.6f},{:.1f}\n", label, s.index, s.config.clock_mhz,
-                                 s.config.comm_sms, s.config.first, s.config.last, m.time_s, m.dynamic_j, m.static_j,
-                                 m.total_j(), m.effective_mhz);
-    }
+    for (const kareus::Sample& s : f.samples) samples_csv += sample_row(label, s);
     json front = json::array();
     for (const kareus::TradeoffPoint& t : f.total) {
       const kareus::Sample& s = f.samples[t.id];
@@ -303,17 +311,9 @@ void run_search(const SearchArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   const kareus::Workload w = workload_of(a.workload);
   const auto parts = kareus::layer_partitions(w);
-  std::unique_ptr<kareus::Evaluator> evaluator;
-  if (a.evaluator.empty()) evaluator = std::make_unique<kareus::EmulatedGpu>(w.gpu);
-  else evaluator = std::make_unique<kareus::ExternalEvaluator>(a.evaluator, a.timeout);
+  const std::unique_ptr<kareus::Evaluator> evaluator = make_evaluator(a.evaluator, a.timeout, w.gpu);
   kareus::EmulatedGpu emulated(w.gpu);  // the stage's embedding and LM head
-  std::ofstream samples_file;
-  if (!a.samples.empty()) {
-    const bool fresh = !fs::exists(a.samples) || fs::file_size(a.samples) == 0;
-    samples_file.open(a.samples, std::ios::app);
-    if (!samples_file) throw InputError(fmt::format("--samples {}: cannot open it for appending", a.samples));
-    if (fresh) samples_file << kSamplesHeader << std::flush;
-  }
+  std::ofstream samples_file = open_samples(a.samples);
   const bool quiet = a.quiet || a.json;
   std::vector<kareus::PartitionFrontier> frontiers;
   std::string samples_csv = kSamplesHeader;
@@ -351,10 +351,7 @@ void run_search(const SearchArgs& a) {
         batches = r.batches;
       }
     } catch (const kareus::EvaluatorError& e) {
-      throw InputError(fmt::format("{}; {} samples of {} measured this run{}", e.what(), fresh, label,
-                                   a.samples.empty() ? std::string(" (give --samples FILE to keep them and resume)")
-                                                     : fmt::format(", kept in {}: run the same command again to resume",
-                                                                   a.samples)));
+      throw evaluator_failure(e, fresh, label, a.samples);
     }
     if (!quiet) {
       fmt::print(stderr, "{}perseus: {}: {} of {} configurations measured\n", terminal ? "\r" : "", label,
@@ -375,10 +372,7 @@ void run_search(const SearchArgs& a) {
   }
   // Composition and the iteration frontier.
   const Profile profile = kareus::method_profile(w, parts, frontiers, kareus::Method::kKareus, emulated);
-  SolveRequest request;
-  request.schedule = {ScheduleKind::k1F1B, w.pipeline_parallel, w.microbatches, 1, false};
-  request.options.unit_time = 1e-4;
-  request.options.p_blocking = w.gpu.p_blocking_w;
+  const SolveRequest request = kareus::iteration_request(w, profile);
   if (!quiet) fmt::print(stderr, "perseus: composing {} partitions and solving the iteration frontier\n", parts.size());
   const Solution solution = solve(profile, request);
   const Frontier& frontier = solution.frontier;

@@ -196,6 +196,20 @@ std::string profile_csv(const Profile& profile) {
   return out;
 }
 
+SolveRequest iteration_request(const Workload& w, const Profile& profile) {
+  SolveRequest request;
+  request.schedule = {ScheduleKind::k1F1B, w.pipeline_parallel, w.microbatches, 1, false};
+  double spread = std::numeric_limits<double>::infinity();
+  for (const OperationProfile& op : profile.operations()) {
+    double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+    for (const perseus::Measurement& m : op.measurements) lo = std::min(lo, m.time_s), hi = std::max(hi, m.time_s);
+    if (hi - lo >= kSameTime_s) spread = std::min(spread, hi - lo);
+  }
+  request.options.unit_time = std::isfinite(spread) ? std::clamp(spread / 20.0, 1e-6, 1e-3) : 1e-3;
+  request.options.p_blocking = w.gpu.p_blocking_w;
+  return request;
+}
+
 Comparison compare(const Workload& w, std::span<const Partition> partitions,
                    std::span<const PartitionFrontier> frontiers, Evaluator& evaluator,
                    const std::function<void(const std::string&)>& progress) {
@@ -203,18 +217,7 @@ Comparison compare(const Workload& w, std::span<const Partition> partitions,
   for (const Method method : kMethods) {
     if (progress) progress(fmt::format("{}: composing and solving the iteration frontier", to_string(method)));
     const Profile profile = method_profile(w, partitions, frontiers, method, evaluator);
-    SolveRequest request;
-    request.schedule = {ScheduleKind::k1F1B, w.pipeline_parallel, w.microbatches, 1, false};
-    // A unit time that resolves every operation's options: a twentieth of the narrowest
-    // spread between an operation's fastest and slowest option, within 1 us..1 ms.
-    double spread = std::numeric_limits<double>::infinity();
-    for (const OperationProfile& op : profile.operations()) {
-      double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
-      for (const perseus::Measurement& m : op.measurements) lo = std::min(lo, m.time_s), hi = std::max(hi, m.time_s);
-      if (hi - lo >= kSameTime_s) spread = std::min(spread, hi - lo);
-    }
-    request.options.unit_time = std::isfinite(spread) ? std::clamp(spread / 20.0, 1e-6, 1e-3) : 1e-3;
-    request.options.p_blocking = w.gpu.p_blocking_w;
+    const SolveRequest request = iteration_request(w, profile);
     MethodResult r{method, solve(profile, request), 0.0, 0.0, 0.0};
     r.fastest_time_s = r.solution.frontier.t_min_point().measured.time_s;
     r.fastest_energy_j = r.solution.frontier.t_min_point().measured.energy_j;

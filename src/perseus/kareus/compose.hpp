@@ -58,6 +58,12 @@ std::string schedule_label(const MicrobatchOption& option, std::span<const Parti
 // column `schedule` = schedule_label), for perseus's solver and `perseus optimize`.
 Profile method_profile(const Workload& workload, std::span<const Partition> partitions,
                        std::span<const PartitionFrontier> frontiers, Method method, Evaluator& evaluator);
+// How perseus's solver takes a method's profile: 1F1B over the workload's PP stages and
+// microbatches, the GPU's p_blocking, and a unit time that resolves every operation's options
+// (a twentieth of the narrowest spread between an operation's fastest and slowest option,
+// within 1 us..1 ms).
+SolveRequest iteration_request(const Workload& workload, const Profile& profile);
+
 // The same as CSV (docs/formats.md, with the extra knob column).
 std::string profile_csv(const Profile& profile);
 
