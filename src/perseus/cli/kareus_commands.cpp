@@ -483,7 +483,8 @@ void run_calibrate(const CalibrateArgs& a) {
   std::sort(spreads.begin(), spreads.end());
   const auto error_json = [](const kareus::ModelError& e) {
     return json{{"time_median", e.time_median}, {"time_worst", e.time_worst}, {"energy_median", e.energy_median},
-                {"energy_worst", e.energy_worst}, {"time_rank_correlation", e.time_rank_correlation}};
+                {"energy_worst", e.energy_worst}, {"time_rank_correlation", e.time_rank_correlation},
+                {"fastest_pick_loss", e.fastest_pick_loss}};
   };
   // The best schedules measured and modelled, per clock.
   kareus::EmulatedGpu model(c.gpu, c.params);
@@ -524,6 +525,7 @@ void run_calibrate(const CalibrateArgs& a) {
                      {{"sms_to_saturate_link", c.params.sms_to_saturate_link},
                       {"comm_memory_factor", c.params.comm_memory_factor},
                       {"gemm_efficiency", c.params.gemm_efficiency},
+                      {"attention_efficiency", c.params.attention_efficiency},
                       {"memory_efficiency", c.params.memory_efficiency},
                       {"launch_s", c.params.launch_s},
                       {"dynamic_power_scale", c.dynamic_power_scale}}},
@@ -540,16 +542,16 @@ void run_calibrate(const CalibrateArgs& a) {
   fmt::print("Emulated {} against them ({} parameter sets tried):\n", gpu.name, c.candidates);
   const auto line = [](const char* what, const kareus::ModelError& e) {
     fmt::print("  {:<11} time error median {:>5.1f}%, worst {:>5.1f}%; energy median {:>5.1f}%, worst {:>5.1f}%; time rank "
-               "correlation {:.2f}\n",
+               "correlation {:.2f}; its fastest pick {:.1f}% slower than the measured fastest\n",
                what, 100 * e.time_median, 100 * e.time_worst, 100 * e.energy_median, 100 * e.energy_worst,
-               e.time_rank_correlation);
+               e.time_rank_correlation, 100 * e.fastest_pick_loss);
   };
   line("catalogue", c.before);
   line("calibrated", c.after);
-  fmt::print("  fitted: link saturated by {:g} SMs, {:g} HBM byte(s) per byte sent, GEMM efficiency {:g}, HBM {:g}, "
-             "launch {:g} us, dynamic power x{:.2f}\n",
+  fmt::print("  fitted: link saturated by {:g} SMs, {:g} HBM byte(s) per byte sent, GEMM efficiency {:g}, attention {:g}, "
+             "HBM {:g}, launch {:g} us, dynamic power x{:.2f}\n",
              c.params.sms_to_saturate_link, c.params.comm_memory_factor, c.params.gemm_efficiency,
-             c.params.memory_efficiency, 1e6 * c.params.launch_s, c.dynamic_power_scale);
+             c.params.attention_efficiency, c.params.memory_efficiency, 1e6 * c.params.launch_s, c.dynamic_power_scale);
   for (const json& b : best) {
     fmt::print("  {} MHz: measured fastest {} ({:.3f} ms); the model's fastest {} measured {:.3f} ms\n",
                b["clock_mhz"].get<int>(), b["measured_fastest"].get<std::string>(), 1e3 * b["measured_fastest_s"].get<double>(),

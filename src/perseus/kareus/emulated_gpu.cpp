@@ -20,6 +20,7 @@ struct Phase {
 
 EmulatedGpu::EmulatedGpu(planner::GpuSpec gpu, GpuModelParams params) : gpu_(std::move(gpu)), params_(params) {
   if (params_.gemm_efficiency <= 0.0) params_.gemm_efficiency = gpu_.energy.gemm_efficiency_forward;
+  if (params_.attention_efficiency <= 0.0) params_.attention_efficiency = params_.gemm_efficiency;
   if (params_.link_bandwidth <= 0.0) params_.link_bandwidth = gpu_.intra_node_busbw;
   if (gpu_.sms < 1 || gpu_.peak_flops <= 0.0 || gpu_.memory_bandwidth <= 0.0 || params_.link_bandwidth <= 0.0) {
     throw InputError(fmt::format("kareus: {} lacks SMs, peak FLOP/s, bandwidth or a link bandwidth", gpu_.name));
@@ -64,8 +65,10 @@ Measurement EmulatedGpu::evaluate(const Partition& partition, const Config& conf
     Phase phase{k < n && !waits ? &partition.compute[static_cast<std::size_t>(k)] : nullptr,
                 gpu_.sms - (comm ? config.comm_sms : 0), comm};
     // Demands at the requested clock, then the clock the power limit allows, then the rates.
+    const double efficiency =
+        phase.kernel && phase.kernel->attention ? params_.attention_efficiency : params_.gemm_efficiency;
     const auto rates = [&](double f, double& kernel_rate, double& comm_rate, double& u_compute, double& u_memory) {
-      const double ceiling = params_.gemm_efficiency * gpu_.peak_flops * f / f_max;
+      const double ceiling = efficiency * gpu_.peak_flops * f / f_max;
       double kernel_time = 0.0, kernel_demand = 0.0, comm_demand = 0.0;
       if (phase.kernel) {
         const double compute_time = phase.kernel->flops / (ceiling * phase.compute_sms / gpu_.sms);

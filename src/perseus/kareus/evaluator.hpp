@@ -31,6 +31,7 @@ class Evaluator {
 // The emulated GPU's constants beyond the catalogue's (docs/kareus.md, "The emulated GPU").
 struct GpuModelParams {
   double gemm_efficiency = 0.0;      // share of peak FLOP/s a GEMM reaches (0: the catalogue's calibrated forward efficiency)
+  double attention_efficiency = 0.0; // an attention kernel's (0: the GEMM's)
   double memory_efficiency = 0.85;   // share of the datasheet HBM bandwidth kernels reach
   double link_bandwidth = 0.0;       // collective bus bandwidth, B/s (0: the catalogue's intra-node bus bandwidth)
   double sms_to_saturate_link = 12;  // SMs a collective needs to reach the link's bandwidth

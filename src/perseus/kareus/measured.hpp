@@ -52,13 +52,18 @@ struct ModelError {
   // Spearman rank correlation of the model's times with the measured ones: whether it orders
   // the schedules as the GPU does (1: the same order), which the errors alone do not tell.
   double time_rank_correlation = 0.0;
+  // What trusting the model costs: per clock, how much longer the schedule the model calls
+  // fastest measured than the measured fastest (averaged over the clocks).
+  double fastest_pick_loss = 0.0;
 };
 ModelError model_error(const EmulatedGpu& gpu, const Partition& partition, const std::vector<MeasuredConfig>& rows);
 
 // The emulated GPU fitted to the measurements: a grid search over the collective's SMs to
-// saturate the link, its HBM bytes per byte sent, the GEMM and HBM efficiencies and the launch
-// overhead, on the median relative time error; then one factor on the dynamic power (compute and
-// memory alike) on the median energy error. The GPU's other figures stay the catalogue's.
+// saturate the link, its HBM bytes per byte sent, the GEMM, attention and HBM efficiencies and the
+// launch overhead, on the median relative time error plus the fastest pick's loss (so that the
+// model also orders the best schedules as measured); then one factor on the dynamic power
+// (compute and memory alike) on the median energy error; both twice, since the power changes
+// how much the limit throttles. The GPU's other figures stay the catalogue's.
 struct Calibration {
   GpuModelParams params;
   double dynamic_power_scale = 1.0;

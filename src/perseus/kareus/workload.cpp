@@ -90,7 +90,7 @@ std::vector<Partition> layer_partitions(const Workload& w) {
   const Collective attention_forward = comm(true, true), mlp_forward = comm(false, true);
   out.push_back({"attention-" + attention_forward.name, true,
                  {memory("add+norm", norm_bytes), linear("qkv", h, a + 2 * kv, 1.0), memory("rope", rope_bytes),
-                  Kernel{"flash-attention", attention_flops, attention_bytes}, linear("out-proj", a, h, 1.0)},
+                  Kernel{"flash-attention", attention_flops, attention_bytes, true}, linear("out-proj", a, h, 1.0)},
                  attention_forward, count});
   if (tp > 1) {
     out.push_back({"mlp-" + mlp_forward.name, true,
@@ -108,7 +108,7 @@ std::vector<Partition> layer_partitions(const Workload& w) {
                    mlp_backward, count});
   }
   out.push_back({"attention-" + attention_backward.name, false,
-                 {linear("out-proj-grad", a, h, 2.0), Kernel{"flash-attention-grad", 2.5 * attention_flops, 2.0 * attention_bytes},
+                 {linear("out-proj-grad", a, h, 2.0), Kernel{"flash-attention-grad", 2.5 * attention_flops, 2.0 * attention_bytes, true},
                   memory("rope-grad", rope_bytes), linear("qkv-grad", h, a + 2 * kv, 2.0),
                   memory("norm+add-grad", 1.4 * norm_bytes)},
                  attention_backward, count});

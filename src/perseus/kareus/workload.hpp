@@ -19,11 +19,13 @@
 
 namespace perseus::kareus {
 
-// What one kernel does on one GPU for one nanobatch: tensor-core FLOPs and HBM bytes.
+// What one kernel does on one GPU for one nanobatch: tensor-core FLOPs and HBM bytes. Attention
+// kernels reach a share of the peak of their own (FlashAttention's, below a GEMM's).
 struct Kernel {
   std::string name;
   double flops = 0.0;
   double bytes = 0.0;
+  bool attention = false;
   // Memory-bound at the top clock (its bytes take longer than its FLOPs on the roofline).
   bool memory_bound(const planner::GpuSpec& gpu) const;
 };
