@@ -143,7 +143,7 @@ Measurement EmulatedGpu::evaluate(const Partition& partition, const Config& conf
       if (comm_left <= 1e-9 * std::max(1.0, partition.comm.bus_bytes)) comm_left = 0.0;
     }
   }
-  m.time_s += params_.launch_s;  // the collective's launch
+  if (partition.comm.bus_bytes > 0.0) m.time_s += params_.launch_s;  // the collective's launch
   m.static_j = power.static_power_w * m.time_s;
   m.effective_mhz = run_time > 0.0 ? clock_time / run_time : config.clock_mhz;
   return m;
