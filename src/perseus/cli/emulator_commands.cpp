@@ -519,25 +519,17 @@ void run_training(const EmulateArgs& a, const EnergyProblem& problem, const std:
   });
   const nlohmann::json out = training_run_json(r, run, names, baseline_name);
   if (!a.out.empty()) {
-    write_directory_atomically(a.out, a.force, [&](const fs::path& staging) {
-      std::string csv = "iteration,straggler,slowdown,straggler_time_s,chosen_plan,perseus_time_s,perseus_energy_j,"
-                        "fastest_time_s,fastest_energy_j,baseline_time_s,baseline_energy_j\n";
-      for (const IterationOutcome& k : r.iterations) {
-        csv += fmt::format("{},{},{:.4f},{:.6f},{},{:.6f},{:.3f},{:.6f},{:.3f},{:.6f},{:.3f}\n", k.iteration,
-                           k.straggler < 0 ? std::string() : std::to_string(k.straggler), k.slowdown,
-                           k.straggler_time_s, names[k.chosen_plan], k.perseus.time_s, k.perseus.energy_j,
-                           k.fastest_everywhere.time_s, k.fastest_everywhere.energy_j, k.baseline.time_s,
-                           k.baseline.energy_j);
-      }
-      const auto write = [&](const std::string& name, const std::string& text) {
-        std::ofstream file(staging / name, std::ios::binary);
-        file << text;
-        if (!file) throw InputError(fmt::format("{}: cannot write {}", a.out, name));
-      };
-      write("run.json", out.dump(1) + "\n");
-      write("iterations.csv", csv);
-      if (config.power_sample_s > 0.0) write("power.csv", power_csv(r));
-    }, {a.problem.profile, a.frontier});
+    std::string csv = "iteration,straggler,slowdown,straggler_time_s,chosen_plan,perseus_time_s,perseus_energy_j,"
+                      "fastest_time_s,fastest_energy_j,baseline_time_s,baseline_energy_j\n";
+    for (const IterationOutcome& k : r.iterations) {
+      csv += fmt::format("{},{},{:.4f},{:.6f},{},{:.6f},{:.3f},{:.6f},{:.3f},{:.6f},{:.3f}\n", k.iteration,
+                         k.straggler < 0 ? std::string() : std::to_string(k.straggler), k.slowdown, k.straggler_time_s,
+                         names[k.chosen_plan], k.perseus.time_s, k.perseus.energy_j, k.fastest_everywhere.time_s,
+                         k.fastest_everywhere.energy_j, k.baseline.time_s, k.baseline.energy_j);
+    }
+    std::vector<std::pair<std::string, std::string>> files = {{"run.json", out.dump(1) + "\n"}, {"iterations.csv", csv}};
+    if (config.power_sample_s > 0.0) files.emplace_back("power.csv", power_csv(r));
+    write_directory_atomically(a.out, a.force, files, {a.problem.profile, a.frontier});
   }
   if (a.json) {
     std::cout << out.dump(2) << "\n";

@@ -11,7 +11,6 @@
 #include <iostream>
 #include <set>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -28,7 +27,9 @@
 #include "perseus/kareus/search.hpp"
 #include "perseus/kareus/workload.hpp"
 #include "perseus/plan/frontier_io.hpp"
+#include "perseus/model/statistics.hpp"
 #include "perseus/plan/output_files.hpp"
+#include "perseus/profile/profile.hpp"
 #include "perseus/report/figures.hpp"
 
 namespace perseus::cli {
@@ -176,24 +177,23 @@ std::string sample_row(const std::string& label, const kareus::Sample& s) {
 // the line for a malformed row.
 std::vector<kareus::Sample> read_samples(const std::string& path, const std::string& label) {
   std::vector<kareus::Sample> out;
-  std::ifstream in(path);
-  if (!in) return out;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (number == 1 || line.empty() || line.rfind(label + ",", 0) != 0) continue;
-    std::vector<std::string> cells;
-    std::stringstream fields(line);
-    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
-    try {
-      if (cells.size() != 11) throw std::invalid_argument("columns");
-      kareus::Sample s;
-      s.index = std::stoull(cells[1]);
-      s.config = {std::stoi(cells[2]), std::stoi(cells[3]), std::stoi(cells[4]), std::stoi(cells[5])};
-      s.measurement = {std::stod(cells[6]), std::stod(cells[7]), std::stod(cells[8]), std::stod(cells[10])};
-      out.push_back(s);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{}:{}: expected {} values of a sample, got '{}'", path, number, 11, line));
-    }
+  if (!fs::exists(path) || fs::file_size(path) == 0) return out;
+  static constexpr std::string_view kColumns[] = {"partition", "index", "clock_mhz", "comm_sms", "first", "last",
+                                                  "time_s", "dynamic_j", "static_j", "total_j", "effective_mhz"};
+  const csv::Table table = csv::parse(csv::read_file(path), path, kColumns);
+  const auto column = [&](std::string_view name) { return table.column(name); };
+  for (const csv::Row& row : table.rows) {
+    if (row.fields[static_cast<std::size_t>(column("partition"))] != label) continue;
+    const auto integer = [&](std::string_view name, long long lo, long long hi) {
+      return csv::parse_integer(table, row, column(name), lo, hi, "a whole number");
+    };
+    const auto number = [&](std::string_view name) { return csv::parse_finite(table, row, column(name)); };
+    kareus::Sample s;
+    s.index = static_cast<std::size_t>(integer("index", 0, 1LL << 40));
+    s.config = {static_cast<int>(integer("clock_mhz", 1, 100000)), static_cast<int>(integer("comm_sms", 1, 100000)),
+                static_cast<int>(integer("first", -1, 100000)), static_cast<int>(integer("last", -1, 100000))};
+    s.measurement = {number("time_s"), number("dynamic_j"), number("static_j"), number("effective_mhz")};
+    out.push_back(s);
   }
   return out;
 }
@@ -480,7 +480,7 @@ void run_calibrate(const CalibrateArgs& a) {
   const kareus::Calibration c = kareus::calibrate(gpu, p, rows);
   std::vector<double> spreads;
   for (const auto& r : rows) spreads.push_back(r.spread);
-  std::sort(spreads.begin(), spreads.end());
+  const double spread = median(std::move(spreads));
   const auto error_json = [](const kareus::ModelError& e) {
     return json{{"time_median", e.time_median}, {"time_worst", e.time_worst}, {"energy_median", e.energy_median},
                 {"energy_worst", e.energy_worst}, {"time_rank_correlation", e.time_rank_correlation},
@@ -519,7 +519,7 @@ void run_calibrate(const CalibrateArgs& a) {
                     {"files", files},
                     {"block_size", a.block_size},
                     {"configurations", rows.size()},
-                    {"repeat_spread_median", spreads[spreads.size() / 2]},
+                    {"repeat_spread_median", spread},
                     {"candidates", c.candidates},
                     {"params",
                      {{"sms_to_saturate_link", c.params.sms_to_saturate_link},
@@ -537,7 +537,7 @@ void run_calibrate(const CalibrateArgs& a) {
     return;
   }
   fmt::print("{}: {} configurations (block size {}); repeats differ by {:.1f}% (median)\n", a.measured, rows.size(),
-             a.block_size, 100 * spreads[spreads.size() / 2]);
+             a.block_size, 100 * spread);
   for (const std::string& f : files) fmt::print("  {}\n", f);
   fmt::print("Emulated {} against them ({} parameter sets tried):\n", gpu.name, c.candidates);
   const auto line = [](const char* what, const kareus::ModelError& e) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/model/statistics.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/runs/runs.hpp"
 #include "perseus/runs/validate.hpp"
@@ -125,9 +126,7 @@ json validation_json(const runs::Validation& v, const std::string& dir) {
 double median_signed_time_error(const runs::Validation& v) {
   std::vector<double> errors;
   for (const auto& p : v.runs) errors.push_back(p.time_error());
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  return n == 0 ? 0.0 : n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  return median(std::move(errors));
 }
 
 // What each term of the prediction adds (docs/emulator.md, "Around the instructions"): the

@@ -23,7 +23,6 @@ std::string_view to_string(Method method) {
 namespace {
 
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-constexpr double kSameTime_s = 2e-6;
 
 // The stage's work outside partitions: the first stage's embedding lookup, the last stage's LM
 // head and loss, for the whole microbatch (both nanobatches), as one sequential "partition".
@@ -144,9 +143,8 @@ std::vector<MicrobatchOption> microbatch_options(const Workload& w, std::span<co
   for (std::size_t i = 0; i < all.size(); ++i) points.push_back({all[i].time_s, all[i].energy_j, i});
   std::vector<MicrobatchOption> out;
   for (const TradeoffPoint& p : pareto_front(std::move(points))) {
-    // Options within 2 us of a faster one are the same to the solver (its finest unit time is
-    // 1 us): the cheaper one stands for both.
-    if (!out.empty() && p.time_s - out.back().time_s < kSameTime_s) out.pop_back();
+    // Options within kSameOptionTime_s of a faster one are one: the cheaper stands for both.
+    if (!out.empty() && p.time_s - out.back().time_s < kSameOptionTime_s) out.pop_back();
     out.push_back({clock_of[p.id], all[p.id].samples, all[p.id].time_s, all[p.id].energy_j});
   }
   if (out.empty()) {
@@ -203,7 +201,7 @@ SolveRequest iteration_request(const Workload& w, const Profile& profile) {
   for (const OperationProfile& op : profile.operations()) {
     double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
     for (const perseus::Measurement& m : op.measurements) lo = std::min(lo, m.time_s), hi = std::max(hi, m.time_s);
-    if (hi - lo >= kSameTime_s) spread = std::min(spread, hi - lo);
+    if (hi - lo >= kSameOptionTime_s) spread = std::min(spread, hi - lo);
   }
   request.options.unit_time = std::isfinite(spread) ? std::clamp(spread / 20.0, 1e-6, 1e-3) : 1e-3;
   request.options.p_blocking = w.gpu.p_blocking_w;

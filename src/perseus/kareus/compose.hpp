@@ -40,6 +40,10 @@ struct MicrobatchOption {
   double energy_j = 0.0;  // one GPU's, static included
 };
 
+// Microbatch options closer in time than this are one to the solver (its finest unit time is
+// 1 us): the cheaper stands for both.
+inline constexpr double kSameOptionTime_s = 2e-6;
+
 // Algorithm 2 for one stage and direction: at each clock, the Minkowski sum of the partitions'
 // fronts at that clock (each scaled by how often a microbatch runs it), plus the stage's work
 // outside partitions (the first stage's embedding, the last stage's LM head, run sequentially

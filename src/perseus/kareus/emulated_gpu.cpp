@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "perseus/kareus/evaluator.hpp"
+#include "perseus/planner/energy_model.hpp"
 
 namespace perseus::kareus {
 namespace {
@@ -43,10 +44,7 @@ Measurement EmulatedGpu::evaluate(const Partition& partition, const Config& conf
   const planner::EnergyModelParams& power = gpu_.energy;
   const double f_max = gpu_.max_mhz, bandwidth = params_.memory_efficiency * gpu_.memory_bandwidth;
   const double link = std::min(1.0, config.comm_sms / params_.sms_to_saturate_link) * params_.link_bandwidth;
-  const auto g = [&](double f) {
-    const double x = f / f_max;
-    return x * std::pow(std::max(power.voltage_floor, x), 2.0);
-  };
+  const auto g = [&](double f) { return planner::dynamic_power_factor(f, f_max, power.voltage_floor); };
 
   std::vector<double> remaining(static_cast<std::size_t>(n), 1.0);  // fraction of each kernel left
   double comm_left = partition.comm.bus_bytes;
@@ -109,12 +107,8 @@ Measurement EmulatedGpu::evaluate(const Partition& partition, const Config& conf
       // in the proportion that puts the average power at the limit. The work runs at the
       // average clock; the power is the limit's. A steady clock at that average would be as
       // fast and draw less (the dynamic power is convex in the clock: Kareus's Theorem 1).
-      double lo = gpu_.min_mhz, hi = requested;
-      for (int i = 0; i < 40; ++i) {
-        const double mid = 0.5 * (lo + hi);
-        (power.static_power_w + dynamic_at(mid) > power.power_limit_w ? hi : lo) = mid;
-      }
-      const double steady = lo;
+      const double steady = planner::highest_clock_within(gpu_.min_mhz, requested, power.power_limit_w,
+                                                         [&](double f) { return power.static_power_w + dynamic_at(f); });
       const double floor = std::max<double>(gpu_.min_mhz, steady - (requested - steady));
       const double low = dynamic_at(floor);
       const double budget = power.power_limit_w - power.static_power_w;

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/statistics.hpp"
+
 namespace perseus::kareus {
 
 const char* to_string(SamplePass pass) {
@@ -119,15 +121,14 @@ MboResult mbo_search(const Partition& partition, const KnobSpace& space, Evaluat
 
   for (int b = 0; b < max_batches && samples.size() < space.size(); ++b) {
     // Training data, normalised by the worst measured time and dynamic energy.
-    double t_max = 0.0, e_max = 0.0, static_power = 0.0;
+    double t_max = 0.0, e_max = 0.0;
     std::vector<double> static_powers;
     for (const Sample& s : samples) {
       t_max = std::max(t_max, s.measurement.time_s);
       e_max = std::max(e_max, s.measurement.dynamic_j);
       static_powers.push_back(s.measurement.static_j / s.measurement.time_s);
     }
-    std::nth_element(static_powers.begin(), static_powers.begin() + static_powers.size() / 2, static_powers.end());
-    static_power = static_powers[static_powers.size() / 2];
+    const double static_power = median(std::move(static_powers));
     const auto train = [&](const std::vector<std::size_t>& rows, std::uint64_t seed) {
       std::vector<float> x, t, e;
       for (std::size_t r : rows) {

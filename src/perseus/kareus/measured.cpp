@@ -7,16 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/statistics.hpp"
 #include "perseus/profile/profile.hpp"
 
 namespace perseus::kareus {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 // Ranks (0-based, ties in order of appearance) and Spearman's correlation between two series.
 std::vector<double> ranks(const std::vector<double>& v) {

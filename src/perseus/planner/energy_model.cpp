@@ -48,10 +48,24 @@ EnergyModel::Split EnergyModel::split(const OperationWork& work, InstructionKind
 
 // Power while running at `mhz`: compute-bound phases draw the compute dynamic power, the rest
 // the memory dynamic power, both scaled by C*V^2*f with the voltage floor.
+double dynamic_power_factor(double mhz, double max_mhz, double voltage_floor) {
+  const double x = mhz / max_mhz;
+  const double v = std::max(voltage_floor, x);
+  return x * v * v;
+}
+
+double highest_clock_within(double lo, double hi, double limit, const std::function<double(double)>& power) {
+  if (power(lo) >= limit) return lo;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (power(mid) > limit ? hi : lo) = mid;
+  }
+  return lo;
+}
+
 double EnergyModel::power(const Split& s, double mhz) const {
   const double x = mhz / gpu_.max_mhz;
-  const double v = std::max(params_.voltage_floor, x);
-  const double g = x * v * v;
+  const double g = dynamic_power_factor(mhz, gpu_.max_mhz, params_.voltage_floor);
   const double compute = s.compute_at_max_s / x;
   const double total = compute + s.fixed_s;
   if (total <= 0.0) return params_.static_power_w;
@@ -65,17 +79,8 @@ OperationEstimate EnergyModel::estimate(const OperationWork& work, InstructionKi
   double effective = frequency_mhz;
   if (power(s, effective) > params_.power_limit_w) {
     // Power rises with the clock; find where it meets the limit.
-    double lo = std::min<double>(gpu_.min_mhz, frequency_mhz);
-    double hi = frequency_mhz;
-    if (power(s, lo) >= params_.power_limit_w) {
-      effective = lo;
-    } else {
-      for (int i = 0; i < 60; ++i) {
-        const double mid = 0.5 * (lo + hi);
-        (power(s, mid) > params_.power_limit_w ? hi : lo) = mid;
-      }
-      effective = lo;
-    }
+    effective = highest_clock_within(std::min<double>(gpu_.min_mhz, frequency_mhz), frequency_mhz,
+                                     params_.power_limit_w, [&](double mhz) { return power(s, mhz); });
   }
   OperationEstimate out;
   out.frequency_mhz = static_cast<int>(std::lround(frequency_mhz));

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +50,15 @@ struct OperationEstimate {
   double compute_s = 0.0;       // the part that scales with the clock
   double fixed_s = 0.0;         // bandwidth-bound and collective time
 };
+
+// g(f): the share of the top clock's dynamic power drawn at `mhz`, CMOS C*V^2*f with the
+// voltage floor: f/f_max * max(v_floor, f/f_max)^2.
+double dynamic_power_factor(double mhz, double max_mhz, double voltage_floor);
+
+// The highest clock in [lo, hi] at which `power(clock)` stays within `limit`, for a power that
+// rises with the clock (bisection, 60 steps); `lo` when even it exceeds the limit. Where a GPU
+// throttles to under its power limit.
+double highest_clock_within(double lo, double hi, double limit, const std::function<double(double)>& power);
 
 class EnergyModel {
  public:

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/model/statistics.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/protocol/protocol.hpp"
 
@@ -17,13 +18,6 @@ namespace perseus::runs {
 namespace {
 
 using nlohmann::json;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 json read_json(const std::filesystem::path& path) {
   const std::string text = read_text_file(path);  // InputError naming the file

@@ -13,17 +13,11 @@
 #include "perseus/emulator/emulator.hpp"
 #include "perseus/emulator/frequency_table.hpp"
 #include "perseus/model/errors.hpp"
+#include "perseus/model/statistics.hpp"
 #include "perseus/solver/solve.hpp"
 
 namespace perseus::runs {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 constexpr int kFeatures = 5;  // forward a, b; backward a, b; blocked
 using Row = std::array<double, kFeatures>;
