@@ -38,6 +38,18 @@ ModelSpec gpt3(std::string name, int layers, int hidden, int heads, int batch, d
   return m;
 }
 
+// Atlas (Palak et al. 2024), Section 3: GPT-A (L, H = 4K, 4K) and GPT-B (6K, 8K), GPT-2/3's
+// architecture with fewer layers. No published parameter count.
+ModelSpec atlas_gpt(std::string name, int layers, int hidden, int heads, int seq_len) {
+  ModelSpec m = gpt3(std::move(name), layers, hidden, heads, 512, 0.0);
+  m.description = std::string(m.name == "gpt-a" ? "GPT-A" : "GPT-B") + " of Atlas: GPT-3's architecture, " +
+                  std::to_string(layers) + " layers, hidden " + std::to_string(hidden) + ", context " +
+                  std::to_string(seq_len);
+  m.source = "Palak et al. 2024 (Atlas and BubbleTea), Section 3";
+  m.transformer.seq_len = seq_len;
+  return m;
+}
+
 // BLOOM: BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language Model"
 // (2022), Table 3. ALiBi positions (no parameters), LayerNorm after the embedding, no dropout.
 ModelSpec bloom(std::string name, int layers, int hidden, int heads, int batch, double params) {
@@ -186,6 +198,12 @@ std::vector<ModelSpec> build_models() {
   models.push_back(llama3("llama3.2-3b", 28, 3072, 24, 8192, true, 3.2e9, "Meta 2024, Llama 3.2 model card (3B)"));
   models.push_back(llama3("llama3.3-70b", 80, 8192, 64, 28672, false, 70.6e9, "Meta 2024, Llama 3.3 model card (70B)"));
   models.push_back(qwen3("qwen3-1.7b", 28, 2048, 16, 128, 6144, 1.7e9, "Qwen Team 2025 (Qwen3 technical report), Table 1"));
+  // Atlas's GPT-A and GPT-B (geo-distributed training, docs/geo.md): GPT-3's architecture at a
+  // context of 4K and 6K tokens and a hidden size of 4K and 8K. The paper cuts the layer count to
+  // fit its testbed without saying how many; we take 8 and 4 (two and one per stage of its 4-stage
+  // pipelines), and `perseus geo --layers` changes it.
+  models.push_back(atlas_gpt("gpt-a", 8, 4096, 32, 4096));
+  models.push_back(atlas_gpt("gpt-b", 4, 8192, 64, 6144));
   models.push_back(wide_resnet("wide-resnet50-8", 50));
   models.push_back(wide_resnet("wide-resnet101-8", 101));
   return models;

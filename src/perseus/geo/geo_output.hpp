@@ -1,0 +1,27 @@
+// What `perseus geo` writes: the emulation as JSON, the timeline as CSV (computations,
+// transfers and prefills, one row each) and as a Chrome trace that ui.perfetto.dev opens (one
+// process per pipeline with a thread per stage, a process of WAN and DC links with a thread per
+// channel, prefills on the GPUs they ran on).
+#pragma once
+
+#include <string>
+
+#include "perseus/geo/bubbletea.hpp"
+#include "perseus/geo/dc_selection.hpp"
+#include "perseus/geo/pipeline_emulator.hpp"
+
+namespace perseus::geo {
+
+// Summary and per-stage figures; with `detail`, every computation and transfer too.
+std::string emulation_json(const GeoEmulation& emulation, const Workload& workload, const NetworkSpec& network,
+                           bool detail);
+// `pipeline,stage,dc,what,microbatch,start_s,end_s,bytes`: computations (forward, backward,
+// recompute), transfers (activation, gradient: start is when the sender finished, end the
+// arrival), all-reduces, and prefills (`prefills` may be null; their microbatch is the request).
+std::string timeline_csv(const GeoEmulation& emulation, const BubbleTeaResult* prefills);
+// Times in microseconds; prefills only of the first `trace_iterations` iterations.
+std::string chrome_trace(const GeoEmulation& emulation, const BubbleTeaResult* prefills, int trace_iterations = 1);
+std::string dc_selection_json(const DcSelection& selection, const NetworkSpec& network);
+std::string bubbletea_json(const BubbleTeaResult& result, const GeoEmulation& training, bool detail);
+
+}  // namespace perseus::geo

@@ -1,0 +1,561 @@
+#include "perseus/geo/pipeline_emulator.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <deque>
+#include <queue>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace perseus::geo {
+
+std::string_view to_string(Scheduler scheduler) {
+  switch (scheduler) {
+    case Scheduler::kGPipe: return "gpipe";
+    case Scheduler::k1F1B: return "1f1b";
+    case Scheduler::kVaruna: return "varuna";
+    case Scheduler::kAtlas: return "atlas";
+  }
+  return "?";
+}
+
+std::string_view to_string(LinkSharing sharing) { return sharing == LinkSharing::kQueue ? "queue" : "split"; }
+
+LinkSharing parse_link_sharing(std::string_view name) {
+  if (name == "queue") return LinkSharing::kQueue;
+  if (name == "split") return LinkSharing::kSplit;
+  throw InputError(fmt::format("unknown link sharing '{}': expected queue or split", name));
+}
+
+Scheduler parse_scheduler(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "gpipe") return Scheduler::kGPipe;
+  if (lower == "1f1b" || lower == "megatron") return Scheduler::k1F1B;
+  if (lower == "varuna") return Scheduler::kVaruna;
+  if (lower == "atlas") return Scheduler::kAtlas;
+  throw InputError(fmt::format("unknown scheduler '{}': expected atlas, varuna, gpipe or 1f1b", name));
+}
+
+bool recomputes(Scheduler scheduler, const Workload& workload) {
+  return workload.spec.recompute && (scheduler == Scheduler::kVaruna || scheduler == Scheduler::kAtlas);
+}
+
+namespace {
+
+constexpr double kTouch_s = 1e-9;
+
+enum class EventType : std::uint8_t { kTaskEnd, kChannelDone, kArrival };
+
+struct Event {
+  double time;
+  std::uint64_t sequence;  // ties in time run in the order they were made: deterministic
+  EventType type;
+  std::int32_t a;          // GPU, channel or transfer
+  std::uint32_t version;   // channel events: stale when the channel changed since
+  bool operator>(const Event& other) const {
+    return time != other.time ? time > other.time : sequence > other.sequence;
+  }
+};
+
+// A channel shared by processor sharing: every active transfer gets bandwidth / n. `work` is
+// the bytes each active transfer has been served since the channel was made; a transfer ends
+// when `work` reaches the value it had at the transfer's start plus its bytes.
+struct Channel {
+  double bandwidth = 0.0, latency = 0.0;
+  double work = 0.0, updated_s = 0.0;
+  std::priority_queue<std::pair<double, std::int32_t>, std::vector<std::pair<double, std::int32_t>>, std::greater<>>
+      active;
+  std::uint32_t version = 0;
+  bool fifo = true;                                          // one transfer at a time, in order
+  std::deque<std::pair<double, std::int32_t>> waiting;      // FIFO: (bytes, transfer) behind the one sent
+  std::vector<Interval> reserved;  // Atlas: sorted, disjoint
+  void advance(double t) {
+    if (!active.empty()) work += (t - updated_s) * bandwidth / static_cast<double>(active.size());
+    updated_s = t;
+  }
+};
+
+struct Choice {
+  InstructionKind kind;
+  int microbatch;
+  double start_s;
+};
+
+struct GpuState {
+  bool busy = false;
+  int next_forward = 0;
+  int lowest_unfinished = 0;     // lowest microbatch without its backward
+  int in_flight = 0;
+  int outstanding_recompute = -1;
+  std::size_t position = 0;      // static orders
+  std::vector<std::uint8_t> forward_done, recompute_done, backward_done, input_arrived;
+  std::set<int> gradient_ready;  // backward's input here, backward not run
+};
+
+class Engine {
+ public:
+  Engine(const Workload& workload, const NetworkSpec& network, const Placement& placement, Scheduler scheduler,
+         LinkSharing sharing, const std::vector<std::vector<Interval>>& held, const GeoEmulation* recorded)
+      : w_(workload), net_(network), pl_(placement), scheduler_(scheduler), sharing_(sharing), held_(held),
+        recorded_(recorded) {
+    S_ = pl_.stages, M_ = workload.spec.microbatches, P_ = pl_.pipelines;
+    recompute_ = recorded ? false : recomputes(scheduler, workload);
+    gpus_.resize(static_cast<std::size_t>(pl_.num_gpus()));
+    for (GpuState& g : gpus_) {
+      g.forward_done.assign(M_, 0), g.recompute_done.assign(M_, 0), g.backward_done.assign(M_, 0);
+      g.input_arrived.assign(M_, 0);
+    }
+    if (recorded) {
+      order_ = &recorded->tasks;
+    } else if (scheduler == Scheduler::kGPipe || scheduler == Scheduler::k1F1B) {
+      static_order_.resize(gpus_.size());
+      for (int p = 0; p < P_; ++p)
+        for (int s = 0; s < S_; ++s) static_order_[pl_.gpu(p, s)] = static_schedule(s);
+      order_ = &static_order_;
+    }
+    // Channels: each pipeline's hop and direction, then (Atlas) each cell's pooled WAN hop and direction.
+    const int hops = std::max(0, S_ - 1);
+    own_base_ = 0;
+    pooled_base_ = P_ * hops * 2;
+    channels_.resize(static_cast<std::size_t>(pooled_base_ + pl_.num_cells() * hops * 2));
+    for (int p = 0; p < P_; ++p)
+      for (int h = 0; h < hops; ++h)
+        for (int dir = 0; dir < 2; ++dir) {
+          Channel& c = channels_[own_channel(p, h, dir)];
+          c.fifo = sharing_ == LinkSharing::kQueue;
+          c.bandwidth = net_.pair_bandwidth(pl_.dc_of(p, h), pl_.dc_of(p, h + 1));
+          c.latency = net_.latency_s(pl_.dc_of(p, h), pl_.dc_of(p, h + 1));
+        }
+    for (int cell = 0; cell < pl_.num_cells(); ++cell) {
+      const int members = std::min(pl_.cell_size, P_ - cell * pl_.cell_size);
+      for (int h = 0; h < hops; ++h)
+        for (int dir = 0; dir < 2; ++dir) {
+          Channel& c = channels_[pooled_channel(cell, h, dir)];
+          c.fifo = sharing_ == LinkSharing::kQueue;
+          c.bandwidth = members * net_.wan_pair_bandwidth();
+          c.latency = net_.wan_latency_ms * 1e-3;
+        }
+    }
+    backwards_left_.assign(S_, P_ * M_);
+    stage_last_backward_.assign(S_, 0.0);
+    result_.scheduler = scheduler;
+    result_.sharing = sharing;
+    result_.placement = placement;
+    result_.tasks.resize(gpus_.size());
+    for (auto& t : result_.tasks) t.reserve(static_cast<std::size_t>(M_) * (recompute_ ? 3 : 2));
+    result_.peak_in_flight.assign(S_, 0);
+  }
+
+  GeoEmulation run() {
+    for (int g = 0; g < pl_.num_gpus(); ++g) try_start(g, 0.0);
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      switch (e.type) {
+        case EventType::kTaskEnd: finish_task(e.a, e.time); break;
+        case EventType::kChannelDone: channel_done(e.a, e.version, e.time); break;
+        case EventType::kArrival: arrive(e.a, e.time); break;
+      }
+    }
+    for (int s = 0; s < S_; ++s)
+      if (backwards_left_[s] != 0)
+        throw SolveError(fmt::format("geo emulation stalled: stage {} has {} backwards left (scheduler {})", s,
+                                     backwards_left_[s], to_string(scheduler_)));
+    finish_iteration();
+    return std::move(result_);
+  }
+
+ private:
+  std::size_t own_channel(int p, int hop, int dir) const { return static_cast<std::size_t>(own_base_ + (p * (S_ - 1) + hop) * 2 + dir); }
+  std::size_t pooled_channel(int cell, int hop, int dir) const {
+    return static_cast<std::size_t>(pooled_base_ + (cell * (S_ - 1) + hop) * 2 + dir);
+  }
+  bool pooled(int p, int hop) const { return scheduler_ == Scheduler::kAtlas && pl_.crosses_wan(p, hop); }
+  std::size_t channel_of(int p, int hop, int dir) const {
+    return pooled(p, hop) ? pooled_channel(pl_.cell_of(p), hop, dir) : own_channel(p, hop, dir);
+  }
+  bool needs_recompute(int s) const { return recompute_ && s < S_ - 1; }
+
+  std::vector<GeoTask> static_schedule(int s) const {
+    std::vector<GeoTask> order;
+    auto add = [&](InstructionKind kind, int m) { order.push_back({kind, m, 0.0, 0.0}); };
+    if (scheduler_ == Scheduler::kGPipe) {
+      for (int m = 0; m < M_; ++m) add(InstructionKind::kForward, m);
+      for (int m = M_ - 1; m >= 0; --m) add(InstructionKind::kBackward, m);
+      return order;
+    }
+    // 1F1B: S - s - 1 warm-up forwards, then one forward and one backward, then the cool-down.
+    const int warmup = std::min(M_, S_ - s - 1);
+    int f = 0, b = 0;
+    for (; f < warmup; ++f) add(InstructionKind::kForward, f);
+    while (f < M_) {
+      add(InstructionKind::kForward, f++);
+      add(InstructionKind::kBackward, b++);
+    }
+    while (b < M_) add(InstructionKind::kBackward, b++);
+    return order;
+  }
+
+  double duration(int s, InstructionKind kind) const {
+    const StageWork& work = w_.stages[static_cast<std::size_t>(s)];
+    switch (kind) {
+      case InstructionKind::kForward: return work.forward_s;
+      case InstructionKind::kBackward: return work.backward_s;
+      default: return work.recompute_s;
+    }
+  }
+  double energy(int s, InstructionKind kind) const {
+    const StageWork& work = w_.stages[static_cast<std::size_t>(s)];
+    switch (kind) {
+      case InstructionKind::kForward: return work.forward_j;
+      case InstructionKind::kBackward: return work.backward_j;
+      default: return work.recompute_j;
+    }
+  }
+
+  bool ready(int g, InstructionKind kind, int m) const {
+    const GpuState& st = gpus_[g];
+    const int s = g % S_;
+    switch (kind) {
+      case InstructionKind::kForward: return !st.forward_done[m] && (s == 0 || st.input_arrived[m]);
+      case InstructionKind::kRecompute: return st.forward_done[m] && !st.recompute_done[m];
+      default:
+        return st.gradient_ready.count(m) && (!needs_recompute(s) || st.recompute_done[m]);
+    }
+  }
+
+  // The earliest start >= t at which the GPU is not held and (Atlas) the transfer the
+  // computation sends across the WAN finds its pooled channel free right at its end.
+  double earliest_start(int g, InstructionKind kind, double t, bool reserve) {
+    const int p = g / S_, s = g % S_;
+    const double d = duration(s, kind);
+    Channel* link = nullptr;
+    double occupancy = 0.0;
+    if (scheduler_ == Scheduler::kAtlas && !recorded_) {
+      if (kind == InstructionKind::kForward && s < S_ - 1 && pooled(p, s)) link = &channels_[channel_of(p, s, 0)];
+      if (kind == InstructionKind::kBackward && s > 0 && pooled(p, s - 1)) link = &channels_[channel_of(p, s - 1, 1)];
+      if (link) occupancy = (kind == InstructionKind::kForward ? w_.activation_bytes : w_.gradient_bytes) / link->bandwidth;
+    }
+    const std::vector<Interval>* held = held_.empty() ? nullptr : &held_[static_cast<std::size_t>(g)];
+    for (int guard = 0; guard < 100000; ++guard) {
+      double next = t;
+      // Held intervals touching a computation's ends are not in its way (1 ns: the prefills'
+      // times are folded into one iteration in floating point).
+      if (held)
+        for (const Interval& h : *held)
+          if (h.start_s < next + d - kTouch_s && next < h.end_s - kTouch_s) next = h.end_s;
+      if (link) {
+        // The first reservation ending after the transfer would start: walk the gaps from there.
+        auto it = std::lower_bound(link->reserved.begin(), link->reserved.end(), next + d,
+                                   [](const Interval& r, double v) { return r.end_s <= v; });
+        for (; it != link->reserved.end(); ++it) {
+          if (it->start_s >= next + d + occupancy - 1e-12) break;
+          next = it->end_s - d;
+        }
+      }
+      if (next <= t) {
+        if (link && reserve) {
+          const Interval r{t + d, t + d + occupancy};
+          link->reserved.insert(std::lower_bound(link->reserved.begin(), link->reserved.end(), r.start_s,
+                                                 [](const Interval& a, double v) { return a.start_s < v; }),
+                                r);
+        }
+        return t;
+      }
+      t = next;
+    }
+    throw SolveError("geo emulation: no start found for a computation (held intervals too dense)");
+  }
+
+  std::optional<Choice> choose_static(int g, double t) {
+    GpuState& st = gpus_[g];
+    const std::vector<GeoTask>& order = (*order_)[static_cast<std::size_t>(g)];
+    if (st.position >= order.size()) return std::nullopt;
+    const GeoTask& next = order[st.position];
+    if (!ready(g, next.kind, next.microbatch)) return std::nullopt;
+    const double not_before = recorded_ ? std::max(t, next.start_s) : t;
+    return Choice{next.kind, next.microbatch, earliest_start(g, next.kind, not_before, true)};
+  }
+
+  // The candidates of a dynamic scheduler in priority order; the first that can start now
+  // runs, else the one that can start first (Atlas may have to put a computation off until its
+  // transfer finds the pooled link free: meanwhile a later candidate may run).
+  std::optional<Choice> choose_dynamic(int g, double t) {
+    GpuState& st = gpus_[g];
+    const int s = g % S_;
+    const bool atlas = scheduler_ == Scheduler::kAtlas;
+    std::vector<std::pair<InstructionKind, int>>& candidates = candidates_;
+    candidates.clear();
+    if (st.outstanding_recompute >= 0) {
+      // Its activations are rebuilt: its backward next (Atlas's rule 4), or wait.
+      if (ready(g, InstructionKind::kBackward, st.outstanding_recompute))
+        candidates.emplace_back(InstructionKind::kBackward, st.outstanding_recompute);
+      else if (atlas)
+        return std::nullopt;
+    }
+    if (candidates.empty()) {
+      // A ready backward first (rule 5), lowest microbatch first; a gradient waiting for its
+      // recomputation gets it.
+      for (int m : st.gradient_ready) {
+        if (!needs_recompute(s) || st.recompute_done[m]) {
+          candidates.emplace_back(InstructionKind::kBackward, m);
+          break;
+        }
+        if (st.outstanding_recompute < 0) {
+          candidates.emplace_back(InstructionKind::kRecompute, m);
+          break;
+        }
+      }
+      const int m = st.next_forward;
+      if (m < M_ && (s == 0 || st.input_arrived[m])) {
+        const int limit = w_.stages[static_cast<std::size_t>(s)].max_in_flight;
+        if (!atlas || st.in_flight < limit) candidates.emplace_back(InstructionKind::kForward, m);
+      }
+      // Idle with every forward run: recompute ahead for the next backward (one at a time). Not
+      // while forwards remain: a recomputation holds the GPU to its backward (rule 4), and a
+      // forward arriving meanwhile would wait behind it.
+      if (candidates.empty() && needs_recompute(s) && st.outstanding_recompute < 0 && st.next_forward == M_) {
+        int next = st.lowest_unfinished;
+        while (next < st.next_forward && (st.backward_done[next] || st.recompute_done[next])) ++next;
+        if (next < st.next_forward) candidates.emplace_back(InstructionKind::kRecompute, next);
+      }
+    }
+    if (candidates.empty()) return std::nullopt;
+    std::size_t best = 0;
+    double best_start = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const double start = earliest_start(g, candidates[i].first, t, false);
+      if (start < best_start) best = i, best_start = start;
+      if (start <= t) break;
+    }
+    return Choice{candidates[best].first, candidates[best].second,
+                  earliest_start(g, candidates[best].first, t, true)};
+  }
+
+  void try_start(int g, double t) {
+    GpuState& st = gpus_[g];
+    if (st.busy) return;
+    const std::optional<Choice> choice = order_ ? choose_static(g, t) : choose_dynamic(g, t);
+    if (!choice) return;
+    const int s = g % S_;
+    const double d = duration(s, choice->kind);
+    st.busy = true;
+    ++st.position;
+    if (choice->kind == InstructionKind::kForward) st.next_forward = std::max(st.next_forward, choice->microbatch + 1);
+    result_.tasks[g].push_back({choice->kind, choice->microbatch, choice->start_s, choice->start_s + d});
+    result_.busy_s += d;
+    result_.computation_j += energy(s, choice->kind);
+    push(choice->start_s + d, EventType::kTaskEnd, g, 0);
+  }
+
+  void push(double time, EventType type, std::int32_t a, std::uint32_t version) {
+    events_.push(Event{time, sequence_++, type, a, version});
+  }
+
+  void send(int p, int from, int to, int m, bool gradient, double t) {
+    const int hop = std::min(from, to);
+    const std::size_t c = channel_of(p, hop, gradient ? 1 : 0);
+    GeoTransfer transfer;
+    transfer.pipeline = p, transfer.from_stage = from, transfer.to_stage = to, transfer.microbatch = m;
+    transfer.gradient = gradient;
+    transfer.wan = pl_.crosses_wan(p, hop);
+    transfer.start_s = t;
+    transfer.bytes = gradient ? w_.gradient_bytes : w_.activation_bytes;
+    const auto index = static_cast<std::int32_t>(result_.transfers.size());
+    result_.transfers.push_back(transfer);
+    transfer_channel_.push_back(static_cast<std::int32_t>(c));
+    Channel& ch = channels_[c];
+    ch.advance(t);
+    if (ch.fifo && !ch.active.empty()) {
+      ch.waiting.emplace_back(transfer.bytes, index);
+      return;
+    }
+    ch.active.push({ch.work + transfer.bytes, index});
+    reschedule(static_cast<std::int32_t>(c));
+  }
+
+  void reschedule(std::int32_t c) {
+    Channel& ch = channels_[static_cast<std::size_t>(c)];
+    ++ch.version;
+    if (ch.active.empty()) return;
+    const double left = std::max(0.0, ch.active.top().first - ch.work);
+    push(ch.updated_s + left * static_cast<double>(ch.active.size()) / ch.bandwidth, EventType::kChannelDone, c,
+         ch.version);
+  }
+
+  void channel_done(std::int32_t c, std::uint32_t version, double t) {
+    Channel& ch = channels_[static_cast<std::size_t>(c)];
+    if (version != ch.version) return;
+    ch.advance(t);
+    // Done when what is left would take under a picosecond: with a fast link, the time left can
+    // be below what the clock's floating point can add to `t`.
+    while (!ch.active.empty() &&
+           (ch.active.top().first - ch.work) * static_cast<double>(ch.active.size()) / ch.bandwidth <= 1e-12) {
+      const std::int32_t index = ch.active.top().second;
+      ch.active.pop();
+      GeoTransfer& transfer = result_.transfers[static_cast<std::size_t>(index)];
+      transfer.sent_s = t;
+      transfer.arrival_s = t + ch.latency;
+      push(transfer.arrival_s, EventType::kArrival, index, 0);
+    }
+    if (ch.fifo && ch.active.empty() && !ch.waiting.empty()) {
+      const auto [bytes, next] = ch.waiting.front();
+      ch.waiting.pop_front();
+      ch.active.push({ch.work + bytes, next});
+      result_.transfers[static_cast<std::size_t>(next)].start_s = t;
+    }
+    reschedule(c);
+  }
+
+  void arrive(std::int32_t index, double t) {
+    const GeoTransfer& transfer = result_.transfers[static_cast<std::size_t>(index)];
+    const int g = pl_.gpu(transfer.pipeline, transfer.to_stage);
+    GpuState& st = gpus_[g];
+    if (transfer.gradient)
+      st.gradient_ready.insert(transfer.microbatch);
+    else
+      st.input_arrived[transfer.microbatch] = 1;
+    try_start(g, t);
+  }
+
+  void finish_task(int g, double t) {
+    GpuState& st = gpus_[g];
+    st.busy = false;
+    const GeoTask& task = result_.tasks[g].back();
+    const int p = g / S_, s = g % S_, m = task.microbatch;
+    switch (task.kind) {
+      case InstructionKind::kForward:
+        st.forward_done[m] = 1;
+        ++st.in_flight;
+        result_.peak_in_flight[s] = std::max(result_.peak_in_flight[s], st.in_flight);
+        if (s < S_ - 1)
+          send(p, s, s + 1, m, false, t);
+        else
+          st.gradient_ready.insert(m);
+        break;
+      case InstructionKind::kRecompute:
+        st.recompute_done[m] = 1;
+        st.outstanding_recompute = m;
+        break;
+      default:
+        st.backward_done[m] = 1;
+        st.gradient_ready.erase(m);
+        --st.in_flight;
+        if (st.outstanding_recompute == m) st.outstanding_recompute = -1;
+        while (st.lowest_unfinished < M_ && st.backward_done[st.lowest_unfinished]) ++st.lowest_unfinished;
+        if (s > 0) send(p, s, s - 1, m, true, t);
+        stage_last_backward_[s] = std::max(stage_last_backward_[s], t);
+        --backwards_left_[s];
+        break;
+    }
+    try_start(g, t);
+  }
+
+  void finish_iteration() {
+    result_.allreduces.resize(S_);
+    for (int s = 0; s < S_; ++s) {
+      bool one_dc = true;
+      for (int p = 1; p < P_; ++p) one_dc = one_dc && pl_.dc_of(p, s) == pl_.dc_of(0, s);
+      const double bandwidth = one_dc ? net_.pair_bandwidth(pl_.dc_of(0, s), pl_.dc_of(0, s)) : net_.wan_pair_bandwidth();
+      StageAllReduce& a = result_.allreduces[s];
+      a.start_s = stage_last_backward_[s];
+      a.end_s = a.start_s + ring_allreduce_s(w_.stages[s].parameters, P_, bandwidth);
+      a.wan = !one_dc && P_ > 1;
+      result_.pipeline_time_s = std::max(result_.pipeline_time_s, a.start_s);
+      result_.iteration_time_s = std::max(result_.iteration_time_s, a.end_s);
+      const StageWork& work = w_.stages[s];
+      const double per_microbatch = recompute_ ? work.stash_bytes : work.working_bytes;
+      result_.peak_memory_bytes.push_back(work.resident_bytes + result_.peak_in_flight[s] * per_microbatch +
+                                          (recompute_ ? work.working_bytes : 0.0));
+      if (result_.peak_memory_bytes.back() > w_.memory_bytes)
+        result_.warnings.push_back(fmt::format(
+            "stage {} holds {:.1f} GiB at its peak ({} microbatches in flight), over the GPU's {:.1f} GiB", s,
+            result_.peak_memory_bytes.back() / (1024.0 * 1024 * 1024), result_.peak_in_flight[s],
+            w_.memory_bytes / (1024.0 * 1024 * 1024)));
+    }
+  }
+
+  const Workload& w_;
+  const NetworkSpec& net_;
+  const Placement& pl_;
+  Scheduler scheduler_;
+  LinkSharing sharing_;
+  const std::vector<std::vector<Interval>>& held_;
+  const GeoEmulation* recorded_;
+  int S_ = 0, M_ = 0, P_ = 0;
+  bool recompute_ = false;
+  std::vector<GpuState> gpus_;
+  std::vector<std::pair<InstructionKind, int>> candidates_;
+  std::vector<std::vector<GeoTask>> static_order_;
+  const std::vector<std::vector<GeoTask>>* order_ = nullptr;
+  int own_base_ = 0, pooled_base_ = 0;
+  std::vector<Channel> channels_;
+  std::vector<std::int32_t> transfer_channel_;
+  std::vector<int> backwards_left_;
+  std::vector<double> stage_last_backward_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t sequence_ = 0;
+  GeoEmulation result_;
+};
+
+void check_shapes(const Workload& workload, const Placement& placement) {
+  if (placement.stages != workload.num_stages())
+    throw InputError(fmt::format("the placement has {} stages, the workload {}", placement.stages, workload.num_stages()));
+  if (placement.pipelines < 1) throw InputError("no pipeline to emulate");
+}
+
+}  // namespace
+
+GeoEmulation emulate(const Workload& workload, const NetworkSpec& network, const Placement& placement,
+                     const EmulationOptions& options) {
+  validate(network);
+  check_shapes(workload, placement);
+  if (!options.held.empty() && options.held.size() != static_cast<std::size_t>(placement.num_gpus()))
+    throw InputError("held intervals: one list per GPU expected");
+  Engine engine(workload, network, placement, options.scheduler, options.sharing, options.held, nullptr);
+  return engine.run();
+}
+
+GeoEmulation replay(const Workload& workload, const NetworkSpec& network, const GeoEmulation& recorded,
+                    const std::vector<std::vector<Interval>>& held) {
+  validate(network);
+  check_shapes(workload, recorded.placement);
+  if (!held.empty() && held.size() != static_cast<std::size_t>(recorded.placement.num_gpus()))
+    throw InputError("held intervals: one list per GPU expected");
+  Engine engine(workload, network, recorded.placement, recorded.scheduler, recorded.sharing, held, &recorded);
+  GeoEmulation result = engine.run();
+  return result;
+}
+
+std::vector<std::vector<Interval>> bubbles(const GeoEmulation& emulation, double min_s) {
+  const Placement& pl = emulation.placement;
+  std::vector<std::vector<Interval>> out(static_cast<std::size_t>(pl.num_gpus()));
+  for (int g = 0; g < pl.num_gpus(); ++g) {
+    const int s = g % pl.stages;
+    const StageAllReduce& a = emulation.allreduces[static_cast<std::size_t>(s)];
+    double free_from = 0.0;
+    auto add = [&](double from, double to) {
+      // An all-reduce inside a DC keeps the GPU (NCCL's kernels): not a bubble. One across the
+      // WAN runs over TCP from host memory (Atlas §3.1), leaving the GPU idle.
+      auto put = [&](double x, double y) {
+        if (y - x > min_s) out[g].push_back({x, y});
+      };
+      if (a.wan || a.end_s <= from || a.start_s >= to || a.end_s <= a.start_s) return put(from, to);
+      put(from, std::min(to, a.start_s));
+      put(std::max(from, a.end_s), to);
+    };
+    for (const GeoTask& task : emulation.tasks[static_cast<std::size_t>(g)]) {
+      add(free_from, task.start_s);
+      free_from = task.end_s;
+    }
+    add(free_from, emulation.iteration_time_s);
+  }
+  return out;
+}
+
+}  // namespace perseus::geo

@@ -1,0 +1,77 @@
+// `perseus geo ...` as a user runs it.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CommandResult {
+  int status;
+  std::string out;
+};
+
+CommandResult run(const std::string& args) {
+  const std::string command = std::string(PERSEUS_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(GeoCli, SimulateEveryScheduler) {
+  const CommandResult r = run("geo simulate --scheduler all --connections 64 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);
+  EXPECT_EQ(j[3]["scheduler"], "atlas");
+  EXPECT_LT(j[3]["pipeline_time_s"].get<double>(), j[0]["pipeline_time_s"].get<double>());
+}
+
+TEST(GeoCli, WritesATimelineAndATrace) {
+  const auto dir = std::filesystem::temp_directory_path() / "perseus_geo_cli_out";
+  std::filesystem::remove_all(dir);
+  const CommandResult r = run("geo bubbletea --rate 30 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("unchanged"), std::string::npos) << r.out;
+  std::ifstream trace(dir / "trace.json");
+  const auto j = nlohmann::json::parse(trace);
+  bool prefill = false, transfer = false;
+  for (const auto& e : j["traceEvents"]) {
+    prefill = prefill || e.value("cat", "") == "prefill";
+    transfer = transfer || e.value("cat", "") == "transfer";
+  }
+  EXPECT_TRUE(prefill && transfer);
+  EXPECT_TRUE(std::filesystem::exists(dir / "timeline.csv"));
+  EXPECT_NE(run("geo bubbletea --out " + dir.string()).status, 0);  // exists: --force needed
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GeoCli, SelectDcsPrintsTheWhatIfTable) {
+  const CommandResult r = run("geo select-dcs --dcs 600,60 --cell-size 2 --comm-ratio 2 --forward-ms 50 --keep-order --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["choices"].size(), 4u);
+  EXPECT_FALSE(j["best"].is_null());
+}
+
+TEST(GeoCli, BadInputGetsAClearError) {
+  for (const auto& [args, words] : std::vector<std::pair<std::string, std::string>>{
+           {"geo simulate --dcs 4,0,4", "has 0 GPUs"},
+           {"geo simulate --latency-ms -5", "latency"},
+           {"geo simulate --dcs 2 --stages 4", "more stages than"},
+           {"geo simulate --model gpt-b --stages 1 --memory-gb 20", "does not fit"},
+           {"geo simulate --scheduler pipedream", "unknown scheduler"},
+           {"geo simulate --model resnet", "resnet"}}) {
+    const CommandResult r = run(args);
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.out.find(words), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+}  // namespace
