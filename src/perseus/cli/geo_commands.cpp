@@ -18,6 +18,7 @@
 #include "perseus/geo/dc_selection.hpp"
 #include "perseus/geo/geo_output.hpp"
 #include "perseus/geo/pipeline_emulator.hpp"
+#include "perseus/geo/reproduce.hpp"
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/output_files.hpp"
 
@@ -267,6 +268,65 @@ void run_bubbletea(const BubbleArgs& a) {
                                 {"trace.json", chrome_trace(training, &r, 1)}});
 }
 
+
+struct ReproduceArgs {
+  bool json = false;
+  bool quiet = false;
+};
+
+// Atlas's Figs. 8-11 on the emulator, as tables (docs/geo.md quotes them).
+void run_reproduce(const ReproduceArgs& a) {
+  nlohmann::json out;
+  for (int connections : {1, 64}) {
+    const auto points = testbed_sweep(connections);
+    const char* figure = connections == 1 ? "fig8" : "fig9";
+    nlohmann::json rows = nlohmann::json::array();
+    if (!a.json)
+      fmt::print("{}: 12 GPUs in 3 DCs, pipeline time (s) with the baselines at {} TCP connection(s), Atlas at the cap; Atlas's gain\n",
+                 connections == 1 ? "Fig. 8" : "Fig. 9", connections);
+    for (std::size_t i = 0; i + 3 < points.size(); i += 4) {
+      const TestbedPoint& atlas = points[i + 3];
+      rows.push_back({{"model", atlas.model}, {"microbatches", atlas.microbatches}, {"latency_ms", atlas.latency_ms},
+                      {"gpipe_s", points[i].pipeline_time_s}, {"1f1b_s", points[i + 1].pipeline_time_s},
+                      {"varuna_s", points[i + 2].pipeline_time_s}, {"atlas_s", atlas.pipeline_time_s},
+                      {"atlas_utilization", atlas.utilization}});
+      if (!a.json)
+        fmt::print("  {} M={:<2} {:>2.0f} ms: gpipe {:7.3f} 1f1b {:7.3f} varuna {:7.3f} atlas {:6.3f}   gain {:5.2f}x {:5.2f}x {:5.2f}x\n",
+                   atlas.model, atlas.microbatches, atlas.latency_ms, points[i].pipeline_time_s,
+                   points[i + 1].pipeline_time_s, points[i + 2].pipeline_time_s, atlas.pipeline_time_s,
+                   points[i].pipeline_time_s / atlas.pipeline_time_s, points[i + 1].pipeline_time_s / atlas.pipeline_time_s,
+                   points[i + 2].pipeline_time_s / atlas.pipeline_time_s);
+    }
+    out[figure] = rows;
+  }
+  const bool terminal = isatty(2) && !a.quiet;
+  const auto scale = scale_sweep([&](int done, int total) {
+    if (terminal) fmt::print(stderr, "\rperseus: Fig. 10: {} of {} points{}", done, total, done == total ? "\n" : "");
+  });
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json) fmt::print("Fig. 10: throughput (microbatches/s), Varuna and Atlas (Algorithm 1)\n");
+  for (const ScalePoint& p : scale) {
+    rows.push_back({{"dc_set", p.dc_set}, {"dcs", p.dcs}, {"ratio", p.ratio}, {"gpus", p.gpus},
+                    {"varuna", p.varuna_throughput}, {"atlas", p.atlas_throughput}, {"atlas_gpus", p.atlas_gpus}});
+    if (!a.json)
+      fmt::print("  DC-set-{} C={} {} DC(s) {:>4} GPUs: varuna {:7.2f} atlas {:7.2f} ({} GPUs) {:+.1f}%\n", p.dc_set, p.ratio,
+                 p.dcs, p.gpus, p.varuna_throughput, p.atlas_throughput, p.atlas_gpus,
+                 100.0 * (p.atlas_throughput / p.varuna_throughput - 1.0));
+  }
+  out["fig10"] = rows;
+  rows = nlohmann::json::array();
+  if (!a.json) fmt::print("Fig. 11: two DCs, 600 + 600 F GPUs, Atlas with Algorithm 1, throughput over one DC\n");
+  for (const BalancePoint& p : balance_sweep()) {
+    rows.push_back({{"fraction", p.fraction}, {"second_dc_gpus", p.second_dc_gpus}, {"gpus_used", p.gpus_used},
+                    {"stages_per_dc", p.stages_per_dc}, {"relative", p.relative}});
+    if (!a.json)
+      fmt::print("  F={:.1f}: {} GPUs used, stages {}, {:.3f}x\n", p.fraction, p.gpus_used, fmt::join(p.stages_per_dc, "+"),
+                 p.relative);
+  }
+  out["fig11"] = rows;
+  if (a.json) std::cout << out.dump(1) << "\n";
+}
+
 }  // namespace
 
 void add_geo_commands(CLI::App& app) {
@@ -317,6 +377,12 @@ void add_geo_commands(CLI::App& app) {
   bubble->add_flag("--force", bub.cluster.force, "Replace --out if perseus wrote it");
   bubble->add_flag("--json", bub.cluster.json, "Print JSON");
   bubble->callback([] { run_bubbletea(bub); });
+
+  static ReproduceArgs rep;
+  CLI::App* reproduce = geo->add_subcommand("reproduce", "Atlas's Figs. 8-11 on the emulator, as tables");
+  reproduce->add_flag("--json", rep.json, "Print JSON");
+  reproduce->add_flag("-q,--quiet", rep.quiet, "No progress messages");
+  reproduce->callback([] { run_reproduce(rep); });
 }
 
 }  // namespace perseus::cli
