@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "command_output.hpp"
+
 namespace perseus {
 namespace {
 
@@ -25,23 +27,12 @@ namespace fs = std::filesystem;
 const std::string kBloom = PERSEUS_SOURCE_DIR "/data/profiles/bloom-176b+a100-sxm.csv";
 const std::string kProblem = " --profile " + kBloom + " --microbatches 12 --p-blocking 83.64 --unit-time 0.001";
 
-struct CliRun {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
+using CliRun = testing::CommandOutput;
 
 // Runs `binary args` in `dir` (default: the test's working directory).
 CliRun perseus(const std::string& args, const std::string& dir = "", const std::string& binary = PERSEUS_BINARY) {
-  CliRun run;
   const std::string cd = dir.empty() ? "" : "cd '" + dir + "' && ";
-  FILE* pipe = ::popen((cd + binary + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return testing::run_command(cd + binary + " " + args);
 }
 
 class TempDir {

@@ -26,7 +26,7 @@ TEST(BubbleTea, PrefillsStayInTheBubblesAndTrainingIsUnchanged) {
   const Training t;
   BubbleTeaSpec spec;
   spec.arrival_rate = 40.0;
-  const BubbleTeaResult r = fill_bubbles(t.e, t.w, t.net, spec);
+  const BubbleTeaResult r = fill_bubbles(t.e, t.net, spec);
   ASSERT_GT(r.served, 100);
   // Training replayed with the GPUs held by every prefill: the same iteration, to the bit.
   const GeoEmulation with = replay(t.w, t.net, t.e, r.held);
@@ -65,23 +65,23 @@ TEST(BubbleTea, DeclinesWhatDoesNotFitAndPipelinesAddHops) {
   BubbleTeaSpec spec;
   spec.arrival_rate = 400.0;  // far beyond the bubbles
   spec.iterations = 3;
-  const BubbleTeaResult busy = fill_bubbles(t.e, t.w, t.net, spec);
+  const BubbleTeaResult busy = fill_bubbles(t.e, t.net, spec);
   EXPECT_GT(busy.declined, busy.served);
   spec.arrival_rate = 5.0;
   spec.max_wait_s = 0.0;
-  const BubbleTeaResult strict = fill_bubbles(t.e, t.w, t.net, spec);
+  const BubbleTeaResult strict = fill_bubbles(t.e, t.net, spec);
   for (const PrefillRequest& q : strict.requests)
     if (q.served) EXPECT_DOUBLE_EQ(q.parts.front().start_s, q.arrival_s);
   // K = 2: each GPU holds half the model; one hop of 8K tokens x 4096 x 2 bytes at 100 Gbps.
   spec.inference_stages = 2;
-  const BubbleTeaResult two = fill_bubbles(t.e, t.w, t.net, spec);
+  const BubbleTeaResult two = fill_bubbles(t.e, t.net, spec);
   EXPECT_NEAR(two.hop_overhead_s, 2.0 * 8192 * 4096 / (100e9 / 8), 1e-12);
-  EXPECT_LT(two.inference_memory_bytes, fill_bubbles(t.e, t.w, t.net, BubbleTeaSpec{}).inference_memory_bytes);
+  EXPECT_LT(two.inference_memory_bytes, fill_bubbles(t.e, t.net, BubbleTeaSpec{}).inference_memory_bytes);
   spec.inference_stages = 33;  // Llama 3 8B has 32 layers
-  EXPECT_THROW(fill_bubbles(t.e, t.w, t.net, spec), InputError);
+  EXPECT_THROW(fill_bubbles(t.e, t.net, spec), InputError);
   spec.inference_stages = 1;
   spec.arrival_rate = 0.0;
-  EXPECT_THROW(fill_bubbles(t.e, t.w, t.net, spec), InputError);
+  EXPECT_THROW(fill_bubbles(t.e, t.net, spec), InputError);
 }
 
 }  // namespace

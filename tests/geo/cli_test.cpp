@@ -1,5 +1,4 @@
 // `perseus geo ...` as a user runs it.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -7,22 +6,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "command_output.hpp"
+#include "temp_dir.hpp"
+
 namespace {
 
-struct CommandResult {
-  int status;
-  std::string out;
-};
+using CommandResult = perseus::testing::CommandOutput;
 
-CommandResult run(const std::string& args) {
-  const std::string command = std::string(PERSEUS_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
+CommandResult run(const std::string& args) { return perseus::testing::run_command(std::string(PERSEUS_BINARY) + " " + args); }
 
 TEST(GeoCli, SimulateEveryScheduler) {
   const CommandResult r = run("geo simulate --scheduler all --connections 64 --json");
@@ -34,8 +25,8 @@ TEST(GeoCli, SimulateEveryScheduler) {
 }
 
 TEST(GeoCli, WritesATimelineAndATrace) {
-  const auto dir = std::filesystem::temp_directory_path() / "perseus_geo_cli_out";
-  std::filesystem::remove_all(dir);
+  const perseus::testing::TempDir temp;
+  const auto dir = temp.path() / "out";
   const CommandResult r = run("geo bubbletea --rate 30 --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("unchanged"), std::string::npos) << r.out;
@@ -49,7 +40,6 @@ TEST(GeoCli, WritesATimelineAndATrace) {
   EXPECT_TRUE(prefill && transfer);
   EXPECT_TRUE(std::filesystem::exists(dir / "timeline.csv"));
   EXPECT_NE(run("geo bubbletea --out " + dir.string()).status, 0);  // exists: --force needed
-  std::filesystem::remove_all(dir);
 }
 
 TEST(GeoCli, SelectDcsPrintsTheWhatIfTable) {

@@ -12,26 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "command_output.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-};
+using CliRun = perseus::testing::CommandOutput;
 
-CliRun perseus(const std::string& args) {
-  CliRun run;
-  FILE* pipe = ::popen((std::string(PERSEUS_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+CliRun perseus(const std::string& args) { return perseus::testing::run_command(std::string(PERSEUS_BINARY) + " " + args); }
 
 TEST(KareusCli, SpaceCountsEachPartitionsConfigurations) {
   const CliRun help = perseus("kareus space --help");

@@ -176,6 +176,7 @@ struct SelectArgs {
   int cell_size = 2;
   int max_cells = 0;
   bool keep_order = false;
+  bool whole_cells = false;
 };
 
 void run_select(const SelectArgs& a) {
@@ -183,6 +184,7 @@ void run_select(const SelectArgs& a) {
   const Workload w = workload_of(a.cluster, net);
   DcSelectionOptions options;
   options.cell_size = a.cell_size, options.max_cells = a.max_cells, options.keep_order = a.keep_order;
+  options.partial_cells = !a.whole_cells;
   options.sharing = parse_link_sharing(a.cluster.sharing);
   const bool terminal = isatty(2) && !a.cluster.quiet;
   if (terminal)
@@ -197,14 +199,15 @@ void run_select(const SelectArgs& a) {
   }
   fmt::print("Atlas's DC selection: {} stages, DP-cells of {}, {} microbatches ({} emulations)\n", w.num_stages(),
              a.cell_size, w.spec.microbatches, s.distinct_emulations);
-  fmt::print("{:>6} {:>24} {:>10} {:>10} {:>10} {:>10} {:>14}\n", "cells", "stages per DC", "GPUs", "PP s", "AR s",
-             "total s", "microbatch/s");
+  fmt::print("{:>9} {:>6} {:>24} {:>10} {:>10} {:>10} {:>10} {:>14}\n", "pipelines", "cells", "stages per DC", "GPUs",
+             "PP s", "AR s", "total s", "microbatch/s");
   for (const DcChoice& c : s.choices) {
     if (!c.feasible) {
-      fmt::print("{:>6} {:>24}\n", c.cells, "does not fit");
+      fmt::print("{:>9} {:>6} {:>24}\n", c.pipelines, c.cells, "does not fit");
       continue;
     }
-    fmt::print("{:>6} {:>24} {:>10} {:>10.3f} {:>10.3f} {:>10.3f} {:>14.2f}{}\n", c.cells, fmt::format("{}", fmt::join(c.stages_per_dc, ",")),
+    fmt::print("{:>9} {:>6} {:>24} {:>10} {:>10.3f} {:>10.3f} {:>10.3f} {:>14.2f}{}\n", c.pipelines, c.cells,
+               fmt::format("{}", fmt::join(c.stages_per_dc, ",")),
                c.gpus_used, c.pipeline_time_s, c.allreduce_s, c.total_s, c.throughput,
                &c == &s.choices[static_cast<std::size_t>(std::max(0, s.best))] ? "  <- best" : "");
   }
@@ -239,7 +242,7 @@ void run_bubbletea(const BubbleArgs& a) {
   const Scheduler scheduler = parse_scheduler(a.cluster.scheduler);
   const Cluster c = cluster_of(a.cluster, scheduler);
   const GeoEmulation training = emulate(c.workload, c.network, c.placement, {scheduler, parse_link_sharing(a.cluster.sharing), {}});
-  const BubbleTeaResult r = fill_bubbles(training, c.workload, c.network, spec);
+  const BubbleTeaResult r = fill_bubbles(training, c.network, spec);
   // BubbleTea must leave training alone: replay it with the GPUs held by the prefills.
   const GeoEmulation with_prefills = replay(c.workload, c.network, training, r.held);
   const double delay = with_prefills.iteration_time_s - training.iteration_time_s;
@@ -335,6 +338,7 @@ void add_geo_commands(CLI::App& app) {
 
   static GeoArgs sim;
   CLI::App* simulate = geo->add_subcommand("simulate", "Emulate one iteration of pipelines across DCs under a scheduler");
+  simulate->footer("Example: perseus geo simulate --dcs 4,4,4 --latency-ms 20 --model gpt-a --microbatches 4 --scheduler all --connections 64");
   add_cluster_flags(simulate, sim);
   simulate->add_option("--scheduler", sim.scheduler, "atlas, varuna, gpipe, 1f1b, or all (a table)")->capture_default_str();
   simulate->add_option("--out", sim.out, "Write emulation.json, timeline.csv and trace.json (Perfetto) here");
@@ -348,11 +352,13 @@ void add_geo_commands(CLI::App& app) {
   sel.cluster.stages = 60, sel.cluster.microbatches = 60, sel.cluster.layers = 60;
   sel.cluster.connections = 64;
   CLI::App* select = geo->add_subcommand("select-dcs", "Atlas's Algorithm 1: how many GPUs of which DCs, with the what-if table");
+  select->footer("Example: perseus geo select-dcs --dcs 600,500,400,300,200 --cell-size 3 --comm-ratio 3 --forward-ms 50");
   add_network_flags(select, sel.cluster);
   add_workload_flags(select, sel.cluster);
   select->add_option("--cell-size", sel.cell_size, "C: pipelines per DP-cell")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   select->add_option("--max-cells", sel.max_cells, "D_max (0: total GPUs / (C stages))")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   select->add_flag("--keep-order", sel.keep_order, "Take the DCs in the order given, not by decreasing GPUs");
+  select->add_flag("--whole-cells", sel.whole_cells, "Only multiples of C pipelines (the paper's rows), no smaller last cell");
   select->add_option("--link-sharing", sel.cluster.sharing, "queue or split")->capture_default_str();
   select->add_flag("--json", sel.cluster.json, "Print JSON");
   select->add_flag("-q,--quiet", sel.cluster.quiet, "No progress messages");
@@ -361,6 +367,7 @@ void add_geo_commands(CLI::App& app) {
   static BubbleArgs bub;
   bub.cluster.connections = 64;
   CLI::App* bubble = geo->add_subcommand("bubbletea", "Schedule inference prefills into the bubbles of an emulated training iteration");
+  bubble->footer("Example: perseus geo bubbletea --dcs 4,4,4 --connections 64 --microbatches 5 --rate 40 --out bubbletea");
   add_cluster_flags(bubble, bub.cluster);
   bubble->add_option("--scheduler", bub.cluster.scheduler, "The training's scheduler")->capture_default_str();
   bubble->add_option("--rate", bub.spec.arrival_rate, "Prefill requests per second (Poisson)")->capture_default_str()->check(kPositive);
@@ -380,6 +387,7 @@ void add_geo_commands(CLI::App& app) {
 
   static ReproduceArgs rep;
   CLI::App* reproduce = geo->add_subcommand("reproduce", "Atlas's Figs. 8-11 on the emulator, as tables");
+  reproduce->footer("Example: perseus geo reproduce --json > atlas-figures.json");
   reproduce->add_flag("--json", rep.json, "Print JSON");
   reproduce->add_flag("-q,--quiet", rep.quiet, "No progress messages");
   reproduce->callback([] { run_reproduce(rep); });

@@ -44,7 +44,7 @@ class FreeSlots {
 
 }  // namespace
 
-BubbleTeaResult fill_bubbles(const GeoEmulation& training, const Workload& workload, const NetworkSpec& network,
+BubbleTeaResult fill_bubbles(const GeoEmulation& training, const NetworkSpec& network,
                              const BubbleTeaSpec& spec) {
   const planner::ModelSpec& model = planner::find_model(spec.inference_model);
   if (!(spec.arrival_rate > 0.0)) throw InputError(fmt::format("--rate must be positive, got {}", spec.arrival_rate));

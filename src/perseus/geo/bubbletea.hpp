@@ -71,7 +71,7 @@ struct BubbleTeaResult {
 
 // Throws InputError for a bad spec (rate, tokens, guard, wait, iterations, K not positive, or K
 // beyond the inference model's layers) and an unknown inference model.
-BubbleTeaResult fill_bubbles(const GeoEmulation& training, const Workload& workload, const NetworkSpec& network,
+BubbleTeaResult fill_bubbles(const GeoEmulation& training, const NetworkSpec& network,
                              const BubbleTeaSpec& spec);
 
 }  // namespace perseus::geo

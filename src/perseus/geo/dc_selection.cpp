@@ -46,8 +46,7 @@ DcSelection select_dcs(const Workload& workload, const NetworkSpec& network, con
   for (const StageWork& s : workload.stages) largest_stage = std::max(largest_stage, s.parameters);
   const int max_pipelines = options.partial_cells ? max_cells * C + C - 1 : max_cells * C;
   const int step = options.partial_cells ? 1 : C;
-  int rows = 0;
-  for (int N = step; N <= max_pipelines; N += step, ++rows) {
+  for (int N = step; N <= max_pipelines; N += step) {
     DcChoice choice;
     choice.pipelines = N;
     choice.cells = (N + C - 1) / C;

@@ -1,5 +1,7 @@
 #include "perseus/geo/geo_output.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -7,7 +9,8 @@ namespace perseus::geo {
 
 using nlohmann::json;
 
-std::string emulation_json(const GeoEmulation& e, const Workload& w, const NetworkSpec& net, bool detail) {
+std::string emulation_json(const GeoEmulation& e, const Workload& w, const NetworkSpec& net, bool detail,
+                           int detail_pipelines) {
   json out;
   out["scheduler"] = std::string(to_string(e.scheduler));
   out["link_sharing"] = std::string(to_string(e.sharing));
@@ -49,8 +52,10 @@ std::string emulation_json(const GeoEmulation& e, const Workload& w, const Netwo
   }
   out["per_stage"] = std::move(stages);
   if (detail) {
+    const int shown = std::min(e.placement.pipelines, detail_pipelines);
+    out["detail_pipelines"] = shown;
     json gpus = json::array();
-    for (int g = 0; g < e.num_gpus(); ++g) {
+    for (int g = 0; g < shown * e.placement.stages; ++g) {
       json tasks = json::array();
       for (const GeoTask& t : e.tasks[static_cast<std::size_t>(g)])
         tasks.push_back({std::string(to_string(t.kind)), t.microbatch, t.start_s, t.end_s});
@@ -85,8 +90,9 @@ std::string timeline_csv(const GeoEmulation& e, const BubbleTeaResult* prefills)
   return out;
 }
 
-std::string chrome_trace(const GeoEmulation& e, const BubbleTeaResult* prefills, int trace_iterations) {
-  const int S = e.placement.stages, P = e.placement.pipelines;
+std::string chrome_trace(const GeoEmulation& e, const BubbleTeaResult* prefills, int trace_iterations,
+                         int detail_pipelines) {
+  const int S = e.placement.stages, P = std::min(e.placement.pipelines, detail_pipelines);
   json events = json::array();
   auto meta = [&](const char* name, int pid, int tid, json args) {
     events.push_back({{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}});
@@ -100,7 +106,7 @@ std::string chrome_trace(const GeoEmulation& e, const BubbleTeaResult* prefills,
     for (int s = 0; s < S; ++s)
       meta("thread_name", p, s, {{"name", fmt::format("stage {} (dc{})", s, e.placement.dc_of(p, s) + 1)}});
   }
-  for (int g = 0; g < e.num_gpus(); ++g)
+  for (int g = 0; g < P * S; ++g)
     for (const GeoTask& t : e.tasks[static_cast<std::size_t>(g)])
       slice(fmt::format("{}{}", "FBR"[static_cast<int>(t.kind) % 3], t.microbatch), std::string(to_string(t.kind)).c_str(),
             g / S, g % S, t.start_s, t.end_s, {{"microbatch", t.microbatch}});
@@ -114,6 +120,7 @@ std::string chrome_trace(const GeoEmulation& e, const BubbleTeaResult* prefills,
              {{"name", fmt::format("p{} {} {}{}", p, dir ? fmt::format("{}<-{}", h, h + 1) : fmt::format("{}->{}", h, h + 1),
                                    e.placement.crosses_wan(p, h) ? "WAN" : "DC", "")}});
   for (const GeoTransfer& t : e.transfers) {
+    if (t.pipeline >= P) continue;
     const int h = std::min(t.from_stage, t.to_stage);
     slice(fmt::format("{}{}", t.gradient ? "grad " : "act ", t.microbatch), "transfer", links,
           (t.pipeline * S + h) * 2 + (t.gradient ? 1 : 0), t.start_s, t.arrival_s,
@@ -127,7 +134,7 @@ std::string chrome_trace(const GeoEmulation& e, const BubbleTeaResult* prefills,
     const double until = trace_iterations * e.iteration_time_s;
     for (const PrefillRequest& r : prefills->requests)
       for (const PrefillPart& part : r.parts)
-        if (part.start_s < until)
+        if (part.start_s < until && part.gpu < P * S)
           slice(fmt::format("prefill {}", r.id), "prefill", part.gpu / S, part.gpu % S, part.start_s, part.end_s,
                 {{"tokens", r.tokens}, {"ttft_s", r.ttft_s}});
   }
@@ -137,13 +144,13 @@ std::string chrome_trace(const GeoEmulation& e, const BubbleTeaResult* prefills,
 
 std::string dc_selection_json(const DcSelection& selection, const NetworkSpec& network) {
   json out;
-  out["best"] = selection.best >= 0 ? json(selection.choices[selection.best].cells) : json(nullptr);
+  out["best"] = selection.best >= 0 ? json(selection.choices[selection.best].pipelines) : json(nullptr);  // pipelines
   out["distinct_emulations"] = selection.distinct_emulations;
   out["dcs"] = json::array();
   for (const DataCenter& dc : network.dcs) out["dcs"].push_back({{"name", dc.name}, {"gpus", dc.gpus}});
   json rows = json::array();
   for (const DcChoice& c : selection.choices) {
-    json row = {{"cells", c.cells}, {"feasible", c.feasible}};
+    json row = {{"pipelines", c.pipelines}, {"cells", c.cells}, {"feasible", c.feasible}};
     if (c.feasible) {
       std::vector<int> unused;
       for (std::size_t d = 0; d < network.dcs.size(); ++d) unused.push_back(network.dcs[d].gpus - c.gpus_used_per_dc[d]);

@@ -12,15 +12,23 @@
 
 namespace perseus::geo {
 
-// Summary and per-stage figures; with `detail`, every computation and transfer too.
+// At thousands of GPUs the pipelines of a scheduler behave alike (Varuna's all, Atlas's cell by
+// cell), and a trace of every one is hundreds of MB: the per-GPU detail of emulation.json and
+// the trace keep the first `detail_pipelines` (timeline.csv keeps everything).
+inline constexpr int kDetailPipelines = 8;
+
+// Summary and per-stage figures; with `detail`, every computation of the first
+// `detail_pipelines` pipelines too.
 std::string emulation_json(const GeoEmulation& emulation, const Workload& workload, const NetworkSpec& network,
-                           bool detail);
+                           bool detail, int detail_pipelines = kDetailPipelines);
 // `pipeline,stage,dc,what,microbatch,start_s,end_s,bytes`: computations (forward, backward,
 // recompute), transfers (activation, gradient: start is when the sender finished, end the
 // arrival), all-reduces, and prefills (`prefills` may be null; their microbatch is the request).
 std::string timeline_csv(const GeoEmulation& emulation, const BubbleTeaResult* prefills);
-// Times in microseconds; prefills only of the first `trace_iterations` iterations.
-std::string chrome_trace(const GeoEmulation& emulation, const BubbleTeaResult* prefills, int trace_iterations = 1);
+// Times in microseconds; the first `detail_pipelines` pipelines, their links and prefills (those
+// of the first `trace_iterations` iterations), and every stage's all-reduce.
+std::string chrome_trace(const GeoEmulation& emulation, const BubbleTeaResult* prefills, int trace_iterations = 1,
+                         int detail_pipelines = kDetailPipelines);
 std::string dc_selection_json(const DcSelection& selection, const NetworkSpec& network);
 std::string bubbletea_json(const BubbleTeaResult& result, const GeoEmulation& training, bool detail);
 

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <optional>
-#include <deque>
 #include <queue>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "perseus/schedule/schedule.hpp"
 
 namespace perseus::geo {
 
@@ -111,16 +113,20 @@ class Engine {
       g.input_arrived.assign(M_, 0);
     }
     if (recorded) {
-      order_ = &recorded->tasks;
+      orders_ = &recorded->tasks;
+      orders_per_gpu_ = true;
     } else if (scheduler == Scheduler::kGPipe || scheduler == Scheduler::k1F1B) {
-      static_order_.resize(gpus_.size());
-      for (int p = 0; p < P_; ++p)
-        for (int s = 0; s < S_; ++s) static_order_[pl_.gpu(p, s)] = static_schedule(s);
-      order_ = &static_order_;
+      // The project's schedules (schedule/schedule.hpp), one order per stage for every pipeline.
+      const Schedule schedule = make_schedule(
+          {scheduler == Scheduler::kGPipe ? ScheduleKind::kGPipe : ScheduleKind::k1F1B, S_, M_, 1, false});
+      for (const std::vector<Instruction>& stage : schedule.per_stage) {
+        std::vector<GeoTask>& order = stage_orders_.emplace_back();
+        for (const Instruction& i : stage) order.push_back({i.kind, i.microbatch, 0.0, 0.0});
+      }
+      orders_ = &stage_orders_;
     }
     // Channels: each pipeline's hop and direction, then (Atlas) each cell's pooled WAN hop and direction.
     const int hops = std::max(0, S_ - 1);
-    own_base_ = 0;
     pooled_base_ = P_ * hops * 2;
     channels_.resize(static_cast<std::size_t>(pooled_base_ + pl_.num_cells() * hops * 2));
     for (int p = 0; p < P_; ++p)
@@ -171,7 +177,7 @@ class Engine {
   }
 
  private:
-  std::size_t own_channel(int p, int hop, int dir) const { return static_cast<std::size_t>(own_base_ + (p * (S_ - 1) + hop) * 2 + dir); }
+  std::size_t own_channel(int p, int hop, int dir) const { return static_cast<std::size_t>((p * (S_ - 1) + hop) * 2 + dir); }
   std::size_t pooled_channel(int cell, int hop, int dir) const {
     return static_cast<std::size_t>(pooled_base_ + (cell * (S_ - 1) + hop) * 2 + dir);
   }
@@ -181,42 +187,14 @@ class Engine {
   }
   bool needs_recompute(int s) const { return recompute_ && s < S_ - 1; }
 
-  std::vector<GeoTask> static_schedule(int s) const {
-    std::vector<GeoTask> order;
-    auto add = [&](InstructionKind kind, int m) { order.push_back({kind, m, 0.0, 0.0}); };
-    if (scheduler_ == Scheduler::kGPipe) {
-      for (int m = 0; m < M_; ++m) add(InstructionKind::kForward, m);
-      for (int m = M_ - 1; m >= 0; --m) add(InstructionKind::kBackward, m);
-      return order;
-    }
-    // 1F1B: S - s - 1 warm-up forwards, then one forward and one backward, then the cool-down.
-    const int warmup = std::min(M_, S_ - s - 1);
-    int f = 0, b = 0;
-    for (; f < warmup; ++f) add(InstructionKind::kForward, f);
-    while (f < M_) {
-      add(InstructionKind::kForward, f++);
-      add(InstructionKind::kBackward, b++);
-    }
-    while (b < M_) add(InstructionKind::kBackward, b++);
-    return order;
-  }
-
-  double duration(int s, InstructionKind kind) const {
+  // Time and energy of a computation on stage s (recomputation: the forward's).
+  std::pair<double, double> cost(int s, InstructionKind kind) const {
     const StageWork& work = w_.stages[static_cast<std::size_t>(s)];
-    switch (kind) {
-      case InstructionKind::kForward: return work.forward_s;
-      case InstructionKind::kBackward: return work.backward_s;
-      default: return work.recompute_s;
-    }
+    if (kind == InstructionKind::kBackward) return {work.backward_s, work.backward_j};
+    if (kind == InstructionKind::kRecompute) return {work.recompute_s, work.recompute_j};
+    return {work.forward_s, work.forward_j};
   }
-  double energy(int s, InstructionKind kind) const {
-    const StageWork& work = w_.stages[static_cast<std::size_t>(s)];
-    switch (kind) {
-      case InstructionKind::kForward: return work.forward_j;
-      case InstructionKind::kBackward: return work.backward_j;
-      default: return work.recompute_j;
-    }
-  }
+  double duration(int s, InstructionKind kind) const { return cost(s, kind).first; }
 
   bool ready(int g, InstructionKind kind, int m) const {
     const GpuState& st = gpus_[g];
@@ -229,18 +207,27 @@ class Engine {
     }
   }
 
-  // The earliest start >= t at which the GPU is not held and (Atlas) the transfer the
-  // computation sends across the WAN finds its pooled channel free right at its end.
-  double earliest_start(int g, InstructionKind kind, double t, bool reserve) {
+  // Atlas: the pooled WAN channel a computation's output crosses, and how long its transfer
+  // holds it; null when it sends nothing across the WAN (or the scheduler is another).
+  std::pair<Channel*, double> pooled_link(int g, InstructionKind kind) {
+    if (scheduler_ != Scheduler::kAtlas || recorded_) return {nullptr, 0.0};
     const int p = g / S_, s = g % S_;
-    const double d = duration(s, kind);
-    Channel* link = nullptr;
-    double occupancy = 0.0;
-    if (scheduler_ == Scheduler::kAtlas && !recorded_) {
-      if (kind == InstructionKind::kForward && s < S_ - 1 && pooled(p, s)) link = &channels_[channel_of(p, s, 0)];
-      if (kind == InstructionKind::kBackward && s > 0 && pooled(p, s - 1)) link = &channels_[channel_of(p, s - 1, 1)];
-      if (link) occupancy = (kind == InstructionKind::kForward ? w_.activation_bytes : w_.gradient_bytes) / link->bandwidth;
+    if (kind == InstructionKind::kForward && s < S_ - 1 && pooled(p, s)) {
+      Channel* link = &channels_[channel_of(p, s, 0)];
+      return {link, w_.activation_bytes / link->bandwidth};
     }
+    if (kind == InstructionKind::kBackward && s > 0 && pooled(p, s - 1)) {
+      Channel* link = &channels_[channel_of(p, s - 1, 1)];
+      return {link, w_.gradient_bytes / link->bandwidth};
+    }
+    return {nullptr, 0.0};
+  }
+
+  // The earliest start >= t at which the GPU is not held and (Atlas) the transfer the
+  // computation sends across the WAN finds its pooled channel free right at its end (rule 3).
+  double earliest_start(int g, InstructionKind kind, double t) {
+    const double d = duration(g % S_, kind);
+    const auto [link, occupancy] = pooled_link(g, kind);
     const std::vector<Interval>* held = held_.empty() ? nullptr : &held_[static_cast<std::size_t>(g)];
     for (int guard = 0; guard < 100000; ++guard) {
       double next = t;
@@ -258,28 +245,30 @@ class Engine {
           next = it->end_s - d;
         }
       }
-      if (next <= t) {
-        if (link && reserve) {
-          const Interval r{t + d, t + d + occupancy};
-          link->reserved.insert(std::lower_bound(link->reserved.begin(), link->reserved.end(), r.start_s,
-                                                 [](const Interval& a, double v) { return a.start_s < v; }),
-                                r);
-        }
-        return t;
-      }
+      if (next <= t) return t;
       t = next;
     }
     throw SolveError("geo emulation: no start found for a computation (held intervals too dense)");
   }
 
+  // Books the pooled channel for the transfer of a computation starting at `start`.
+  void reserve(int g, InstructionKind kind, double start) {
+    const auto [link, occupancy] = pooled_link(g, kind);
+    if (!link) return;
+    const double from = start + duration(g % S_, kind);
+    link->reserved.insert(std::lower_bound(link->reserved.begin(), link->reserved.end(), from,
+                                           [](const Interval& a, double v) { return a.start_s < v; }),
+                          Interval{from, from + occupancy});
+  }
+
   std::optional<Choice> choose_static(int g, double t) {
     GpuState& st = gpus_[g];
-    const std::vector<GeoTask>& order = (*order_)[static_cast<std::size_t>(g)];
+    const std::vector<GeoTask>& order = (*orders_)[static_cast<std::size_t>(orders_per_gpu_ ? g : g % S_)];
     if (st.position >= order.size()) return std::nullopt;
     const GeoTask& next = order[st.position];
     if (!ready(g, next.kind, next.microbatch)) return std::nullopt;
     const double not_before = recorded_ ? std::max(t, next.start_s) : t;
-    return Choice{next.kind, next.microbatch, earliest_start(g, next.kind, not_before, true)};
+    return Choice{next.kind, next.microbatch, earliest_start(g, next.kind, not_before)};
   }
 
   // The candidates of a dynamic scheduler in priority order; the first that can start now
@@ -329,27 +318,27 @@ class Engine {
     std::size_t best = 0;
     double best_start = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const double start = earliest_start(g, candidates[i].first, t, false);
+      const double start = earliest_start(g, candidates[i].first, t);
       if (start < best_start) best = i, best_start = start;
       if (start <= t) break;
     }
-    return Choice{candidates[best].first, candidates[best].second,
-                  earliest_start(g, candidates[best].first, t, true)};
+    return Choice{candidates[best].first, candidates[best].second, best_start};
   }
 
   void try_start(int g, double t) {
     GpuState& st = gpus_[g];
     if (st.busy) return;
-    const std::optional<Choice> choice = order_ ? choose_static(g, t) : choose_dynamic(g, t);
+    const std::optional<Choice> choice = orders_ ? choose_static(g, t) : choose_dynamic(g, t);
     if (!choice) return;
+    reserve(g, choice->kind, choice->start_s);
     const int s = g % S_;
-    const double d = duration(s, choice->kind);
+    const auto [d, energy] = cost(s, choice->kind);
     st.busy = true;
     ++st.position;
     if (choice->kind == InstructionKind::kForward) st.next_forward = std::max(st.next_forward, choice->microbatch + 1);
     result_.tasks[g].push_back({choice->kind, choice->microbatch, choice->start_s, choice->start_s + d});
     result_.busy_s += d;
-    result_.computation_j += energy(s, choice->kind);
+    result_.computation_j += energy;
     push(choice->start_s + d, EventType::kTaskEnd, g, 0);
   }
 
@@ -368,7 +357,6 @@ class Engine {
     transfer.bytes = gradient ? w_.gradient_bytes : w_.activation_bytes;
     const auto index = static_cast<std::int32_t>(result_.transfers.size());
     result_.transfers.push_back(transfer);
-    transfer_channel_.push_back(static_cast<std::int32_t>(c));
     Channel& ch = channels_[c];
     ch.advance(t);
     if (ch.fifo && !ch.active.empty()) {
@@ -491,11 +479,12 @@ class Engine {
   bool recompute_ = false;
   std::vector<GpuState> gpus_;
   std::vector<std::pair<InstructionKind, int>> candidates_;
-  std::vector<std::vector<GeoTask>> static_order_;
-  const std::vector<std::vector<GeoTask>>* order_ = nullptr;
-  int own_base_ = 0, pooled_base_ = 0;
+  // The order each GPU runs: per stage (GPipe, 1F1B) or per GPU (a replay); null: chosen as it goes.
+  std::vector<std::vector<GeoTask>> stage_orders_;
+  const std::vector<std::vector<GeoTask>>* orders_ = nullptr;
+  bool orders_per_gpu_ = false;
+  int pooled_base_ = 0;  // channels below are each pipeline's own
   std::vector<Channel> channels_;
-  std::vector<std::int32_t> transfer_channel_;
   std::vector<int> backwards_left_;
   std::vector<double> stage_last_backward_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

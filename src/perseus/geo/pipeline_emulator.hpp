@@ -14,8 +14,9 @@
 // into one of C times the bandwidth and gives it to one transfer at a time, by reservation.
 //
 // Schedulers (the order each GPU runs, recorded in the result; replay() runs a recorded order):
-//   gpipe   every forward, then every backward (last microbatch first), no recomputation;
-//   1f1b    Megatron-LM's one-forward-one-backward, no recomputation;
+//   gpipe   every forward, then every backward, no recomputation;
+//   1f1b    Megatron-LM's one-forward-one-backward, no recomputation (both orders are the
+//           schedule module's, make_schedule);
 //   varuna  opportunistic: a ready backward first, then a ready forward, a recomputation when
 //           the gradient arrived, or ahead when the GPU would idle with every forward run (one
 //           at a time); no memory limit;

@@ -43,7 +43,8 @@ Workload make_workload(const WorkloadSpec& spec, const NetworkSpec& network) {
   shape.microbatch_size = spec.microbatch_size;
   shape.flash_attention = true;
   const std::vector<planner::LayerCost> layers = planner::model_layers(model, shape);
-  // Even blocks per stage, the remainder on the last; the embedding on the first, the head on the last.
+  // Blocks split evenly, one more on each of the last (blocks mod stages) stages; the embedding
+  // on the first stage, the head on the last.
   std::vector<int> bounds{0};
   const int base = blocks / spec.stages, extra = blocks % spec.stages;
   for (int s = 1; s < spec.stages; ++s) bounds.push_back(1 + s * base + std::max(0, s - (spec.stages - extra)));
@@ -76,9 +77,10 @@ Workload make_workload(const WorkloadSpec& spec, const NetworkSpec& network) {
       stage.working_bytes += layer.activation_bytes;
     }
     if (spec.forward_ms > 0.0) {
-      const double scale = spec.forward_ms * 1e-3 / stage.forward_s;
-      stage.forward_s *= scale, stage.forward_j *= scale, stage.backward_s *= scale, stage.backward_j *= scale;
-      stage.backward_s = 2.0 * stage.forward_s;
+      // Set times at the model's power: energies scale with them.
+      const double forward_s = spec.forward_ms * 1e-3;
+      stage.forward_j *= forward_s / stage.forward_s, stage.forward_s = forward_s;
+      stage.backward_j *= 2.0 * forward_s / stage.backward_s, stage.backward_s = 2.0 * forward_s;
     }
     stage.recompute_s = stage.forward_s, stage.recompute_j = stage.forward_j;
     stage.resident_bytes = kBytesPerResidentParameter * stage.parameters;

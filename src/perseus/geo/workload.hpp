@@ -55,7 +55,8 @@ struct Workload {
   int num_stages() const { return static_cast<int>(stages.size()); }
 };
 
-// Builds the workload. `network` gives the WAN pair bandwidth for `comm_ratio`. Throws
+// Builds the workload. `network` gives the WAN pair bandwidth for `comm_ratio`. Blocks are split
+// evenly over the stages, one more on each of the last (blocks mod stages). Throws
 // InputError for an unknown model or GPU, stages or microbatches below 1, more stages than
 // Transformer layers, a non-Transformer model, or a stage whose weights and one microbatch's
 // activations do not fit in the GPU's memory (naming the stage and the sizes).
