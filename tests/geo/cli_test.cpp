@@ -42,6 +42,25 @@ TEST(GeoCli, WritesATimelineAndATrace) {
   EXPECT_NE(run("geo bubbletea --out " + dir.string()).status, 0);  // exists: --force needed
 }
 
+TEST(GeoCli, FillOrSlowComparesThePolicies) {
+  const CommandResult r = run("geo fill-or-slow --rate 20 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["policies"].size(), 4u);
+  for (const auto& p : j["policies"]) EXPECT_TRUE(p["training_unchanged"].get<bool>()) << p["policy"];
+  EXPECT_EQ(j["policies"][3]["policy"], "mixed");
+  const perseus::testing::TempDir temp;
+  const auto dir = temp.path() / "fos";
+  ASSERT_EQ(run("geo fill-or-slow --objective price --out " + dir.string()).status, 0);
+  std::ifstream in(dir / "fill_or_slow.json");
+  const auto written = nlohmann::json::parse(in);
+  EXPECT_EQ(written["objective"], "price");
+  EXPECT_EQ(written["per_bubble"].size(), written["bubbles"].get<std::size_t>());
+  const CommandResult bad = run("geo fill-or-slow --objective speed");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("energy-per-flop or price"), std::string::npos) << bad.out;
+}
+
 TEST(GeoCli, SelectDcsPrintsTheWhatIfTable) {
   const CommandResult r = run("geo select-dcs --dcs 600,60 --cell-size 2 --comm-ratio 2 --forward-ms 50 --keep-order --json");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "perseus/geo/pipeline_emulator.hpp"
@@ -140,6 +141,60 @@ TEST(PipelineEmulator, ReplayReproducesAndHeldIntervalsOnlyDelayWhenInTheWay) {
     const GeoTask& first = e.tasks[static_cast<std::size_t>(pl.gpu(0, 3))].front();
     in_the_way[static_cast<std::size_t>(pl.gpu(0, 3))].push_back({first.start_s, first.start_s + 0.5});
     EXPECT_GT(replay(s.w, s.net, e, in_the_way).iteration_time_s, e.iteration_time_s + 0.1);
+  }
+}
+
+TEST(PipelineEmulator, SlackIsTheClosedFormOnALinkBoundPipeline) {
+  // Two stages in two DCs, GPipe, transfers x = 5 F queued on the link: F(3) starts at 3F and
+  // its activation leaves at F + 3x, so it may take until then without moving anything.
+  const Cluster s("1,1", 2, 4, 5.0);
+  const Placement pl = place_stage_major(s.net, 2, 1, 1);
+  const GeoEmulation e = emulate(s.w, s.net, pl, {Scheduler::kGPipe, LinkSharing::kQueue, {}});
+  std::map<std::pair<int, int>, double> windows;
+  const TaskCosts costs = stretch_into_slack(e, [&](int gpu, int index, double window) {
+    windows[{gpu, index}] = window;
+    const GeoTask& t = e.tasks[static_cast<std::size_t>(gpu)][static_cast<std::size_t>(index)];
+    return TaskCost{t.end_s - t.start_s, 0.0};  // nothing taken: each sees its own slack
+  });
+  const double F = 0.010, x = 0.050;
+  EXPECT_NEAR(windows.at({0, 3}), F + 3 * x - 3 * F, 1e-8);
+  EXPECT_NEAR(windows.at({0, 0}), F, 1e-8);  // its transfer leaves at once: no slack
+  // On a link that splits its bandwidth every request moves the others: no slack from it.
+  const GeoEmulation split = emulate(s.w, s.net, pl, {Scheduler::kGPipe, LinkSharing::kSplit, {}});
+  stretch_into_slack(split, [&](int gpu, int index, double window) {
+    const GeoTask& t = split.tasks[static_cast<std::size_t>(gpu)][static_cast<std::size_t>(index)];
+    if (gpu == 0 && t.kind == InstructionKind::kForward) EXPECT_NEAR(window, t.end_s - t.start_s, 1e-8);
+    return TaskCost{t.end_s - t.start_s, 0.0};
+  });
+}
+
+TEST(PipelineEmulator, StretchingIntoSlackKeepsTheIteration) {
+  // Every computation takes all the slack it is given; the replay must keep the iteration time,
+  // every all-reduce, and each computation inside its window.
+  const Cluster s("6,6", 4, 6, 3.0);
+  for (LinkSharing sharing : {LinkSharing::kQueue, LinkSharing::kSplit}) {
+    for (Scheduler scheduler : {Scheduler::kGPipe, Scheduler::k1F1B, Scheduler::kVaruna, Scheduler::kAtlas}) {
+      const Placement pl = place_stage_major(s.net, 4, 3, 3);
+      const GeoEmulation e = emulate(s.w, s.net, pl, {scheduler, sharing, {}});
+      double stretched = 0.0;
+      const TaskCosts costs = stretch_into_slack(e, [&](int gpu, int index, double window) {
+        const GeoTask& t = e.tasks[static_cast<std::size_t>(gpu)][static_cast<std::size_t>(index)];
+        stretched += window - (t.end_s - t.start_s);
+        return TaskCost{window, 1.0};
+      });
+      const GeoEmulation slow = replay(s.w, s.net, e, {}, costs);
+      const std::string name = fmt::format("{} {}", to_string(scheduler), to_string(sharing));
+      EXPECT_NEAR(slow.iteration_time_s, e.iteration_time_s, 1e-9) << name;
+      for (std::size_t st = 0; st < e.allreduces.size(); ++st)
+        EXPECT_NEAR(slow.allreduces[st].start_s, e.allreduces[st].start_s, 1e-9) << name << " stage " << st;
+      EXPECT_GT(stretched, 0.0) << name;  // this cluster is link-bound: there is slack to take
+      for (std::size_t g = 0; g < e.tasks.size(); ++g)
+        for (std::size_t i = 0; i < e.tasks[g].size(); ++i)
+          EXPECT_NEAR(slow.tasks[g][i].end_s - slow.tasks[g][i].start_s, costs[g][i].time_s, 1e-9);
+      double computations = 0.0;  // each given 1 J
+      for (const auto& list : e.tasks) computations += static_cast<double>(list.size());
+      EXPECT_NEAR(slow.computation_j, computations, 1e-9) << name;
+    }
   }
 }
 

@@ -16,6 +16,7 @@
 #include "perseus/cli/commands.hpp"
 #include "perseus/geo/bubbletea.hpp"
 #include "perseus/geo/dc_selection.hpp"
+#include "perseus/geo/fill_or_slow.hpp"
 #include "perseus/geo/geo_output.hpp"
 #include "perseus/geo/pipeline_emulator.hpp"
 #include "perseus/geo/reproduce.hpp"
@@ -229,7 +230,7 @@ struct BubbleArgs {
   double guard_ms = 5.0, max_wait_ms = 1000.0, prefill_ms = 300.0;
 };
 
-void run_bubbletea(const BubbleArgs& a) {
+BubbleTeaSpec bubbletea_spec(const BubbleArgs& a) {
   BubbleTeaSpec spec = a.spec;
   const auto colon = a.tokens.find(':');
   try {
@@ -239,6 +240,28 @@ void run_bubbletea(const BubbleArgs& a) {
     throw InputError(fmt::format("--tokens '{}': expected MIN:MAX or N", a.tokens));
   }
   spec.guard_s = a.guard_ms * 1e-3, spec.max_wait_s = a.max_wait_ms * 1e-3, spec.reference_s = a.prefill_ms * 1e-3;
+  return spec;
+}
+
+void add_bubbletea_flags(CLI::App* cmd, BubbleArgs& a) {
+  add_cluster_flags(cmd, a.cluster);
+  cmd->add_option("--scheduler", a.cluster.scheduler, "The training's scheduler")->capture_default_str();
+  cmd->add_option("--rate", a.spec.arrival_rate, "Prefill requests per second (Poisson)")->capture_default_str()->check(kPositive);
+  cmd->add_option("--tokens", a.tokens, "Prompt tokens, uniform in MIN:MAX")->capture_default_str();
+  cmd->add_option("--inference-model", a.spec.inference_model, "The model served")->capture_default_str();
+  cmd->add_option("--prefill-ms", a.prefill_ms, "A prefill of --prefill-tokens on one GPU, whole model, ms (A100, Llama 3 8B: 300)")->capture_default_str()->check(kPositive);
+  cmd->add_option("--prefill-tokens", a.spec.reference_tokens, "Tokens of that reference prefill")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--inference-stages", a.spec.inference_stages, "GPUs per inference pipeline (0: the DP-cells)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--guard-ms", a.guard_ms, "Left free before the next training computation, ms")->capture_default_str()->check(kNonNegative);
+  cmd->add_option("--max-wait-ms", a.max_wait_ms, "Declined unless it can start within this, ms")->capture_default_str()->check(kNonNegative);
+  cmd->add_option("--iterations", a.spec.iterations, "Training iterations the requests arrive over")->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd->add_option("--seed", a.spec.seed, "Seed of the request stream")->capture_default_str();
+  cmd->add_flag("--force", a.cluster.force, "Replace --out if perseus wrote it");
+  cmd->add_flag("--json", a.cluster.json, "Print JSON");
+}
+
+void run_bubbletea(const BubbleArgs& a) {
+  const BubbleTeaSpec spec = bubbletea_spec(a);
   const Scheduler scheduler = parse_scheduler(a.cluster.scheduler);
   const Cluster c = cluster_of(a.cluster, scheduler);
   const GeoEmulation training = emulate(c.workload, c.network, c.placement, {scheduler, parse_link_sharing(a.cluster.sharing), {}});
@@ -271,6 +294,48 @@ void run_bubbletea(const BubbleArgs& a) {
                                 {"trace.json", chrome_trace(training, &r, 1)}});
 }
 
+
+struct FillOrSlowArgs {
+  BubbleArgs bubble;
+  std::string objective = "energy-per-flop";
+  double price_per_kwh = 0.10, value_per_mtokens = 0.05;
+};
+
+void run_fill_or_slow(const FillOrSlowArgs& a) {
+  FillOrSlowSpec spec;
+  spec.prefills = bubbletea_spec(a.bubble);
+  spec.objective = parse_bubble_objective(a.objective);
+  spec.price_per_kwh = a.price_per_kwh, spec.value_per_mtokens = a.value_per_mtokens;
+  const GeoArgs& g = a.bubble.cluster;
+  const Scheduler scheduler = parse_scheduler(g.scheduler);
+  const Cluster c = cluster_of(g, scheduler);
+  const GeoEmulation training = emulate(c.workload, c.network, c.placement, {scheduler, parse_link_sharing(g.sharing), {}});
+  const FillOrSlowResult r = fill_or_slow(c.workload, c.network, training, spec);
+  const std::string json = fill_or_slow_json(r, false);
+  if (g.json) {
+    std::cout << json << "\n";
+  } else {
+    print_emulation(training, c);
+    fmt::print("Per bubble: fill it with prefills (BubbleTea) or slow the computation before it (Perseus); mixed picks by {}\n",
+               spec.objective == BubbleObjective::kPrice
+                   ? fmt::format("price (${}/kWh, ${} per million prefill tokens)", spec.price_per_kwh, spec.value_per_mtokens)
+                   : std::string("energy per useful FLOP"));
+    fmt::print("  {:<6} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>11} {:>9} {:>8}\n", "policy", "filled",
+               "slowed", "util", "energy kJ", "train kJ", "prefill", "idle kJ", "J/TFLOP", "tokens/s", "$/hour", "same T");
+    for (const PolicyOutcome& o : r.outcomes)
+      fmt::print("  {:<6} {:>9} {:>8} {:>7.1f}% {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.2f} {:>11.0f} {:>9.2f} {:>8}\n", o.policy,
+                 o.bubbles_filled, o.bubbles_slowed, 100 * o.utilization, o.total_j() / 1e3, o.computation_j / 1e3,
+                 o.prefill_j / 1e3, o.idle_j / 1e3, o.joules_per_tflop(), o.prefill_tokens_per_s, o.net_value_per_hour(spec),
+                 o.training_unchanged ? "yes" : "NO");
+    fmt::print("  (energy per iteration of {:.4f} s over {} bubbles; prefills at {:.0f} W, idle GPUs at {:.0f} W)\n",
+               training.iteration_time_s, r.bubbles.size(), r.prefill_power_w, r.blocking_power_w);
+  }
+  if (!g.out.empty())
+    write_directory_atomically(g.out, g.force,
+                               {{"fill_or_slow.json", fill_or_slow_json(r, true) + "\n"},
+                                {"timeline.csv", timeline_csv(r.mixed_training, &r.mixed_prefills)},
+                                {"trace.json", chrome_trace(r.mixed_training, &r.mixed_prefills, 1)}});
+}
 
 struct ReproduceArgs {
   bool json = false;
@@ -368,22 +433,23 @@ void add_geo_commands(CLI::App& app) {
   bub.cluster.connections = 64;
   CLI::App* bubble = geo->add_subcommand("bubbletea", "Schedule inference prefills into the bubbles of an emulated training iteration");
   bubble->footer("Example: perseus geo bubbletea --dcs 4,4,4 --connections 64 --microbatches 5 --rate 40 --out bubbletea");
-  add_cluster_flags(bubble, bub.cluster);
-  bubble->add_option("--scheduler", bub.cluster.scheduler, "The training's scheduler")->capture_default_str();
-  bubble->add_option("--rate", bub.spec.arrival_rate, "Prefill requests per second (Poisson)")->capture_default_str()->check(kPositive);
-  bubble->add_option("--tokens", bub.tokens, "Prompt tokens, uniform in MIN:MAX")->capture_default_str();
-  bubble->add_option("--inference-model", bub.spec.inference_model, "The model served")->capture_default_str();
-  bubble->add_option("--prefill-ms", bub.prefill_ms, "A prefill of --prefill-tokens on one GPU, whole model, ms (A100, Llama 3 8B: 300)")->capture_default_str()->check(kPositive);
-  bubble->add_option("--prefill-tokens", bub.spec.reference_tokens, "Tokens of that reference prefill")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-  bubble->add_option("--inference-stages", bub.spec.inference_stages, "GPUs per inference pipeline (0: the DP-cells)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  bubble->add_option("--guard-ms", bub.guard_ms, "Left free before the next training computation, ms")->capture_default_str()->check(kNonNegative);
-  bubble->add_option("--max-wait-ms", bub.max_wait_ms, "Declined unless it can start within this, ms")->capture_default_str()->check(kNonNegative);
-  bubble->add_option("--iterations", bub.spec.iterations, "Training iterations the requests arrive over")->capture_default_str()->check(CLI::Range(1, 1000000));
-  bubble->add_option("--seed", bub.spec.seed, "Seed of the request stream")->capture_default_str();
+  add_bubbletea_flags(bubble, bub);
   bubble->add_option("--out", bub.cluster.out, "Write bubbletea.json, emulation.json, timeline.csv and trace.json here");
-  bubble->add_flag("--force", bub.cluster.force, "Replace --out if perseus wrote it");
-  bubble->add_flag("--json", bub.cluster.json, "Print JSON");
   bubble->callback([] { run_bubbletea(bub); });
+
+  static FillOrSlowArgs fos;
+  fos.bubble.cluster.connections = 64;
+  CLI::App* fill = geo->add_subcommand(
+      "fill-or-slow", "Per bubble: fill it with prefills (BubbleTea) or slow the work before it (Perseus): both pure policies and the mixed one");
+  fill->footer(
+      "Example: perseus geo fill-or-slow --dcs 4,4,4 --connections 64 --microbatches 5 --rate 20 --objective energy-per-flop\n"
+      "         perseus geo fill-or-slow --rate 40 --objective price --price-per-kwh 0.12 --value-per-mtokens 0.05 --json");
+  add_bubbletea_flags(fill, fos.bubble);
+  fill->add_option("--objective", fos.objective, "What the mixed policy optimises: energy-per-flop or price")->capture_default_str();
+  fill->add_option("--price-per-kwh", fos.price_per_kwh, "Price of GPU energy, $ per kWh (objective price)")->capture_default_str()->check(kNonNegative);
+  fill->add_option("--value-per-mtokens", fos.value_per_mtokens, "Value of a million prefill tokens served, $ (objective price)")->capture_default_str()->check(kNonNegative);
+  fill->add_option("--out", fos.bubble.cluster.out, "Write fill_or_slow.json, and the mixed policy's timeline.csv and trace.json here");
+  fill->callback([] { run_fill_or_slow(fos); });
 
   static ReproduceArgs rep;
   CLI::App* reproduce = geo->add_subcommand("reproduce", "Atlas's Figs. 8-11 on the emulator, as tables");

@@ -100,6 +100,7 @@ BubbleTeaResult fill_bubbles(const GeoEmulation& training, const NetworkSpec& ne
     one.seq_len = spec.reference_tokens;
     double parameters = 0.0;
     for (const auto& layer : planner::model_layers(model, one)) parameters += layer.unique_parameters;
+    out.inference_parameters = parameters;
     out.inference_memory_bytes =
         2.0 * parameters / K + 2.0 * 2.0 * t.kv_width() * spec.reference_tokens * std::ceil(double(layers) / K);
   }

@@ -61,6 +61,7 @@ struct BubbleTeaResult {
   double training_utilization = 0.0;    // training computation / GPU time
   double utilization = 0.0;             // training and prefills / GPU time
   double inference_memory_bytes = 0.0;  // per GPU: its share of the weights and of one 8K prefill's KV cache
+  double inference_parameters = 0.0;    // the inference model's: a prefill does 2 of them FLOPs a token
   std::vector<PrefillRequest> requests;
   int served = 0, declined = 0;
   double median_ttft_s = 0.0, p99_ttft_s = 0.0, median_added_s = 0.0;

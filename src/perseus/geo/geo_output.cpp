@@ -199,4 +199,47 @@ std::string bubbletea_json(const BubbleTeaResult& r, const GeoEmulation& trainin
   return out.dump(1) + "\n";
 }
 
+std::string fill_or_slow_json(const FillOrSlowResult& r, bool detail) {
+  json policies = json::array();
+  for (const PolicyOutcome& o : r.outcomes)
+    policies.push_back({{"policy", o.policy},
+                        {"iteration_time_s", o.iteration_time_s},
+                        {"training_unchanged", o.training_unchanged},
+                        {"bubbles_filled", o.bubbles_filled},
+                        {"bubbles_slowed", o.bubbles_slowed},
+                        {"energy_j", o.total_j()},
+                        {"computation_j", o.computation_j},
+                        {"prefill_j", o.prefill_j},
+                        {"idle_j", o.idle_j},
+                        {"training_flops", o.training_flops},
+                        {"prefill_flops", o.prefill_flops},
+                        {"joules_per_tflop", o.joules_per_tflop()},
+                        {"prefill_tokens_per_s", o.prefill_tokens_per_s},
+                        {"served", o.served},
+                        {"declined", o.declined},
+                        {"utilization", o.utilization},
+                        {"median_ttft_s", o.median_ttft_s},
+                        {"net_value_per_hour", o.net_value_per_hour(r.spec)}});
+  json out = {{"objective", to_string(r.spec.objective)},
+              {"price_per_kwh", r.spec.price_per_kwh},
+              {"value_per_mtokens", r.spec.value_per_mtokens},
+              {"arrival_rate_per_s", r.spec.prefills.arrival_rate},
+              {"iterations", r.spec.prefills.iterations},
+              {"prefill_power_w", r.prefill_power_w},
+              {"blocking_power_w", r.blocking_power_w},
+              {"bubbles", r.bubbles.size()},
+              {"objective_rounds", r.objective_rounds},
+              {"energy_per_iteration", "J; FLOPs and energy per iteration, tokens per second"},
+              {"policies", std::move(policies)}};
+  if (detail) {
+    json bubbles = json::array();
+    for (const BubbleChoice& b : r.bubbles)
+      bubbles.push_back({{"gpu", b.gpu}, {"after", b.after}, {"start_s", b.start_s}, {"length_s", b.length_s},
+                         {"slow_saving_j", b.slow_saving_j}, {"fill_extra_j", b.fill_extra_j},
+                         {"fill_tokens", b.fill_tokens}, {"fill", b.fill}});
+    out["per_bubble"] = std::move(bubbles);
+  }
+  return out.dump(1);
+}
+
 }  // namespace perseus::geo

@@ -8,6 +8,7 @@
 
 #include "perseus/geo/bubbletea.hpp"
 #include "perseus/geo/dc_selection.hpp"
+#include "perseus/geo/fill_or_slow.hpp"
 #include "perseus/geo/pipeline_emulator.hpp"
 
 namespace perseus::geo {
@@ -31,5 +32,7 @@ std::string chrome_trace(const GeoEmulation& emulation, const BubbleTeaResult* p
                          int detail_pipelines = kDetailPipelines);
 std::string dc_selection_json(const DcSelection& selection, const NetworkSpec& network);
 std::string bubbletea_json(const BubbleTeaResult& result, const GeoEmulation& training, bool detail);
+// The three policies side by side; with `detail`, every bubble and its choice.
+std::string fill_or_slow_json(const FillOrSlowResult& result, bool detail);
 
 }  // namespace perseus::geo

@@ -6,8 +6,10 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <map>
 #include <queue>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -102,9 +104,10 @@ struct GpuState {
 class Engine {
  public:
   Engine(const Workload& workload, const NetworkSpec& network, const Placement& placement, Scheduler scheduler,
-         LinkSharing sharing, const std::vector<std::vector<Interval>>& held, const GeoEmulation* recorded)
+         LinkSharing sharing, const std::vector<std::vector<Interval>>& held, const GeoEmulation* recorded,
+         const TaskCosts* costs = nullptr)
       : w_(workload), net_(network), pl_(placement), scheduler_(scheduler), sharing_(sharing), held_(held),
-        recorded_(recorded) {
+        recorded_(recorded), costs_(costs) {
     S_ = pl_.stages, M_ = workload.spec.microbatches, P_ = pl_.pipelines;
     recompute_ = recorded ? false : recomputes(scheduler, workload);
     gpus_.resize(static_cast<std::size_t>(pl_.num_gpus()));
@@ -187,14 +190,19 @@ class Engine {
   }
   bool needs_recompute(int s) const { return recompute_ && s < S_ - 1; }
 
-  // Time and energy of a computation on stage s (recomputation: the forward's).
-  std::pair<double, double> cost(int s, InstructionKind kind) const {
-    const StageWork& work = w_.stages[static_cast<std::size_t>(s)];
+  // Time and energy of GPU g's next computation: a replay's given cost, else the stage's
+  // (recomputation: the forward's).
+  std::pair<double, double> cost(int g, InstructionKind kind) const {
+    if (costs_) {
+      const TaskCost& c = (*costs_)[static_cast<std::size_t>(g)][gpus_[static_cast<std::size_t>(g)].position];
+      return {c.time_s, c.energy_j};
+    }
+    const StageWork& work = w_.stages[static_cast<std::size_t>(g % S_)];
     if (kind == InstructionKind::kBackward) return {work.backward_s, work.backward_j};
     if (kind == InstructionKind::kRecompute) return {work.recompute_s, work.recompute_j};
     return {work.forward_s, work.forward_j};
   }
-  double duration(int s, InstructionKind kind) const { return cost(s, kind).first; }
+  double duration(int g, InstructionKind kind) const { return cost(g, kind).first; }
 
   bool ready(int g, InstructionKind kind, int m) const {
     const GpuState& st = gpus_[g];
@@ -226,7 +234,7 @@ class Engine {
   // The earliest start >= t at which the GPU is not held and (Atlas) the transfer the
   // computation sends across the WAN finds its pooled channel free right at its end (rule 3).
   double earliest_start(int g, InstructionKind kind, double t) {
-    const double d = duration(g % S_, kind);
+    const double d = duration(g, kind);
     const auto [link, occupancy] = pooled_link(g, kind);
     const std::vector<Interval>* held = held_.empty() ? nullptr : &held_[static_cast<std::size_t>(g)];
     for (int guard = 0; guard < 100000; ++guard) {
@@ -255,7 +263,7 @@ class Engine {
   void reserve(int g, InstructionKind kind, double start) {
     const auto [link, occupancy] = pooled_link(g, kind);
     if (!link) return;
-    const double from = start + duration(g % S_, kind);
+    const double from = start + duration(g, kind);
     link->reserved.insert(std::lower_bound(link->reserved.begin(), link->reserved.end(), from,
                                            [](const Interval& a, double v) { return a.start_s < v; }),
                           Interval{from, from + occupancy});
@@ -331,8 +339,7 @@ class Engine {
     const std::optional<Choice> choice = orders_ ? choose_static(g, t) : choose_dynamic(g, t);
     if (!choice) return;
     reserve(g, choice->kind, choice->start_s);
-    const int s = g % S_;
-    const auto [d, energy] = cost(s, choice->kind);
+    const auto [d, energy] = cost(g, choice->kind);
     st.busy = true;
     ++st.position;
     if (choice->kind == InstructionKind::kForward) st.next_forward = std::max(st.next_forward, choice->microbatch + 1);
@@ -475,6 +482,7 @@ class Engine {
   LinkSharing sharing_;
   const std::vector<std::vector<Interval>>& held_;
   const GeoEmulation* recorded_;
+  const TaskCosts* costs_;  // a replay's per-task costs; null: the stages'
   int S_ = 0, M_ = 0, P_ = 0;
   bool recompute_ = false;
   std::vector<GpuState> gpus_;
@@ -519,6 +527,122 @@ GeoEmulation replay(const Workload& workload, const NetworkSpec& network, const 
   Engine engine(workload, network, recorded.placement, recorded.scheduler, recorded.sharing, held, &recorded);
   GeoEmulation result = engine.run();
   return result;
+}
+
+GeoEmulation replay(const Workload& workload, const NetworkSpec& network, const GeoEmulation& recorded,
+                    const std::vector<std::vector<Interval>>& held, const TaskCosts& costs) {
+  validate(network);
+  check_shapes(workload, recorded.placement);
+  if (!held.empty() && held.size() != static_cast<std::size_t>(recorded.placement.num_gpus()))
+    throw InputError("held intervals: one list per GPU expected");
+  bool shaped = costs.size() == recorded.tasks.size();
+  for (std::size_t g = 0; shaped && g < costs.size(); ++g) shaped = costs[g].size() == recorded.tasks[g].size();
+  if (!shaped) throw InputError("replay costs: one per recorded computation expected");
+  Engine engine(workload, network, recorded.placement, recorded.scheduler, recorded.sharing, held, &recorded, &costs);
+  return engine.run();
+}
+
+TaskCosts stretch_into_slack(const GeoEmulation& recorded, const StretchChooser& stretch) {
+  const Placement& pl = recorded.placement;
+  const int S = pl.stages;
+  const int G = pl.num_gpus();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // Where each (kind, microbatch) sits in its GPU's order.
+  auto slot = [](InstructionKind kind, int m) {
+    return static_cast<std::size_t>(3 * m + (kind == InstructionKind::kForward ? 0 : kind == InstructionKind::kRecompute ? 1 : 2));
+  };
+  std::vector<std::vector<int>> index_of(static_cast<std::size_t>(G));
+  for (int g = 0; g < G; ++g) {
+    const auto& tasks = recorded.tasks[static_cast<std::size_t>(g)];
+    int top = 0;
+    for (const GeoTask& t : tasks) top = std::max(top, t.microbatch + 1);
+    index_of[g].assign(static_cast<std::size_t>(3 * top), -1);
+    for (std::size_t i = 0; i < tasks.size(); ++i) index_of[g][slot(tasks[i].kind, tasks[i].microbatch)] = static_cast<int>(i);
+  }
+  // Each transfer's channel as replay() keys it, and the next transfer on it (FIFO order).
+  const std::size_t X = recorded.transfers.size();
+  std::vector<std::int64_t> next_on_channel(X, -1);
+  {
+    std::map<std::tuple<int, int, int, int>, std::size_t> last;
+    for (std::size_t k = 0; k < X; ++k) {
+      const GeoTransfer& x = recorded.transfers[k];
+      const int hop = std::min(x.from_stage, x.to_stage);
+      const bool pooled = recorded.scheduler == Scheduler::kAtlas && pl.crosses_wan(x.pipeline, hop);
+      const std::tuple<int, int, int, int> key{pooled ? 1 : 0, pooled ? pl.cell_of(x.pipeline) : x.pipeline, hop, x.gradient ? 1 : 0};
+      if (auto it = last.find(key); it != last.end()) next_on_channel[it->second] = static_cast<std::int64_t>(k);
+      last[key] = k;
+    }
+  }
+  const bool fifo = recorded.sharing == LinkSharing::kQueue;
+
+  TaskCosts costs(static_cast<std::size_t>(G));
+  std::vector<std::vector<double>> latest_start(static_cast<std::size_t>(G));
+  for (int g = 0; g < G; ++g) {
+    costs[g].resize(recorded.tasks[g].size());
+    latest_start[g].assign(recorded.tasks[g].size(), kInf);
+  }
+  std::vector<double> latest_request(X, kInf), latest_transfer_start(X, kInf);
+
+  // Items latest first: every dependency points from an item to one that starts strictly later.
+  struct Item {
+    double start_s;
+    bool transfer;
+    int gpu;
+    std::size_t index;
+  };
+  std::vector<Item> items;
+  for (int g = 0; g < G; ++g)
+    for (std::size_t i = 0; i < recorded.tasks[g].size(); ++i) items.push_back({recorded.tasks[g][i].start_s, false, g, i});
+  for (std::size_t k = 0; k < X; ++k) items.push_back({recorded.transfers[k].start_s, true, -1, k});
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.start_s != b.start_s ? a.start_s > b.start_s : a.transfer < b.transfer;  // at a tie, a transfer before its sender
+  });
+  // The transfer each computation sends, by (gpu, index), and when it was asked for (the
+  // sender's end; a transfer's start_s is when it left its queue).
+  std::vector<std::vector<std::int64_t>> sends(static_cast<std::size_t>(G));
+  std::vector<double> requested_s(X, 0.0);
+  for (int g = 0; g < G; ++g) sends[g].assign(recorded.tasks[g].size(), -1);
+  for (std::size_t k = 0; k < X; ++k) {
+    const GeoTransfer& x = recorded.transfers[k];
+    const int g = pl.gpu(x.pipeline, x.from_stage);
+    const int i = index_of[g][slot(x.gradient ? InstructionKind::kBackward : InstructionKind::kForward, x.microbatch)];
+    if (i < 0) throw InputError("stretch_into_slack: a transfer without its sender in the recorded run");
+    sends[g][static_cast<std::size_t>(i)] = static_cast<std::int64_t>(k);
+    requested_s[k] = recorded.tasks[g][static_cast<std::size_t>(i)].end_s;
+  }
+
+  for (const Item& item : items) {
+    if (item.transfer) {
+      const std::size_t k = item.index;
+      const GeoTransfer& x = recorded.transfers[k];
+      const int receiver = pl.gpu(x.pipeline, x.to_stage);
+      const int r = index_of[receiver][slot(x.gradient ? InstructionKind::kBackward : InstructionKind::kForward, x.microbatch)];
+      double latest_sent = r >= 0 ? latest_start[receiver][static_cast<std::size_t>(r)] - (x.arrival_s - x.sent_s) : kInf;
+      const std::int64_t next = next_on_channel[k];
+      if (next >= 0) latest_sent = std::min(latest_sent, latest_transfer_start[static_cast<std::size_t>(next)]);
+      latest_transfer_start[k] = latest_sent - (x.sent_s - x.start_s);
+      // Its request (the sender's end) stays before the next one's on the channel (FIFO order);
+      // on a link that splits its bandwidth every request changes the others' shares: none moves.
+      latest_request[k] = fifo ? std::min(latest_transfer_start[k],
+                                          next >= 0 ? requested_s[static_cast<std::size_t>(next)] - kTouch_s : kInf)
+                               : requested_s[k];
+      continue;
+    }
+    const int g = item.gpu;
+    const std::size_t i = item.index;
+    const GeoTask& task = recorded.tasks[g][i];
+    double latest_end = recorded.allreduces[static_cast<std::size_t>(g % S)].start_s;
+    if (i + 1 < recorded.tasks[g].size()) latest_end = std::min(latest_end, latest_start[g][i + 1]);
+    if (const std::int64_t k = sends[g][i]; k >= 0) latest_end = std::min(latest_end, latest_request[static_cast<std::size_t>(k)]);
+    const double recorded_time = task.end_s - task.start_s;
+    // A hair of margin keeps the replay's events in their recorded order.
+    const double window = std::max(recorded_time, latest_end - task.start_s - kTouch_s);
+    TaskCost chosen = stretch(g, static_cast<int>(i), window);
+    if (!(chosen.time_s <= window + 1e-12)) chosen.time_s = window;
+    costs[g][i] = chosen;
+    latest_start[g][i] = std::max(task.start_s, latest_end - chosen.time_s);
+  }
+  return costs;
 }
 
 std::vector<std::vector<Interval>> bubbles(const GeoEmulation& emulation, double min_s) {

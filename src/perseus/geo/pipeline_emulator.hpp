@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -126,6 +127,33 @@ GeoEmulation emulate(const Workload& workload, const NetworkSpec& network, const
 // computation delays it and what depends on it.
 GeoEmulation replay(const Workload& workload, const NetworkSpec& network, const GeoEmulation& recorded,
                     const std::vector<std::vector<Interval>>& held);
+
+// A computation's time and energy, e.g. at a lower clock than the top one.
+struct TaskCost {
+  double time_s = 0.0, energy_j = 0.0;
+};
+using TaskCosts = std::vector<std::vector<TaskCost>>;  // per GPU, per computation in its recorded order
+
+// replay() with every computation taking `costs` instead of its stage's top-clock cost. Throws
+// InputError when `costs` does not have one entry per recorded computation.
+GeoEmulation replay(const Workload& workload, const NetworkSpec& network, const GeoEmulation& recorded,
+                    const std::vector<std::vector<Interval>>& held, const TaskCosts& costs);
+
+// Slowing computations into their slack without moving anything else (docs/geo.md, "Fill or
+// slow"). A backward pass over `recorded` as replay() runs it (every GPU's order, every
+// channel's order of transfers, the all-reduces) gives each computation the latest it may end
+// such that no other computation, transfer or all-reduce starts later than it did. Visiting the
+// computations latest first, `stretch(gpu, index, window_s)` picks the cost of computation
+// `index` of `gpu` given that it may take up to `window_s` (never less than its recorded time);
+// what it takes is no longer there for the computations before it (greedy, not Perseus's
+// optimal spread of slack over a chain). Transfers on a link that splits its bandwidth
+// (LinkSharing::kSplit) give their sender no slack. Precondition: `recorded` came from
+// emulate() (or replay()) with this workload and network. O(E log E) for E computations and
+// transfers.
+//
+// The costs returned, replayed, keep the iteration time and every all-reduce as recorded.
+using StretchChooser = std::function<TaskCost(int gpu, int index, double window_s)>;
+TaskCosts stretch_into_slack(const GeoEmulation& recorded, const StretchChooser& stretch);
 
 // The idle intervals of each GPU within [0, iteration_time_s] (before its first computation,
 // between two, after its last), longer than `min_s`. A stage's all-reduce inside one DC keeps
