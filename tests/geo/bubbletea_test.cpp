@@ -71,7 +71,9 @@ TEST(BubbleTea, DeclinesWhatDoesNotFitAndPipelinesAddHops) {
   spec.max_wait_s = 0.0;
   const BubbleTeaResult strict = fill_bubbles(t.e, t.net, spec);
   for (const PrefillRequest& q : strict.requests)
-    if (q.served) EXPECT_DOUBLE_EQ(q.parts.front().start_s, q.arrival_s);
+    if (q.served) {
+      EXPECT_DOUBLE_EQ(q.parts.front().start_s, q.arrival_s);
+    }
   // K = 2: each GPU holds half the model; one hop of 8K tokens x 4096 x 2 bytes at 100 Gbps.
   spec.inference_stages = 2;
   const BubbleTeaResult two = fill_bubbles(t.e, t.net, spec);

@@ -61,6 +61,21 @@ TEST(GeoCli, FillOrSlowComparesThePolicies) {
   EXPECT_NE(bad.out.find("energy-per-flop or price"), std::string::npos) << bad.out;
 }
 
+TEST(GeoCli, ReproduceWritesTheFiguresAndTheTables) {
+  const perseus::testing::TempDir temp;
+  const auto dir = temp.path() / "figures";
+  const CommandResult r = run("geo reproduce --quiet --json --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"fig8", "fig9", "fig10", "fig11", "bubbletea", "fill_or_slow"}) EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["fig10"].size(), 20u);
+  std::size_t svgs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) svgs += entry.path().extension() == ".svg";
+  EXPECT_EQ(svgs, 9u);
+  std::ifstream in(dir / "reproduce.json");
+  EXPECT_EQ(nlohmann::json::parse(in), j);
+}
+
 TEST(GeoCli, SelectDcsPrintsTheWhatIfTable) {
   const CommandResult r = run("geo select-dcs --dcs 600,60 --cell-size 2 --comm-ratio 2 --forward-ms 50 --keep-order --json");
   ASSERT_EQ(r.status, 0) << r.out;

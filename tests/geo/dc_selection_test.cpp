@@ -32,7 +32,9 @@ TEST(DcSelection, FollowsAlgorithm1) {
   }
   ASSERT_GE(s.best, 0);
   for (const DcChoice& c : s.choices)
-    if (c.feasible) EXPECT_LE(c.throughput, s.choices[s.best].throughput * 1.001);
+    if (c.feasible) {
+      EXPECT_LE(c.throughput, s.choices[s.best].throughput * 1.001);
+    }
 }
 
 TEST(DcSelection, DcsAreTakenByDecreasingGpusUnlessKeptInOrder) {

@@ -10,6 +10,7 @@
 #include "headless_chromium.hpp"
 #include "perseus/model/errors.hpp"
 #include "perseus/report/figures.hpp"
+#include "perseus/report/geo_figures.hpp"
 #include "perseus/report/image_export.hpp"
 #include "perseus/report/plots.hpp"
 #include "report_fixture.hpp"
@@ -108,6 +109,66 @@ TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
   EXPECT_EQ(count_class(svg, "polyline", "t-star"), 2);
   EXPECT_EQ(count_class(svg, "g", "workload"), 2);
   EXPECT_THROW(large_scale_svg({}), InputError);
+}
+
+TEST(LineChart, DrawsEverySeriesToScale) {
+  LineChart chart{"chart", "A title", "x", "y", {}, true};
+  chart.series.push_back({"straight", {{3, 30}, {1, 10}, {2, 20}}, false, -1});
+  chart.series.push_back({"dashed", {{1, 5}, {3, 5}}, true, 0});
+  const auto svg = parse_xml(line_chart_svg(chart));
+  std::vector<const XmlElement*> lines, straight;
+  for (const XmlElement& e : svg) {
+    if (e.name == "polyline") lines.push_back(&e);
+    if (e.name == "circle" && e.ancestors.size() > 1 && e.ancestors.back() == "g" && straight.size() < 3) straight.push_back(&e);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1]->attributes.count("stroke-dasharray"), 1u);
+  EXPECT_EQ(lines[0]->attributes.count("stroke-dasharray"), 0u);
+  EXPECT_EQ(lines[0]->attributes.at("stroke"), lines[1]->attributes.at("stroke"));  // colour 0 asked for both
+  // Drawn in x order, equally spaced values equally spaced on the page, larger values higher.
+  ASSERT_EQ(straight.size(), 3u);
+  const double x1 = straight[0]->number("cx"), x2 = straight[1]->number("cx"), x3 = straight[2]->number("cx");
+  const double y1 = straight[0]->number("cy"), y2 = straight[1]->number("cy"), y3 = straight[2]->number("cy");
+  EXPECT_LT(x1, x2);
+  EXPECT_NEAR(x2 - x1, x3 - x2, 0.02);
+  EXPECT_NEAR(y1 - y2, y2 - y3, 0.02);
+  EXPECT_GT(y1, y2);
+  EXPECT_THROW(line_chart_svg(LineChart{"c", "empty", "x", "y", {}, false}), InputError);
+}
+
+TEST(BarChart, BarHeightsAreProportionalFromZero) {
+  const BarChart chart{"bars", "Bars", "kJ", {"a", "b"}, {"one", "two"}, {{1.0, 2.0}, {4.0, 0.0}}};
+  const auto svg = parse_xml(bar_chart_svg(chart));
+  std::vector<double> heights;
+  for (const XmlElement& e : svg)
+    if (e.name == "rect" && e.has_class("bar")) heights.push_back(e.number("height"));
+  ASSERT_EQ(heights.size(), 4u);  // group a (one, two), group b (one, two)
+  EXPECT_NEAR(heights[1], 4 * heights[0], 0.02);
+  EXPECT_NEAR(heights[2], 2 * heights[0], 0.02);
+  EXPECT_NEAR(heights[3], 0.0, 1e-9);
+  EXPECT_THROW(bar_chart_svg(BarChart{"bars", "Bad", "kJ", {"a", "b"}, {"one"}, {{1.0}}}), InputError);
+}
+
+TEST(GeoFigures, EveryFigureAndTheSection) {
+  geo::GeoEvaluation e;
+  e.fig8 = geo::testbed_sweep(1);
+  e.fig9 = geo::testbed_sweep(64);
+  for (int set : {1, 2})
+    for (int ratio : {2, 3})
+      for (int dcs : {1, 2}) e.fig10.push_back({set, dcs, ratio, 600 * dcs, 25.0 * dcs, 26.0 * dcs, 10, 600 * dcs});
+  e.fig11 = geo::balance_sweep();
+  e.bubbletea = geo::bubbletea_sweep({10.0, 40.0});
+  e.fill_or_slow = geo::testbed_fill_or_slow(20.0, geo::BubbleObjective::kEnergyPerFlop);
+  const auto figures = geo_figures(e);
+  ASSERT_EQ(figures.size(), 9u);
+  for (const auto& [name, svg] : figures) EXPECT_GT(parse_xml(svg).size(), 10u) << name;
+  // Fig. 8: three baselines at two M for each model.
+  EXPECT_EQ(count_class(parse_xml(figures[0].second), "g", "series"), 6);
+  const ReportSection section = geo_section(e);
+  EXPECT_EQ(section.figures.size(), 9u);
+  for (const char* policy : {"none", "fill", "slow", "mixed"})
+    EXPECT_NE(section.tables_html.find(fmt::format("<td>{}</td>", policy)), std::string::npos) << policy;
+  EXPECT_EQ(section.tables_html.find("NO"), std::string::npos);  // training unchanged everywhere
 }
 
 TEST(ImageExport, PngAndPdfOfEveryFigure) {

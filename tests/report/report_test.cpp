@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/report/figures.hpp"
 #include "perseus/report/html_report.hpp"
 #include "perseus/report/plots.hpp"
 #include "perseus/report/svg.hpp"
@@ -404,6 +405,17 @@ TEST(HtmlReport, IsOneSelfContainedPageWithEverySection) {
   EXPECT_NE(html.find("switches &lt;late&gt;"), std::string::npos);
   EXPECT_EQ(html.find("<late>"), std::string::npos);
   EXPECT_THROW(html_report(ReportInput{}), InputError);
+
+  // A further section comes last, its title escaped, its figures whole.
+  ReportSection geo{"geo", "Geo <WAN>", "a note", "<table class=\"extra\"><tr><td>1</td></tr></table>",
+                    {line_chart_svg(LineChart{"extra-chart", "t", "x", "y", {{"s", {{0, 1}, {1, 2}}, false, -1}}, false})}};
+  input.sections = {geo};
+  const std::string with_section = html_report(input);
+  const std::vector<XmlElement> more = parse_xml(with_section, {"meta"});
+  EXPECT_EQ(with_class(more, "svg", "extra-chart").size(), 1u);
+  EXPECT_EQ(with_class(more, "table", "extra").size(), 1u);
+  EXPECT_NE(with_section.find("<h2 id=\"geo\">Geo &lt;WAN&gt;</h2>"), std::string::npos);
+  EXPECT_GT(with_section.find("id=\"geo\""), with_section.find("id=\"large-scale\""));
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "perseus/profile/bundled_profiles.hpp"
 #include "perseus/profile/profile.hpp"
 #include "perseus/report/figures.hpp"
+#include "perseus/report/geo_figures.hpp"
 #include "perseus/report/html_report.hpp"
 #include "perseus/report/image_export.hpp"
 #include "perseus/report/plots.hpp"
@@ -836,6 +837,7 @@ struct ReportArgs {
   CompareArgs compare;
   std::string assets;
   std::string kareus;  // a `perseus kareus compare --out` directory
+  bool geo = false;    // add the geo-distributed training section
   std::vector<std::string> figure_formats = {"svg"};
 };
 
@@ -894,6 +896,14 @@ void run_report(const ReportArgs& r) {
       throw InputError(fmt::format("{}: not a perseus kareus comparison ({})", file.string(), e.what()));
     }
   }
+  std::vector<std::pair<std::string, std::string>> geo_figures;
+  if (r.geo) {
+    const geo::GeoEvaluation evaluation = geo::evaluate_geo([&](const std::string& what) {
+      if (progress) progress("geo: " + what);
+    });
+    input.sections.push_back(report::geo_section(evaluation));
+    geo_figures = report::geo_figures(evaluation);
+  }
   for (const EmulationResult* run : {&t_min_run, &t_star_run}) {
     for (const std::string& w : run->warnings) input.warnings.push_back(w);
   }
@@ -916,6 +926,7 @@ void run_report(const ReportArgs& r) {
       figures.emplace_back("straggler_savings", report::straggler_savings_svg(c));
     }
     if (!rows.empty()) figures.emplace_back("large_scale", report::large_scale_svg(rows));
+    for (const auto& [name, svg] : geo_figures) figures.emplace_back("geo_" + name, svg);
     std::vector<std::pair<std::string, std::string>> files = {
         {"trace_t_min.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_min_run); })},
         {"trace_t_star.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_star_run); })},
@@ -1054,6 +1065,8 @@ void add_emulator_commands(CLI::App& app) {
   rep->add_option("--kareus", report_args.kareus,
                   "Also draw the four methods' frontiers of a `perseus kareus compare --out` directory")
       ->check(CLI::ExistingDirectory);
+  rep->add_flag("--geo", report_args.geo,
+               "Add a section on geo-distributed training: Atlas's Figs. 8-11, BubbleTea and fill or slow, rerun (about 4 s)");
   rep->add_flag("--force", report_args.compare.force, "Replace an existing --assets directory");
   rep->add_flag("--json", report_args.compare.json, "Print what was written as JSON");
   rep->callback([] { run_report(report_args); });

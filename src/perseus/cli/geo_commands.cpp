@@ -22,6 +22,7 @@
 #include "perseus/geo/reproduce.hpp"
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/output_files.hpp"
+#include "perseus/report/geo_figures.hpp"
 
 namespace perseus::cli {
 namespace {
@@ -338,61 +339,61 @@ void run_fill_or_slow(const FillOrSlowArgs& a) {
 }
 
 struct ReproduceArgs {
+  std::string out;
+  bool force = false;
   bool json = false;
   bool quiet = false;
 };
 
-// Atlas's Figs. 8-11 on the emulator, as tables (docs/geo.md quotes them).
+// Atlas's Figs. 8-11, BubbleTea and fill or slow on the emulator, as tables (docs/geo.md quotes
+// them), and with --out as figures.
 void run_reproduce(const ReproduceArgs& a) {
-  nlohmann::json out;
-  for (int connections : {1, 64}) {
-    const auto points = testbed_sweep(connections);
-    const char* figure = connections == 1 ? "fig8" : "fig9";
-    nlohmann::json rows = nlohmann::json::array();
-    if (!a.json)
-      fmt::print("{}: 12 GPUs in 3 DCs, pipeline time (s) with the baselines at {} TCP connection(s), Atlas at the cap; Atlas's gain\n",
-                 connections == 1 ? "Fig. 8" : "Fig. 9", connections);
-    for (std::size_t i = 0; i + 3 < points.size(); i += 4) {
-      const TestbedPoint& atlas = points[i + 3];
-      rows.push_back({{"model", atlas.model}, {"microbatches", atlas.microbatches}, {"latency_ms", atlas.latency_ms},
-                      {"gpipe_s", points[i].pipeline_time_s}, {"1f1b_s", points[i + 1].pipeline_time_s},
-                      {"varuna_s", points[i + 2].pipeline_time_s}, {"atlas_s", atlas.pipeline_time_s},
-                      {"atlas_utilization", atlas.utilization}});
-      if (!a.json)
-        fmt::print("  {} M={:<2} {:>2.0f} ms: gpipe {:7.3f} 1f1b {:7.3f} varuna {:7.3f} atlas {:6.3f}   gain {:5.2f}x {:5.2f}x {:5.2f}x\n",
-                   atlas.model, atlas.microbatches, atlas.latency_ms, points[i].pipeline_time_s,
-                   points[i + 1].pipeline_time_s, points[i + 2].pipeline_time_s, atlas.pipeline_time_s,
-                   points[i].pipeline_time_s / atlas.pipeline_time_s, points[i + 1].pipeline_time_s / atlas.pipeline_time_s,
-                   points[i + 2].pipeline_time_s / atlas.pipeline_time_s);
-    }
-    out[figure] = rows;
-  }
   const bool terminal = isatty(2) && !a.quiet;
-  const auto scale = scale_sweep([&](int done, int total) {
-    if (terminal) fmt::print(stderr, "\rperseus: Fig. 10: {} of {} points{}", done, total, done == total ? "\n" : "");
+  const GeoEvaluation e = evaluate_geo([&](const std::string& what) {
+    if (terminal) fmt::print(stderr, "perseus: {}\n", what);
   });
-  nlohmann::json rows = nlohmann::json::array();
-  if (!a.json) fmt::print("Fig. 10: throughput (microbatches/s), Varuna and Atlas (Algorithm 1)\n");
-  for (const ScalePoint& p : scale) {
-    rows.push_back({{"dc_set", p.dc_set}, {"dcs", p.dcs}, {"ratio", p.ratio}, {"gpus", p.gpus},
-                    {"varuna", p.varuna_throughput}, {"atlas", p.atlas_throughput}, {"atlas_gpus", p.atlas_gpus}});
-    if (!a.json)
-      fmt::print("  DC-set-{} C={} {} DC(s) {:>4} GPUs: varuna {:7.2f} atlas {:7.2f} ({} GPUs) {:+.1f}%\n", p.dc_set, p.ratio,
-                 p.dcs, p.gpus, p.varuna_throughput, p.atlas_throughput, p.atlas_gpus,
-                 100.0 * (p.atlas_throughput / p.varuna_throughput - 1.0));
+  const std::string json = reproduce_json(e);
+  if (!a.out.empty()) {
+    std::vector<std::pair<std::string, std::string>> files = {{"reproduce.json", json + "\n"}};
+    for (auto& [name, svg] : report::geo_figures(e)) files.emplace_back(name + ".svg", std::move(svg));
+    write_directory_atomically(a.out, a.force, files);
   }
-  out["fig10"] = rows;
-  rows = nlohmann::json::array();
-  if (!a.json) fmt::print("Fig. 11: two DCs, 600 + 600 F GPUs, Atlas with Algorithm 1, throughput over one DC\n");
-  for (const BalancePoint& p : balance_sweep()) {
-    rows.push_back({{"fraction", p.fraction}, {"second_dc_gpus", p.second_dc_gpus}, {"gpus_used", p.gpus_used},
-                    {"stages_per_dc", p.stages_per_dc}, {"relative", p.relative}});
-    if (!a.json)
-      fmt::print("  F={:.1f}: {} GPUs used, stages {}, {:.3f}x\n", p.fraction, p.gpus_used, fmt::join(p.stages_per_dc, "+"),
-                 p.relative);
+  if (a.json) {
+    std::cout << json << "\n";
+    return;
   }
-  out["fig11"] = rows;
-  if (a.json) std::cout << out.dump(1) << "\n";
+  for (const auto* points : {&e.fig8, &e.fig9}) {
+    const bool eight = points == &e.fig8;
+    fmt::print("{}: 12 GPUs in 3 DCs, pipeline time (s) with the baselines at {} TCP connection(s), Atlas at the cap; Atlas's gain\n",
+               eight ? "Fig. 8" : "Fig. 9", eight ? 1 : 64);
+    for (std::size_t i = 0; i + 3 < points->size(); i += 4) {
+      const auto& p = *points;
+      const TestbedPoint& atlas = p[i + 3];
+      fmt::print("  {} M={:<2} {:>2.0f} ms: gpipe {:7.3f} 1f1b {:7.3f} varuna {:7.3f} atlas {:6.3f}   gain {:5.2f}x {:5.2f}x {:5.2f}x\n",
+                 atlas.model, atlas.microbatches, atlas.latency_ms, p[i].pipeline_time_s, p[i + 1].pipeline_time_s,
+                 p[i + 2].pipeline_time_s, atlas.pipeline_time_s, p[i].pipeline_time_s / atlas.pipeline_time_s,
+                 p[i + 1].pipeline_time_s / atlas.pipeline_time_s, p[i + 2].pipeline_time_s / atlas.pipeline_time_s);
+    }
+  }
+  fmt::print("Fig. 10: throughput (microbatches/s), Varuna and Atlas (Algorithm 1)\n");
+  for (const ScalePoint& p : e.fig10)
+    fmt::print("  DC-set-{} C={} {} DC(s) {:>4} GPUs: varuna {:7.2f} atlas {:7.2f} ({} GPUs) {:+.1f}%\n", p.dc_set, p.ratio,
+               p.dcs, p.gpus, p.varuna_throughput, p.atlas_throughput, p.atlas_gpus,
+               100.0 * (p.atlas_throughput / p.varuna_throughput - 1.0));
+  fmt::print("Fig. 11: two DCs, 600 + 600 F GPUs, Atlas with Algorithm 1, throughput over one DC\n");
+  for (const BalancePoint& p : e.fig11)
+    fmt::print("  F={:.1f}: {} GPUs used, stages {}, {:.3f}x\n", p.fraction, p.gpus_used, fmt::join(p.stages_per_dc, "+"),
+               p.relative);
+  fmt::print("BubbleTea on the testbed (Atlas, GPT-A, M=5): GPU utilisation\n");
+  for (const BubbleTeaPoint& p : e.bubbletea)
+    fmt::print("  {:>3.0f} requests/s: {:.1f}% -> {:.1f}%, served {}, declined {}, training {}\n", p.rate,
+               100 * p.training_utilization, 100 * p.utilization, p.served, p.declined,
+               p.training_unchanged ? "unchanged" : "CHANGED");
+  fmt::print("Fill or slow at {:g} requests/s (energy per useful FLOP):\n", e.fill_or_slow.spec.prefills.arrival_rate);
+  for (const PolicyOutcome& o : e.fill_or_slow.outcomes)
+    fmt::print("  {:<6} {:7.3f} kJ/iteration, {:5.2f} J/TFLOP, {:6.0f} prefill tokens/s\n", o.policy, o.total_j() / 1e3,
+               o.joules_per_tflop(), o.prefill_tokens_per_s);
+  if (!a.out.empty()) fmt::print("Wrote {}\n", a.out);
 }
 
 }  // namespace
@@ -452,8 +453,10 @@ void add_geo_commands(CLI::App& app) {
   fill->callback([] { run_fill_or_slow(fos); });
 
   static ReproduceArgs rep;
-  CLI::App* reproduce = geo->add_subcommand("reproduce", "Atlas's Figs. 8-11 on the emulator, as tables");
-  reproduce->footer("Example: perseus geo reproduce --json > atlas-figures.json");
+  CLI::App* reproduce = geo->add_subcommand("reproduce", "Atlas's Figs. 8-11, BubbleTea and fill or slow on the emulator, as tables and figures");
+  reproduce->footer("Example: perseus geo reproduce --out atlas-figures   (reproduce.json and one SVG per figure)");
+  reproduce->add_option("--out", rep.out, "Write reproduce.json and the figures (SVG) here");
+  reproduce->add_flag("--force", rep.force, "Replace --out if perseus wrote it");
   reproduce->add_flag("--json", rep.json, "Print JSON");
   reproduce->add_flag("-q,--quiet", rep.quiet, "No progress messages");
   reproduce->callback([] { run_reproduce(rep); });

@@ -242,4 +242,38 @@ std::string fill_or_slow_json(const FillOrSlowResult& r, bool detail) {
   return out.dump(1);
 }
 
+std::string reproduce_json(const GeoEvaluation& e) {
+  json out;
+  for (const auto* points : {&e.fig8, &e.fig9}) {
+    json rows = json::array();
+    // Four schedulers per point, Atlas last (testbed_sweep's order).
+    for (std::size_t i = 0; i + 3 < points->size(); i += 4) {
+      const TestbedPoint& atlas = (*points)[i + 3];
+      rows.push_back({{"model", atlas.model}, {"microbatches", atlas.microbatches}, {"latency_ms", atlas.latency_ms},
+                      {"gpipe_s", (*points)[i].pipeline_time_s}, {"1f1b_s", (*points)[i + 1].pipeline_time_s},
+                      {"varuna_s", (*points)[i + 2].pipeline_time_s}, {"atlas_s", atlas.pipeline_time_s},
+                      {"atlas_utilization", atlas.utilization}});
+    }
+    out[points == &e.fig8 ? "fig8" : "fig9"] = std::move(rows);
+  }
+  json rows = json::array();
+  for (const ScalePoint& p : e.fig10)
+    rows.push_back({{"dc_set", p.dc_set}, {"dcs", p.dcs}, {"ratio", p.ratio}, {"gpus", p.gpus},
+                    {"varuna", p.varuna_throughput}, {"atlas", p.atlas_throughput}, {"atlas_gpus", p.atlas_gpus}});
+  out["fig10"] = std::move(rows);
+  rows = json::array();
+  for (const BalancePoint& p : e.fig11)
+    rows.push_back({{"fraction", p.fraction}, {"second_dc_gpus", p.second_dc_gpus}, {"gpus_used", p.gpus_used},
+                    {"stages_per_dc", p.stages_per_dc}, {"relative", p.relative}});
+  out["fig11"] = std::move(rows);
+  rows = json::array();
+  for (const BubbleTeaPoint& p : e.bubbletea)
+    rows.push_back({{"rate", p.rate}, {"training_utilization", p.training_utilization}, {"utilization", p.utilization},
+                    {"served", p.served}, {"declined", p.declined}, {"median_added_s", p.median_added_s},
+                    {"training_unchanged", p.training_unchanged}});
+  out["bubbletea"] = std::move(rows);
+  out["fill_or_slow"] = json::parse(fill_or_slow_json(e.fill_or_slow, false));
+  return out.dump(1);
+}
+
 }  // namespace perseus::geo

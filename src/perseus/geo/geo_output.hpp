@@ -10,6 +10,7 @@
 #include "perseus/geo/dc_selection.hpp"
 #include "perseus/geo/fill_or_slow.hpp"
 #include "perseus/geo/pipeline_emulator.hpp"
+#include "perseus/geo/reproduce.hpp"
 
 namespace perseus::geo {
 
@@ -32,7 +33,9 @@ std::string chrome_trace(const GeoEmulation& emulation, const BubbleTeaResult* p
                          int detail_pipelines = kDetailPipelines);
 std::string dc_selection_json(const DcSelection& selection, const NetworkSpec& network);
 std::string bubbletea_json(const BubbleTeaResult& result, const GeoEmulation& training, bool detail);
-// The three policies side by side; with `detail`, every bubble and its choice.
+// Figs. 8-11, BubbleTea's rates and fill or slow, as `perseus geo reproduce --json` prints them.
+std::string reproduce_json(const GeoEvaluation& evaluation);
+// The policies side by side; with `detail`, every bubble and its choice.
 std::string fill_or_slow_json(const FillOrSlowResult& result, bool detail);
 
 }  // namespace perseus::geo

@@ -93,4 +93,61 @@ std::vector<BalancePoint> balance_sweep() {
   return out;
 }
 
+namespace {
+// The testbed's Atlas run the BubbleTea points share.
+struct Testbed {
+  NetworkSpec net;
+  Workload w;
+  GeoEmulation e;
+  Testbed() {
+    net.dcs = parse_dcs("4,4,4");
+    net.connections = 64;
+    WorkloadSpec spec;
+    spec.microbatches = 5;
+    w = make_workload(spec, net);
+    e = emulate(w, net, place_stage_major(net, 4, 3, 3), {Scheduler::kAtlas, LinkSharing::kQueue, {}});
+  }
+};
+}  // namespace
+
+std::vector<BubbleTeaPoint> bubbletea_sweep(const std::vector<double>& rates) {
+  const Testbed t;
+  std::vector<BubbleTeaPoint> out;
+  for (double rate : rates) {
+    BubbleTeaSpec spec;
+    spec.arrival_rate = rate;
+    const BubbleTeaResult r = fill_bubbles(t.e, t.net, spec);
+    const GeoEmulation held = replay(t.w, t.net, t.e, r.held);
+    out.push_back({rate, r.training_utilization, r.utilization, r.served, r.declined, r.median_added_s,
+                   held.iteration_time_s == t.e.iteration_time_s});
+  }
+  return out;
+}
+
+FillOrSlowResult testbed_fill_or_slow(double rate, BubbleObjective objective) {
+  const Testbed t;
+  FillOrSlowSpec spec;
+  spec.prefills.arrival_rate = rate;
+  spec.objective = objective;
+  return fill_or_slow(t.w, t.net, t.e, spec);
+}
+
+GeoEvaluation evaluate_geo(const std::function<void(const std::string&)>& progress) {
+  const auto say = [&](const std::string& what) {
+    if (progress) progress(what);
+  };
+  GeoEvaluation out;
+  say("Figs. 8 and 9: the 12-GPU testbed");
+  out.fig8 = testbed_sweep(1);
+  out.fig9 = testbed_sweep(64);
+  say("Fig. 10: up to 3,000 GPUs in 5 DCs");
+  out.fig10 = scale_sweep();
+  say("Fig. 11: two DCs");
+  out.fig11 = balance_sweep();
+  say("BubbleTea and fill or slow");
+  out.bubbletea = bubbletea_sweep({10.0, 20.0, 40.0, 80.0});
+  out.fill_or_slow = testbed_fill_or_slow(20.0, BubbleObjective::kEnergyPerFlop);
+  return out;
+}
+
 }  // namespace perseus::geo

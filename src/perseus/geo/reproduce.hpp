@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "perseus/geo/dc_selection.hpp"
+#include "perseus/geo/fill_or_slow.hpp"
 #include "perseus/geo/pipeline_emulator.hpp"
 
 namespace perseus::geo {
@@ -55,6 +56,30 @@ struct BalancePoint {
   double relative = 0.0;
 };
 std::vector<BalancePoint> balance_sweep();
+
+// BubbleTea on the testbed (Atlas, GPT-A, M = 5, 64 connections, 20 ms) at each request rate.
+struct BubbleTeaPoint {
+  double rate = 0.0;
+  double training_utilization = 0.0, utilization = 0.0;
+  int served = 0, declined = 0;
+  double median_added_s = 0.0;
+  bool training_unchanged = false;
+};
+std::vector<BubbleTeaPoint> bubbletea_sweep(const std::vector<double>& rates);
+
+// Fill or slow on the same testbed at one request rate.
+FillOrSlowResult testbed_fill_or_slow(double rate, BubbleObjective objective);
+
+// Everything `perseus geo reproduce` and the report's section show. `progress(what)` names each
+// part as it starts.
+struct GeoEvaluation {
+  std::vector<TestbedPoint> fig8, fig9;  // baselines at 1 and 64 connections
+  std::vector<ScalePoint> fig10;
+  std::vector<BalancePoint> fig11;
+  std::vector<BubbleTeaPoint> bubbletea;  // 10, 20, 40, 80 requests/s
+  FillOrSlowResult fill_or_slow;         // 20 requests/s, energy per FLOP
+};
+GeoEvaluation evaluate_geo(const std::function<void(const std::string& what)>& progress = {});
 
 // The workload and network both sweeps of Figs. 10 and 11 use: 60 layers of GPT-A, 60 stages
 // and microbatches, 50 ms forwards, the WAN transfer `ratio` forwards at the 5 Gbps pair cap.

@@ -300,4 +300,82 @@ std::string tradeoff_curves_svg(const std::string& title, const std::vector<Trad
   return out + "</svg>";
 }
 
+namespace {
+const char* const kChartPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#222222", "#17becf", "#8c564b"};
+constexpr std::size_t kChartColours = sizeof(kChartPalette) / sizeof(kChartPalette[0]);
+}  // namespace
+
+std::string line_chart_svg(const LineChart& chart) {
+  double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_lo = x_lo, y_hi = -x_lo;
+  for (const ChartSeries& s : chart.series)
+    for (const auto& [x, y] : s.points) {
+      x_lo = std::min(x_lo, x), x_hi = std::max(x_hi, x), y_lo = std::min(y_lo, y), y_hi = std::max(y_hi, y);
+    }
+  if (!std::isfinite(x_lo)) throw InputError(fmt::format("{}: no points to plot", chart.title));
+  if (chart.y_from_zero) y_lo = std::min(0.0, y_lo);
+  const double w = 720, h = 400;
+  Frame f = open_frame(chart.css_class, chart.title, w, h, 200, padded(x_lo, x_hi, 0.04),
+                       padded(y_lo, y_hi, chart.y_from_zero ? 0.0 : 0.06), chart.x_label, chart.y_label);
+  std::string out = std::move(f.svg);
+  double legend_y = f.top + 8;
+  for (std::size_t k = 0; k < chart.series.size(); ++k) {
+    std::vector<std::pair<double, double>> points = chart.series[k].points;
+    std::sort(points.begin(), points.end());
+    const std::size_t pick = chart.series[k].colour >= 0 ? static_cast<std::size_t>(chart.series[k].colour) : k;
+    const char* colour = kChartPalette[pick % kChartColours];
+    const char* dash = chart.series[k].dashed ? R"( stroke-dasharray="6 4")" : "";
+    out += fmt::format(R"(<g class="series {}">)", css_of(chart.series[k].name));
+    if (points.size() > 1) {
+      std::string poly;
+      for (const auto& [x, y] : points) poly += px(f.x(x)) + "," + px(f.y(y)) + " ";
+      poly.pop_back();
+      out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>)", poly, colour, dash);
+    }
+    for (const auto& [x, y] : points)
+      out += fmt::format(R"(<circle cx="{}" cy="{}" r="3" fill="{}"><title>{}: {:g}, {:.4g}</title></circle>)", px(f.x(x)),
+                         px(f.y(y)), colour, escape_xml(chart.series[k].name), x, y);
+    out += "</g>";
+    out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}/><text x="{}" y="{}">{}</text>)",
+                       px(w - f.right + 12), px(w - f.right + 32), px(legend_y), px(legend_y), colour, dash,
+                       px(w - f.right + 38), px(legend_y + 4), escape_xml(chart.series[k].name));
+    legend_y += 20;
+  }
+  return out + "</svg>";
+}
+
+std::string bar_chart_svg(const BarChart& chart) {
+  if (chart.groups.empty() || chart.series.empty() || chart.values.size() != chart.series.size())
+    throw InputError(fmt::format("{}: one row of values per series expected", chart.title));
+  double top_value = 0.0;
+  for (const auto& row : chart.values) {
+    if (row.size() != chart.groups.size()) throw InputError(fmt::format("{}: one value per group expected", chart.title));
+    for (double v : row) top_value = std::max(top_value, v);
+  }
+  const double w = 720, h = 400;
+  Frame f = open_frame(chart.css_class, chart.title, w, h, 200, {0.0, static_cast<double>(chart.groups.size())},
+                       {0.0, top_value > 0.0 ? top_value * 1.1 : 1.0}, "", chart.y_label, false);
+  std::string out = std::move(f.svg);
+  const double slot = f.x(1.0) - f.x(0.0);
+  const double bar = slot * 0.8 / static_cast<double>(chart.series.size());
+  for (std::size_t g = 0; g < chart.groups.size(); ++g) {
+    const double x0 = f.x(static_cast<double>(g)) + slot * 0.1;
+    out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", px(x0 + slot * 0.4), px(h - f.bottom + 16),
+                       escape_xml(chart.groups[g]));
+    for (std::size_t k = 0; k < chart.series.size(); ++k) {
+      const double v = chart.values[k][g];
+      out += fmt::format(R"(<rect class="bar" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}, {}: {:.4g}</title></rect>)",
+                         px(x0 + bar * static_cast<double>(k)), px(f.y(v)), px(bar * 0.92), px(f.y(0.0) - f.y(v)),
+                         kChartPalette[k % kChartColours], escape_xml(chart.series[k]), escape_xml(chart.groups[g]), v);
+    }
+  }
+  double legend_y = f.top + 8;
+  for (std::size_t k = 0; k < chart.series.size(); ++k) {
+    out += fmt::format(R"(<rect x="{}" y="{}" width="14" height="10" fill="{}"/><text x="{}" y="{}">{}</text>)",
+                       px(w - f.right + 12), px(legend_y - 6), kChartPalette[k % kChartColours], px(w - f.right + 32),
+                       px(legend_y + 4), escape_xml(chart.series[k]));
+    legend_y += 20;
+  }
+  return out + "</svg>";
+}
+
 }  // namespace perseus::report

@@ -43,4 +43,28 @@ struct TradeoffSeries {
 };
 std::string tradeoff_curves_svg(const std::string& title, const std::vector<TradeoffSeries>& series);
 
+// General charts for the sections that are not Perseus's comparison (geo-distributed training).
+struct ChartSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
+  bool dashed = false;
+  int colour = -1;  // index into the palette; -1: the series' position
+};
+struct LineChart {
+  std::string css_class, title, x_label, y_label;
+  std::vector<ChartSeries> series;
+  bool y_from_zero = false;
+};
+// Lines with a marker at each point and a legend on the right. Throws InputError for no points.
+std::string line_chart_svg(const LineChart& chart);
+
+struct BarChart {
+  std::string css_class, title, y_label;
+  std::vector<std::string> groups;                // along x
+  std::vector<std::string> series;                // bars within a group, with a legend
+  std::vector<std::vector<double>> values;        // [series][group]
+};
+// Grouped bars from zero. Throws InputError when values do not match groups x series.
+std::string bar_chart_svg(const BarChart& chart);
+
 }  // namespace perseus::report

@@ -132,6 +132,12 @@ std::string html_report(const ReportInput& input) {
            "<div class=\"figure\">" +
            tradeoff_curves_svg(input.method_frontiers_title, input.method_frontiers) + "</div>\n";
   }
+  for (const ReportSection& section : input.sections) {
+    out += "<h2 id=\"" + escape_xml(section.id) + "\">" + escape_xml(section.title) + "</h2>";
+    if (!section.note.empty()) out += "<p class=\"note\">" + escape_xml(section.note) + "</p>";
+    out += section.tables_html + "\n";
+    for (const std::string& svg : section.figures) out += "<div class=\"figure\">" + svg + "</div>\n";
+  }
   out += "</body></html>\n";
   return out;
 }

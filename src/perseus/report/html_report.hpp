@@ -13,6 +13,13 @@
 
 namespace perseus::report {
 
+// A section after Perseus's own: a heading, a note, tables (HTML) and figures (SVG).
+struct ReportSection {
+  std::string id, title, note;
+  std::string tables_html;
+  std::vector<std::string> figures;
+};
+
 struct ReportInput {
   std::string title;
   // What was run, shown first as (label, value) rows: profile, schedule, p_blocking, ...
@@ -25,6 +32,7 @@ struct ReportInput {
   // compare's), with the section's title.
   std::vector<TradeoffSeries> method_frontiers;
   std::string method_frontiers_title;
+  std::vector<ReportSection> sections;  // optional, last
   std::vector<std::string> warnings;
 };
 
