@@ -4,39 +4,26 @@
 #include <gtest/gtest.h>
 
 #include "perseus/geo/bubbletea.hpp"
+#include "perseus/geo/reproduce.hpp"
 
 namespace perseus::geo {
 namespace {
 
-struct Training {
-  NetworkSpec net;
-  Workload w;
-  GeoEmulation e;
-  Training() {
-    net.dcs = parse_dcs("4,4,4");
-    net.connections = 64;
-    WorkloadSpec spec;
-    spec.microbatches = 5;
-    w = make_workload(spec, net);
-    e = emulate(w, net, place_stage_major(net, 4, 3, 3), {Scheduler::kAtlas, LinkSharing::kQueue, {}});
-  }
-};
-
 TEST(BubbleTea, PrefillsStayInTheBubblesAndTrainingIsUnchanged) {
-  const Training t;
+  const TestbedTraining t = testbed_training();
   BubbleTeaSpec spec;
   spec.arrival_rate = 40.0;
-  const BubbleTeaResult r = fill_bubbles(t.e, t.net, spec);
+  const BubbleTeaResult r = fill_bubbles(t.training, t.network, spec);
   ASSERT_GT(r.served, 100);
   // Training replayed with the GPUs held by every prefill: the same iteration, to the bit.
-  const GeoEmulation with = replay(t.w, t.net, t.e, r.held);
-  EXPECT_EQ(with.iteration_time_s, t.e.iteration_time_s);
-  for (std::size_t g = 0; g < t.e.tasks.size(); ++g)
-    for (std::size_t i = 0; i < t.e.tasks[g].size(); ++i) EXPECT_EQ(with.tasks[g][i].start_s, t.e.tasks[g][i].start_s);
+  const GeoEmulation with = replay(t.workload, t.network, t.training, r.held);
+  EXPECT_EQ(with.iteration_time_s, t.training.iteration_time_s);
+  for (std::size_t g = 0; g < t.training.tasks.size(); ++g)
+    for (std::size_t i = 0; i < t.training.tasks[g].size(); ++i) EXPECT_EQ(with.tasks[g][i].start_s, t.training.tasks[g][i].start_s);
   // Every part in a bubble, `guard` clear of the next computation; no two overlap on a GPU.
-  const double T = t.e.iteration_time_s;
-  const auto idle = bubbles(t.e);
-  std::vector<std::vector<Interval>> booked(t.e.tasks.size());
+  const double T = t.training.iteration_time_s;
+  const auto idle = bubbles(t.training);
+  std::vector<std::vector<Interval>> booked(t.training.tasks.size());
   for (const PrefillRequest& q : r.requests) {
     if (!q.served) continue;
     EXPECT_GE(q.parts.front().start_s, q.arrival_s);
@@ -61,29 +48,29 @@ TEST(BubbleTea, PrefillsStayInTheBubblesAndTrainingIsUnchanged) {
 }
 
 TEST(BubbleTea, DeclinesWhatDoesNotFitAndPipelinesAddHops) {
-  const Training t;
+  const TestbedTraining t = testbed_training();
   BubbleTeaSpec spec;
   spec.arrival_rate = 400.0;  // far beyond the bubbles
   spec.iterations = 3;
-  const BubbleTeaResult busy = fill_bubbles(t.e, t.net, spec);
+  const BubbleTeaResult busy = fill_bubbles(t.training, t.network, spec);
   EXPECT_GT(busy.declined, busy.served);
   spec.arrival_rate = 5.0;
   spec.max_wait_s = 0.0;
-  const BubbleTeaResult strict = fill_bubbles(t.e, t.net, spec);
+  const BubbleTeaResult strict = fill_bubbles(t.training, t.network, spec);
   for (const PrefillRequest& q : strict.requests)
     if (q.served) {
       EXPECT_DOUBLE_EQ(q.parts.front().start_s, q.arrival_s);
     }
   // K = 2: each GPU holds half the model; one hop of 8K tokens x 4096 x 2 bytes at 100 Gbps.
   spec.inference_stages = 2;
-  const BubbleTeaResult two = fill_bubbles(t.e, t.net, spec);
+  const BubbleTeaResult two = fill_bubbles(t.training, t.network, spec);
   EXPECT_NEAR(two.hop_overhead_s, 2.0 * 8192 * 4096 / (100e9 / 8), 1e-12);
-  EXPECT_LT(two.inference_memory_bytes, fill_bubbles(t.e, t.net, BubbleTeaSpec{}).inference_memory_bytes);
+  EXPECT_LT(two.inference_memory_bytes, fill_bubbles(t.training, t.network, BubbleTeaSpec{}).inference_memory_bytes);
   spec.inference_stages = 33;  // Llama 3 8B has 32 layers
-  EXPECT_THROW(fill_bubbles(t.e, t.net, spec), InputError);
+  EXPECT_THROW(fill_bubbles(t.training, t.network, spec), InputError);
   spec.inference_stages = 1;
   spec.arrival_rate = 0.0;
-  EXPECT_THROW(fill_bubbles(t.e, t.net, spec), InputError);
+  EXPECT_THROW(fill_bubbles(t.training, t.network, spec), InputError);
 }
 
 }  // namespace

@@ -5,24 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "perseus/geo/fill_or_slow.hpp"
+#include "perseus/geo/reproduce.hpp"
 
 namespace perseus::geo {
 namespace {
-
-// Atlas on 12 GPUs in 3 DCs (the BubbleTea tests' cluster).
-struct Training {
-  NetworkSpec net;
-  Workload w;
-  GeoEmulation e;
-  explicit Training(int microbatches = 5) {
-    net.dcs = parse_dcs("4,4,4");
-    net.connections = 64;
-    WorkloadSpec spec;
-    spec.microbatches = microbatches;
-    w = make_workload(spec, net);
-    e = emulate(w, net, place_stage_major(net, 4, 3, 3), {Scheduler::kAtlas, LinkSharing::kQueue, {}});
-  }
-};
 
 const PolicyOutcome& outcome(const FillOrSlowResult& r, const std::string& policy) {
   for (const PolicyOutcome& o : r.outcomes)
@@ -31,15 +17,15 @@ const PolicyOutcome& outcome(const FillOrSlowResult& r, const std::string& polic
 }
 
 TEST(FillOrSlow, NoPolicyChangesTraining) {
-  const Training t;
+  const TestbedTraining t = testbed_training();
   for (double rate : {5.0, 40.0}) {
     FillOrSlowSpec spec;
     spec.prefills.arrival_rate = rate;
-    const FillOrSlowResult r = fill_or_slow(t.w, t.net, t.e, spec);
+    const FillOrSlowResult r = fill_or_slow(t.workload, t.network, t.training, spec);
     ASSERT_EQ(r.outcomes.size(), 4u);
     for (const PolicyOutcome& o : r.outcomes) {
       EXPECT_TRUE(o.training_unchanged) << o.policy << " at " << rate;
-      EXPECT_NEAR(o.iteration_time_s, t.e.iteration_time_s, 1e-9) << o.policy;
+      EXPECT_NEAR(o.iteration_time_s, t.training.iteration_time_s, 1e-9) << o.policy;
       EXPECT_DOUBLE_EQ(o.training_flops, r.outcomes[0].training_flops);
     }
     const PolicyOutcome &none = outcome(r, "none"), &fill = outcome(r, "fill"), &slow = outcome(r, "slow");
@@ -55,17 +41,17 @@ TEST(FillOrSlow, NoPolicyChangesTraining) {
 }
 
 TEST(FillOrSlow, MixedBeatsBothPurePoliciesOnItsObjective) {
-  const Training t;
+  const TestbedTraining t = testbed_training();
   for (double rate : {5.0, 20.0, 80.0}) {
     FillOrSlowSpec spec;
     spec.prefills.arrival_rate = rate;
-    const FillOrSlowResult r = fill_or_slow(t.w, t.net, t.e, spec);
+    const FillOrSlowResult r = fill_or_slow(t.workload, t.network, t.training, spec);
     const double mixed = outcome(r, "mixed").joules_per_tflop();
     // Within 0.5%: the choice is made on the pure runs' estimates, the mixed run is emulated.
     EXPECT_LE(mixed, outcome(r, "fill").joules_per_tflop() * 1.005) << rate;
     EXPECT_LE(mixed, outcome(r, "slow").joules_per_tflop() * 1.005) << rate;
     spec.objective = BubbleObjective::kPrice;
-    const FillOrSlowResult priced = fill_or_slow(t.w, t.net, t.e, spec);
+    const FillOrSlowResult priced = fill_or_slow(t.workload, t.network, t.training, spec);
     const double value = outcome(priced, "mixed").net_value_per_hour(spec);
     EXPECT_GE(value, outcome(priced, "fill").net_value_per_hour(spec) - 0.01 * std::abs(value)) << rate;
     EXPECT_GE(value, outcome(priced, "slow").net_value_per_hour(spec)) << rate;
@@ -76,10 +62,10 @@ TEST(FillOrSlow, DinkelbachFindsTheBestChoiceOfTheEstimates) {
   // Brute force over every subset of the slowable bubbles (few at M = 2) of the estimated
   // ratio: energy of `slow` plus, for each filled bubble, its prefills' energy and the saving
   // forgone, over training's FLOPs plus the filled bubbles' prefill FLOPs.
-  const Training t(2);
+  const TestbedTraining t = testbed_training(2);
   FillOrSlowSpec spec;
   spec.prefills.arrival_rate = 20.0;
-  const FillOrSlowResult r = fill_or_slow(t.w, t.net, t.e, spec);
+  const FillOrSlowResult r = fill_or_slow(t.workload, t.network, t.training, spec);
   const PolicyOutcome& slow = outcome(r, "slow");
   std::vector<const BubbleChoice*> open;
   double base_j = slow.total_j(), base_flops = slow.training_flops;
@@ -106,27 +92,27 @@ TEST(FillOrSlow, DinkelbachFindsTheBestChoiceOfTheEstimates) {
 }
 
 TEST(FillOrSlow, PricesDecide) {
-  const Training t;
+  const TestbedTraining t = testbed_training();
   FillOrSlowSpec spec;
   spec.objective = BubbleObjective::kPrice;
   spec.prefills.arrival_rate = 20.0;
   // Tokens worth nothing: slow wherever it saves.
   spec.value_per_mtokens = 0.0;
-  const FillOrSlowResult free_tokens = fill_or_slow(t.w, t.net, t.e, spec);
+  const FillOrSlowResult free_tokens = fill_or_slow(t.workload, t.network, t.training, spec);
   EXPECT_EQ(outcome(free_tokens, "mixed").bubbles_slowed, outcome(free_tokens, "slow").bubbles_slowed);
   // Energy free: fill every bubble that took a prefill, slow only the rest.
   spec.value_per_mtokens = 0.05, spec.price_per_kwh = 0.0;
-  const FillOrSlowResult free_energy = fill_or_slow(t.w, t.net, t.e, spec);
+  const FillOrSlowResult free_energy = fill_or_slow(t.workload, t.network, t.training, spec);
   for (const BubbleChoice& b : free_energy.bubbles) EXPECT_EQ(b.fill, b.fill_tokens > 0.0 || b.slow_saving_j <= 0.0);
   EXPECT_NEAR(outcome(free_energy, "mixed").prefill_tokens_per_s, outcome(free_energy, "fill").prefill_tokens_per_s,
               0.02 * outcome(free_energy, "fill").prefill_tokens_per_s);
 }
 
 TEST(FillOrSlow, BadSpecsAreRefused) {
-  const Training t;
+  const TestbedTraining t = testbed_training();
   FillOrSlowSpec spec;
   spec.price_per_kwh = -1.0;
-  EXPECT_THROW(fill_or_slow(t.w, t.net, t.e, spec), InputError);
+  EXPECT_THROW(fill_or_slow(t.workload, t.network, t.training, spec), InputError);
   EXPECT_THROW(parse_bubble_objective("throughput"), InputError);
   EXPECT_EQ(parse_bubble_objective("price"), BubbleObjective::kPrice);
 }

@@ -93,43 +93,37 @@ std::vector<BalancePoint> balance_sweep() {
   return out;
 }
 
-namespace {
-// The testbed's Atlas run the BubbleTea points share.
-struct Testbed {
-  NetworkSpec net;
-  Workload w;
-  GeoEmulation e;
-  Testbed() {
-    net.dcs = parse_dcs("4,4,4");
-    net.connections = 64;
-    WorkloadSpec spec;
-    spec.microbatches = 5;
-    w = make_workload(spec, net);
-    e = emulate(w, net, place_stage_major(net, 4, 3, 3), {Scheduler::kAtlas, LinkSharing::kQueue, {}});
-  }
-};
-}  // namespace
+TestbedTraining testbed_training(int microbatches) {
+  TestbedTraining t;
+  t.network.dcs = parse_dcs("4,4,4");
+  t.network.connections = 64;
+  WorkloadSpec spec;
+  spec.microbatches = microbatches;
+  t.workload = make_workload(spec, t.network);
+  t.training = emulate(t.workload, t.network, place_stage_major(t.network, 4, 3, 3), {Scheduler::kAtlas, LinkSharing::kQueue, {}});
+  return t;
+}
 
 std::vector<BubbleTeaPoint> bubbletea_sweep(const std::vector<double>& rates) {
-  const Testbed t;
+  const TestbedTraining t = testbed_training();
   std::vector<BubbleTeaPoint> out;
   for (double rate : rates) {
     BubbleTeaSpec spec;
     spec.arrival_rate = rate;
-    const BubbleTeaResult r = fill_bubbles(t.e, t.net, spec);
-    const GeoEmulation held = replay(t.w, t.net, t.e, r.held);
+    const BubbleTeaResult r = fill_bubbles(t.training, t.network, spec);
+    const GeoEmulation held = replay(t.workload, t.network, t.training, r.held);
     out.push_back({rate, r.training_utilization, r.utilization, r.served, r.declined, r.median_added_s,
-                   held.iteration_time_s == t.e.iteration_time_s});
+                   held.iteration_time_s == t.training.iteration_time_s});
   }
   return out;
 }
 
 FillOrSlowResult testbed_fill_or_slow(double rate, BubbleObjective objective) {
-  const Testbed t;
+  const TestbedTraining t = testbed_training();
   FillOrSlowSpec spec;
   spec.prefills.arrival_rate = rate;
   spec.objective = objective;
-  return fill_or_slow(t.w, t.net, t.e, spec);
+  return fill_or_slow(t.workload, t.network, t.training, spec);
 }
 
 GeoEvaluation evaluate_geo(const std::function<void(const std::string&)>& progress) {

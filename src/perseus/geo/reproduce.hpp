@@ -57,6 +57,15 @@ struct BalancePoint {
 };
 std::vector<BalancePoint> balance_sweep();
 
+// The testbed's training that BubbleTea and fill or slow run on: Atlas, GPT-A, 12 GPUs in 3 DCs
+// (one DP-cell of 3 pipelines of 4 stages), 64 connections, 20 ms, M microbatches.
+struct TestbedTraining {
+  NetworkSpec network;
+  Workload workload;
+  GeoEmulation training;
+};
+TestbedTraining testbed_training(int microbatches = 5);
+
 // BubbleTea on the testbed (Atlas, GPT-A, M = 5, 64 connections, 20 ms) at each request rate.
 struct BubbleTeaPoint {
   double rate = 0.0;
