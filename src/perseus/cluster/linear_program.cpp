@@ -1,0 +1,63 @@
+#include "perseus/cluster/linear_program.hpp"
+
+#include <cmath>
+
+#include <ClpSimplex.hpp>
+#include <CoinPackedMatrix.hpp>
+
+namespace perseus::cluster {
+
+namespace {
+// CLP's infinity.
+double clp(double bound) { return std::isinf(bound) ? (bound > 0 ? COIN_DBL_MAX : -COIN_DBL_MAX) : bound; }
+}  // namespace
+
+int LinearProgram::add_variable(double lower, double upper, double objective) {
+  lower_.push_back(lower);
+  upper_.push_back(upper);
+  objective_.push_back(objective);
+  return static_cast<int>(objective_.size()) - 1;
+}
+
+void LinearProgram::set_bounds(int variable, double lower, double upper) {
+  lower_[static_cast<std::size_t>(variable)] = lower;
+  upper_[static_cast<std::size_t>(variable)] = upper;
+}
+
+int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
+  const int row = num_rows();
+  for (const auto& [column, value] : terms) {
+    if (value == 0.0) continue;
+    entry_row_.push_back(row);
+    entry_column_.push_back(column);
+    entry_value_.push_back(value);
+  }
+  row_lower_.push_back(lower);
+  row_upper_.push_back(upper);
+  return row;
+}
+
+LinearProgram::Solution LinearProgram::solve() const {
+  const CoinPackedMatrix matrix(true, entry_row_.data(), entry_column_.data(), entry_value_.data(),
+                                static_cast<CoinBigIndex>(entry_value_.size()));
+  std::vector<double> col_lo(lower_.size()), col_hi(upper_.size()), row_lo(row_lower_.size()), row_hi(row_upper_.size());
+  for (std::size_t i = 0; i < lower_.size(); ++i) col_lo[i] = clp(lower_[i]), col_hi[i] = clp(upper_[i]);
+  for (std::size_t i = 0; i < row_lower_.size(); ++i) row_lo[i] = clp(row_lower_[i]), row_hi[i] = clp(row_upper_[i]);
+  ClpSimplex model;
+  model.setLogLevel(0);
+  // The matrix is as wide as its widest used column: size it to every variable.
+  CoinPackedMatrix sized(matrix);
+  sized.setDimensions(num_rows(), num_variables());
+  model.loadProblem(sized, col_lo.data(), col_hi.data(), objective_.data(), row_lo.data(), row_hi.data());
+  model.setOptimizationDirection(sense_ == Sense::kMaximize ? -1.0 : 1.0);
+  model.dual();
+  Solution out;
+  out.optimal = model.isProvenOptimal();
+  out.infeasible = model.isProvenPrimalInfeasible();
+  out.objective = model.objectiveValue();
+  const double* x = model.getColSolution();
+  out.values.assign(x, x + num_variables());
+  return out;
+}
+
+}  // namespace perseus::cluster

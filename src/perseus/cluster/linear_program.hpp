@@ -1,0 +1,48 @@
+// A linear program built row by row and solved by CLP (COIN-OR's simplex), for the cluster
+// policies (docs/cluster.md). Variables have bounds and an objective coefficient; rows are sparse
+// sums with a lower and an upper bound. The wrapper exists so that each policy reads as its
+// formulation, not as CLP's arrays.
+#pragma once
+
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace perseus::cluster {
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+class LinearProgram {
+ public:
+  enum class Sense { kMinimize, kMaximize };
+  explicit LinearProgram(Sense sense) : sense_(sense) {}
+
+  // Returns the variable's index.
+  int add_variable(double lower, double upper, double objective = 0.0);
+  void set_objective(int variable, double coefficient) { objective_[static_cast<std::size_t>(variable)] = coefficient; }
+  void set_bounds(int variable, double lower, double upper);
+  // lower <= sum(coefficient * variable) <= upper; returns the row's index.
+  int add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper);
+
+  struct Solution {
+    bool optimal = false;
+    bool infeasible = false;
+    double objective = 0.0;
+    std::vector<double> values;  // per variable
+  };
+  // Dual simplex from scratch. O(simplex): polynomial in practice for these sizes.
+  Solution solve() const;
+
+  int num_variables() const { return static_cast<int>(objective_.size()); }
+  int num_rows() const { return static_cast<int>(row_lower_.size()); }
+
+ private:
+  Sense sense_;
+  std::vector<double> lower_, upper_, objective_;
+  std::vector<double> row_lower_, row_upper_;
+  std::vector<int> entry_row_, entry_column_;
+  std::vector<double> entry_value_;
+};
+
+}  // namespace perseus::cluster

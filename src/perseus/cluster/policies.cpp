@@ -1,0 +1,237 @@
+#include "perseus/cluster/policies.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "perseus/cluster/linear_program.hpp"
+
+namespace perseus::cluster {
+
+std::string_view to_string(PolicyKind policy) {
+  switch (policy) {
+    case PolicyKind::kMaxMinFairness: return "max-min-fairness";
+    case PolicyKind::kFifo: return "fifo";
+    case PolicyKind::kMakespan: return "makespan";
+    case PolicyKind::kFinishTimeFairness: return "finish-time-fairness";
+  }
+  return "?";
+}
+
+PolicyKind parse_policy(std::string_view name) {
+  std::string s(name);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "max-min-fairness" || s == "las") return PolicyKind::kMaxMinFairness;
+  if (s == "fifo") return PolicyKind::kFifo;
+  if (s == "makespan") return PolicyKind::kMakespan;
+  if (s == "finish-time-fairness" || s == "ftf") return PolicyKind::kFinishTimeFairness;
+  throw InputError(fmt::format("unknown policy '{}': expected max-min-fairness (las), fifo, makespan or finish-time-fairness (ftf)", name));
+}
+
+double effective_throughput(const ThroughputMatrix& matrix, int job_type, const std::vector<double>& share) {
+  double sum = 0.0;
+  for (int j = 0; j < matrix.num_gpu_types(); ++j) sum += matrix.at(job_type, j) * share[static_cast<std::size_t>(j)];
+  return sum;
+}
+
+namespace {
+
+int scale_of(const ThroughputMatrix& t, const Job& job) { return t.job_types[static_cast<std::size_t>(job.type)].scale_factor; }
+
+void check(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, PolicyKind policy) {
+  if (static_cast<int>(workers.size()) != t.num_gpu_types())
+    throw InputError(fmt::format("the cluster has {} GPU counts, the throughputs {} GPU types", workers.size(), t.num_gpu_types()));
+  for (std::size_t j = 0; j < workers.size(); ++j)
+    if (workers[j] < 0) throw InputError(fmt::format("{} GPUs of {}: must be zero or more", workers[j], t.gpu_types[j]));
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    const Job& job = jobs[m];
+    if (job.type < 0 || job.type >= t.num_job_types()) throw InputError(fmt::format("job {}: no job type {}", m, job.type));
+    if (!(job.weight >= 0.0) || !std::isfinite(job.weight))
+      throw InputError(fmt::format("job {} ({}): weight {} must be zero or more", m, t.job_types[job.type].name(), job.weight));
+    const bool needs_steps = policy == PolicyKind::kMakespan || policy == PolicyKind::kFinishTimeFairness;
+    if (needs_steps && !(job.steps > 0.0))
+      throw InputError(fmt::format("job {} ({}): the {} policy needs its steps left (> 0)", m, t.job_types[job.type].name(),
+                                   to_string(policy)));
+    if (!(job.elapsed_s >= 0.0)) throw InputError(fmt::format("job {}: elapsed time must be zero or more", m));
+  }
+}
+
+// The matrix a policy sees: T itself, or (agnostic) 1 wherever the job can run.
+double seen(const ThroughputMatrix& t, const Job& job, int j, bool aware) {
+  const double v = t.at(job.type, j);
+  return aware ? v : (v > 0.0 ? 1.0 : 0.0);
+}
+
+// The LP over X with its validity rows; x[m][j] is -1 where job m cannot run on type j.
+struct AllocationLp {
+  LinearProgram lp;
+  std::vector<std::vector<int>> x;
+  AllocationLp(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, LinearProgram::Sense sense)
+      : lp(sense) {
+    const int J = t.num_gpu_types();
+    x.assign(jobs.size(), std::vector<int>(static_cast<std::size_t>(J), -1));
+    std::vector<std::vector<std::pair<int, double>>> capacity(static_cast<std::size_t>(J));
+    for (std::size_t m = 0; m < jobs.size(); ++m) {
+      std::vector<std::pair<int, double>> total;
+      for (int j = 0; j < J; ++j) {
+        if (t.at(jobs[m].type, j) <= 0.0 || workers[j] < scale_of(t, jobs[m])) continue;
+        x[m][j] = lp.add_variable(0.0, 1.0);
+        total.emplace_back(x[m][j], 1.0);
+        capacity[j].emplace_back(x[m][j], scale_of(t, jobs[m]));
+      }
+      if (!total.empty()) lp.add_row(total, -kInfinity, 1.0);
+    }
+    for (int j = 0; j < J; ++j)
+      if (!capacity[j].empty()) lp.add_row(capacity[j], -kInfinity, workers[j]);
+  }
+  // sum_j coefficient(j) x[m][j], plus extra terms.
+  template <typename F>
+  std::vector<std::pair<int, double>> terms(std::size_t m, F coefficient) const {
+    std::vector<std::pair<int, double>> out;
+    for (std::size_t j = 0; j < x[m].size(); ++j)
+      if (x[m][j] >= 0) out.emplace_back(x[m][j], coefficient(static_cast<int>(j)));
+    return out;
+  }
+  std::vector<std::vector<double>> shares(const LinearProgram::Solution& s) const {
+    std::vector<std::vector<double>> out(x.size(), std::vector<double>(x.empty() ? 0 : x.front().size(), 0.0));
+    for (std::size_t m = 0; m < x.size(); ++m)
+      for (std::size_t j = 0; j < x[m].size(); ++j)
+        if (x[m][j] >= 0) out[m][j] = std::clamp(s.values[static_cast<std::size_t>(x[m][j])], 0.0, 1.0);
+    return out;
+  }
+};
+
+LinearProgram::Solution solve_or_throw(const LinearProgram& lp, PolicyKind policy) {
+  LinearProgram::Solution s = lp.solve();
+  if (!s.optimal) throw SolveError(fmt::format("the {} LP was not solved to optimality", to_string(policy)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> equal_share(const std::vector<Job>& jobs, const ThroughputMatrix& t,
+                                             const std::vector<int>& workers) {
+  const double total = std::accumulate(workers.begin(), workers.end(), 0.0);
+  std::vector<std::vector<double>> out(jobs.size(), std::vector<double>(workers.size(), 0.0));
+  for (std::size_t m = 0; m < jobs.size(); ++m)
+    for (std::size_t j = 0; j < workers.size(); ++j)
+      if (total > 0.0 && t.at(jobs[m].type, static_cast<int>(j)) > 0.0) out[m][j] = workers[j] / total;
+  return out;
+}
+
+std::vector<std::vector<double>> isolated_share(const std::vector<Job>& jobs, const ThroughputMatrix& t,
+                                                const std::vector<int>& workers) {
+  // 1/n of every GPU type, as time: a job of scale s gets workers_j / (n s) of type j's time,
+  // at most 1 in all.
+  std::vector<std::vector<double>> out(jobs.size(), std::vector<double>(workers.size(), 0.0));
+  const double n = static_cast<double>(jobs.size());
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < workers.size(); ++j)
+      if (t.at(jobs[m].type, static_cast<int>(j)) > 0.0) sum += out[m][j] = workers[j] / (n * scale_of(t, jobs[m]));
+    if (sum > 1.0)
+      for (double& v : out[m]) v /= sum;
+  }
+  return out;
+}
+
+Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
+                    const PolicySpec& spec) {
+  check(jobs, t, workers, spec.policy);
+  Allocation out;
+  const int J = t.num_gpu_types();
+  const bool aware = spec.heterogeneity_aware;
+  const std::size_t M = jobs.size();
+  if (M == 0) return out;
+  auto finish = [&](std::vector<std::vector<double>> share, double objective) {
+    out.share = std::move(share);
+    out.objective = objective;
+    for (std::size_t m = 0; m < M; ++m) out.throughput.push_back(effective_throughput(t, jobs[m].type, out.share[m]));
+    return out;
+  };
+
+  switch (spec.policy) {
+    case PolicyKind::kMaxMinFairness: {
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize);
+      const int level = a.lp.add_variable(0.0, kInfinity, 1.0);
+      const auto equal = equal_share(jobs, t, workers);
+      for (std::size_t m = 0; m < M; ++m) {
+        if (jobs[m].weight <= 0.0) continue;
+        double normal = 0.0;
+        for (int j = 0; j < J; ++j) normal += seen(t, jobs[m], j, aware) * equal[m][j];
+        const double factor = scale_of(t, jobs[m]) / (jobs[m].weight * normal);
+        auto row = a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware) * factor; });
+        row.emplace_back(level, -1.0);
+        a.lp.add_row(row, 0.0, kInfinity);
+      }
+      const auto s = solve_or_throw(a.lp, spec.policy);
+      out.lp_solves = 1;
+      return finish(a.shares(s), s.objective);
+    }
+    case PolicyKind::kFifo: {
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize);
+      for (std::size_t m = 0; m < M; ++m) {
+        double fastest = 0.0;
+        for (int j = 0; j < J; ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
+        const double priority = static_cast<double>(M - m);
+        for (int j = 0; j < J; ++j)
+          if (a.x[m][j] >= 0) a.lp.set_objective(a.x[m][j], priority * seen(t, jobs[m], j, aware) / fastest);
+      }
+      const auto s = solve_or_throw(a.lp, spec.policy);
+      out.lp_solves = 1;
+      return finish(a.shares(s), s.objective);
+    }
+    case PolicyKind::kMakespan: {
+      // tput(m, X) >= steps_m * r, maximise r = 1 / makespan.
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize);
+      const int rate = a.lp.add_variable(0.0, kInfinity, 1.0);
+      for (std::size_t m = 0; m < M; ++m) {
+        auto row = a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware); });
+        row.emplace_back(rate, -jobs[m].steps);
+        a.lp.add_row(row, 0.0, kInfinity);
+      }
+      const auto s = solve_or_throw(a.lp, spec.policy);
+      out.lp_solves = 1;
+      return finish(a.shares(s), s.objective > 0.0 ? 1.0 / s.objective : kInfinity);
+    }
+    case PolicyKind::kFinishTimeFairness: {
+      // rho_m <= R  <=>  tput(m, X) >= steps_m / (R D_m - t_m): a feasibility LP per R, bisected.
+      const auto isolated = isolated_share(jobs, t, workers);
+      std::vector<double> denominator(M);
+      double lo = 0.0;
+      for (std::size_t m = 0; m < M; ++m) {
+        double tput = 0.0;
+        for (int j = 0; j < J; ++j) tput += seen(t, jobs[m], j, aware) * isolated[m][j];
+        denominator[m] = jobs[m].elapsed_s + jobs[m].steps / tput;
+        lo = std::max(lo, jobs[m].elapsed_s / denominator[m]);
+      }
+      std::vector<std::vector<double>> best = isolated;
+      double hi = 1.0;  // X_isolated reaches rho = 1 for every job
+      auto feasible = [&](double R) -> std::optional<std::vector<std::vector<double>>> {
+        AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMinimize);
+        for (std::size_t m = 0; m < M; ++m) {
+          const double slack = R * denominator[m] - jobs[m].elapsed_s;
+          if (slack <= 0.0) return std::nullopt;
+          a.lp.add_row(a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware); }), jobs[m].steps / slack, kInfinity);
+        }
+        ++out.lp_solves;
+        const auto s = a.lp.solve();
+        if (!s.optimal) return std::nullopt;
+        return a.shares(s);
+      };
+      for (int step = 0; step < 50 && hi - lo > 1e-9 * hi; ++step) {
+        const double mid = 0.5 * (lo + hi);
+        if (auto share = feasible(mid)) best = std::move(*share), hi = mid;
+        else lo = mid;
+      }
+      return finish(std::move(best), hi);
+    }
+  }
+  return out;
+}
+
+}  // namespace perseus::cluster

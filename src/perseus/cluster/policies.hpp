@@ -1,0 +1,67 @@
+// Gavel's scheduling policies as linear programs over an allocation X (docs/cluster.md): X[m][j]
+// is the fraction of time job m spends on GPU type j between two recomputations, and job m's
+// effective throughput is sum_j T[m][j] X[m][j]. Every policy keeps X valid:
+//   0 <= X[m][j] <= 1 (0 where the job cannot run),  sum_j X[m][j] <= 1,
+//   sum_m scale_factor[m] X[m][j] <= workers[j].
+// Heterogeneity-aware policies see T; agnostic ones (the baselines) see every GPU type as alike
+// (T = 1 wherever a job can run) and are judged on the real T afterwards.
+//
+//   max-min-fairness  (LAS) maximise min_m  scale_m / w_m * tput(m, X) / tput(m, X_equal),
+//                     X_equal[m][j] = workers[j] / total workers (an equal share of each type);
+//   fifo              maximise sum_m (M - m) tput(m, X) / max_j T[m][j] (jobs in arrival order);
+//   makespan          minimise max_m steps_m / tput(m, X): maximise 1/makespan;
+//   finish-time-fairness  (Themis) minimise max_m rho_m, rho_m = (t_m + steps_m / tput(m, X)) /
+//                     (t_m + steps_m / tput(m, X_isolated)), X_isolated: 1/n of the cluster;
+//                     bisection on rho, each step a feasibility LP.
+// One LP (FTF: about 50) on CLP; O(simplex) in jobs x GPU types.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perseus/cluster/throughputs.hpp"
+
+namespace perseus::cluster {
+
+enum class PolicyKind : std::uint8_t { kMaxMinFairness, kFifo, kMakespan, kFinishTimeFairness };
+std::string_view to_string(PolicyKind policy);
+// "max-min-fairness" (or "las"), "fifo", "makespan", "finish-time-fairness" (or "ftf");
+// InputError listing them.
+PolicyKind parse_policy(std::string_view name);
+
+struct Job {
+  int type = 0;            // row of the throughput matrix
+  double weight = 1.0;     // max-min fairness
+  double steps = 0.0;      // iterations left (makespan, finish-time fairness)
+  double elapsed_s = 0.0;  // since it arrived (finish-time fairness)
+};
+
+struct PolicySpec {
+  PolicyKind policy = PolicyKind::kMaxMinFairness;
+  bool heterogeneity_aware = true;
+};
+
+struct Allocation {
+  std::vector<std::vector<double>> share;  // [job][gpu type]: fraction of time
+  std::vector<double> throughput;          // [job]: effective steps/s on the real matrix
+  double objective = 0.0;                  // the policy's, as its LP saw it
+  int lp_solves = 0;
+};
+
+// Throws InputError for a job type outside the matrix, a negative weight, steps that a policy
+// needs missing (makespan, finish-time fairness), or workers not one count per GPU type;
+// SolveError when CLP fails.
+Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& matrix, const std::vector<int>& workers,
+                    const PolicySpec& spec);
+
+// The reference allocations the policies are judged against: an equal share of each type
+// (X_equal, capped by what a job can use) and 1/n of the cluster (X_isolated).
+std::vector<std::vector<double>> equal_share(const std::vector<Job>& jobs, const ThroughputMatrix& matrix,
+                                             const std::vector<int>& workers);
+std::vector<std::vector<double>> isolated_share(const std::vector<Job>& jobs, const ThroughputMatrix& matrix,
+                                                const std::vector<int>& workers);
+// sum_j T[m][j] X[m][j].
+double effective_throughput(const ThroughputMatrix& matrix, int job_type, const std::vector<double>& share);
+
+}  // namespace perseus::cluster

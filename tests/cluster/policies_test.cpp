@@ -1,0 +1,204 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "perseus/cluster/policies.hpp"
+
+namespace perseus::cluster {
+namespace {
+
+// A matrix from rows of steps/s, one column per GPU type, every job type at scale `scales[m]`.
+ThroughputMatrix matrix_of(const std::vector<std::string>& gpus, const std::vector<std::vector<double>>& rows,
+                           const std::vector<int>& scales = {}) {
+  ThroughputMatrix t;
+  t.gpu_types = gpus;
+  for (std::size_t m = 0; m < rows.size(); ++m)
+    t.job_types.push_back({"job" + std::to_string(m), scales.empty() ? 1 : scales[m]});
+  t.steps_per_s = rows;
+  return t;
+}
+
+std::vector<Job> one_job_per_type(const ThroughputMatrix& t, double steps = 0.0) {
+  std::vector<Job> jobs;
+  for (int m = 0; m < t.num_job_types(); ++m) jobs.push_back({m, 1.0, steps, 0.0});
+  return jobs;
+}
+
+// Every row and column constraint of a valid allocation.
+void expect_valid(const Allocation& a, const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers) {
+  ASSERT_EQ(a.share.size(), jobs.size());
+  std::vector<double> used(workers.size(), 0.0);
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    double total = 0.0;
+    for (std::size_t j = 0; j < workers.size(); ++j) {
+      const double x = a.share[m][j];
+      EXPECT_GE(x, -1e-9);
+      if (t.at(jobs[m].type, static_cast<int>(j)) == 0.0) EXPECT_EQ(x, 0.0);
+      total += x;
+      used[j] += x * t.job_types[jobs[m].type].scale_factor;
+    }
+    EXPECT_LE(total, 1.0 + 1e-6) << "job " << m;
+    EXPECT_NEAR(a.throughput[m], effective_throughput(t, jobs[m].type, a.share[m]), 1e-9);
+  }
+  for (std::size_t j = 0; j < workers.size(); ++j) EXPECT_LE(used[j], workers[j] + 1e-6) << t.gpu_types[j];
+}
+
+// min_m scale_m / w_m * tput(m, X) / tput(m, X_equal): the max-min fairness objective of any X.
+double fairness_of(const std::vector<std::vector<double>>& share, const std::vector<Job>& jobs, const ThroughputMatrix& t,
+                   const std::vector<int>& workers) {
+  const auto equal = equal_share(jobs, t, workers);
+  double level = std::numeric_limits<double>::infinity();
+  for (std::size_t m = 0; m < jobs.size(); ++m)
+    level = std::min(level, t.job_types[jobs[m].type].scale_factor / jobs[m].weight *
+                                effective_throughput(t, jobs[m].type, share[m]) /
+                                effective_throughput(t, jobs[m].type, equal[m]));
+  return level;
+}
+
+TEST(MaxMinFairness, TheDissertationsExampleSolvedByHand) {
+  // §5.4.1: T = (40, 10; 12, 4; 100, 50) on 1 V100 and 1 K80, normalised by an equal share of
+  // each (25, 8 and 75 steps/s). By hand: job 0 only on the V100 (a), job 2 on the K80 (e) and the
+  // V100 (d) with d + e = 1, job 1 on the V100 (b) and the K80 left (c = 1 - e = d); at the level
+  // t: 40a = 25t, 50 + 50d = 75t, 12b + 4d = 8t, and a + b + d = 1, so t = 8/11, a = b = 5/11,
+  // c = d = 1/11, e = 10/11: the allocation the dissertation prints, rounded (0.45, 0.09, 0.91).
+  const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{40, 10}, {12, 4}, {100, 50}});
+  const std::vector<int> workers{1, 1};
+  const auto jobs = one_job_per_type(t);
+  const Allocation a = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true});
+  expect_valid(a, jobs, t, workers);
+  EXPECT_NEAR(a.objective, 8.0 / 11.0, 1e-9);
+  EXPECT_NEAR(fairness_of(a.share, jobs, t, workers), 8.0 / 11.0, 1e-7);
+  const std::vector<std::vector<double>> printed = {{0.45, 0.0}, {0.45, 0.09}, {0.09, 0.91}};
+  for (std::size_t m = 0; m < 3; ++m)
+    for (std::size_t j = 0; j < 2; ++j) EXPECT_NEAR(a.share[m][j], printed[m][j], 0.006) << m << "," << j;
+  // About 10% over 1/n of each GPU (the isolated allocation), as the text says.
+  EXPECT_NEAR(fairness_of(a.share, jobs, t, workers) / fairness_of(isolated_share(jobs, t, workers), jobs, t, workers), 1.09, 0.01);
+}
+
+TEST(MaxMinFairness, AgnosticSharesTimeAndAwareDoesBetterOnTheRealMatrix) {
+  const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{40, 10}, {12, 4}, {100, 50}});
+  const std::vector<int> workers{1, 1};
+  const auto jobs = one_job_per_type(t);
+  const Allocation agnostic = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, false});
+  expect_valid(agnostic, jobs, t, workers);
+  EXPECT_NEAR(agnostic.objective, 2.0 / 3.0, 1e-9);  // two GPUs' time over three jobs
+  for (const auto& row : agnostic.share) EXPECT_NEAR(row[0] + row[1], 2.0 / 3.0, 1e-7);
+  const Allocation aware = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true});
+  EXPECT_GT(fairness_of(aware.share, jobs, t, workers), fairness_of(agnostic.share, jobs, t, workers) + 0.01);
+}
+
+TEST(MaxMinFairness, WeightsAndScaleFactors) {
+  // Two GPUs of one type: weight 3 asks for three times job 1's share, a 2-GPU job counts its
+  // share twice. At the level t: x0 = 3t, x1 = t, x2 = t/2, but x0 <= 1, so t = 1/3. (The third
+  // of a GPU left over is water filling's to hand out, not a single max-min LP's.)
+  const ThroughputMatrix t = matrix_of({"a100"}, {{1.0}, {1.0}, {1.0}}, {1, 1, 2});
+  std::vector<Job> jobs = one_job_per_type(t);
+  jobs[0].weight = 3.0;
+  const std::vector<int> workers{2};
+  const Allocation a = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true});
+  expect_valid(a, jobs, t, workers);
+  EXPECT_NEAR(a.objective, 1.0 / 3.0, 1e-9);
+  EXPECT_NEAR(a.share[0][0], 1.0, 1e-7);
+  EXPECT_GE(a.share[1][0], 1.0 / 3.0 - 1e-7);
+  EXPECT_GE(a.share[2][0], 1.0 / 6.0 - 1e-7);
+}
+
+TEST(Policies, SharingIncentiveOnRandomClusters) {
+  // Giving each job 1/n of every GPU type is feasible, so no policy may do worse than it by its
+  // own objective (§5.4.4): max-min fairness at least its level, finish-time fairness rho <= 1.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> speed(0.5, 20.0);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int types = 1 + trial % 3, job_types = 2 + trial % 6;
+    std::vector<std::string> gpus;
+    std::vector<int> workers;
+    for (int j = 0; j < types; ++j) gpus.push_back("g" + std::to_string(j)), workers.push_back(2 + static_cast<int>(rng() % 6));
+    std::vector<std::vector<double>> rows(job_types, std::vector<double>(types));
+    std::vector<int> scales;
+    for (auto& row : rows) {
+      for (double& v : row) v = rng() % 5 == 0 ? 0.0 : speed(rng);
+      if (*std::max_element(row.begin(), row.end()) == 0.0) row[0] = 1.0;
+      scales.push_back(rng() % 4 == 0 ? 2 : 1);
+    }
+    const ThroughputMatrix t = matrix_of(gpus, rows, scales);
+    std::vector<Job> jobs;
+    for (int m = 0; m < job_types + trial % 5; ++m)
+      jobs.push_back({m % job_types, 0.5 + (rng() % 4), 1000.0 * (1 + rng() % 50), static_cast<double>(rng() % 100)});
+    const Allocation las = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true});
+    expect_valid(las, jobs, t, workers);
+    EXPECT_GE(las.objective, fairness_of(isolated_share(jobs, t, workers), jobs, t, workers) - 1e-7) << trial;
+    EXPECT_NEAR(las.objective, fairness_of(las.share, jobs, t, workers), 1e-6 * las.objective) << trial;
+    const Allocation ftf = allocate(jobs, t, workers, {PolicyKind::kFinishTimeFairness, true});
+    expect_valid(ftf, jobs, t, workers);
+    EXPECT_LE(ftf.objective, 1.0 + 1e-9) << trial;
+    // The allocation returned meets the rho it reports.
+    const auto isolated = isolated_share(jobs, t, workers);
+    for (std::size_t m = 0; m < jobs.size(); ++m) {
+      const double mine = jobs[m].elapsed_s + jobs[m].steps / ftf.throughput[m];
+      const double alone = jobs[m].elapsed_s + jobs[m].steps / effective_throughput(t, jobs[m].type, isolated[m]);
+      EXPECT_LE(mine / alone, ftf.objective * (1 + 1e-6)) << trial << " job " << m;
+    }
+  }
+}
+
+TEST(Makespan, OneGpuTypeIsTheClosedForm) {
+  // W identical GPUs: the makespan is the larger of the longest job alone and the total work over W.
+  const ThroughputMatrix t = matrix_of({"v100"}, {{10.0}, {5.0}, {2.0}});
+  auto jobs = one_job_per_type(t, 0.0);
+  jobs[0].steps = 1000, jobs[1].steps = 100, jobs[2].steps = 100;  // 100 s, 20 s, 50 s alone
+  const Allocation two = allocate(jobs, t, {2}, {PolicyKind::kMakespan, true});
+  expect_valid(two, jobs, t, {2});
+  EXPECT_NEAR(two.objective, 100.0, 1e-6);  // total 170 s over 2 GPUs = 85 s < 100 s
+  const Allocation one = allocate(jobs, t, {1}, {PolicyKind::kMakespan, true});
+  EXPECT_NEAR(one.objective, 170.0, 1e-6);
+}
+
+TEST(Makespan, AwarePutsEachJobWhereItGainsMost) {
+  // Job 0 is 10x faster on the V100, job 1 only 1.25x. By hand: job 1 takes c of the V100 and
+  // 1 - c of the K80, job 0 the rest of both: 10 (1 - c) + c = 5c + 4 (1 - c), so c = 0.6 and
+  // both run at 4.6 steps/s: 1000 steps in 217.4 s.
+  const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{10.0, 1.0}, {5.0, 4.0}});
+  auto jobs = one_job_per_type(t, 1000.0);
+  const Allocation aware = allocate(jobs, t, {1, 1}, {PolicyKind::kMakespan, true});
+  const Allocation agnostic = allocate(jobs, t, {1, 1}, {PolicyKind::kMakespan, false});
+  EXPECT_NEAR(aware.objective, 1000.0 / 4.6, 1e-6);
+  EXPECT_NEAR(aware.share[1][0], 0.6, 1e-7);
+  const auto makespan = [&](const Allocation& a) {
+    return std::max(jobs[0].steps / a.throughput[0], jobs[1].steps / a.throughput[1]);
+  };
+  EXPECT_NEAR(makespan(aware), aware.objective, 1e-6);
+  EXPECT_LT(makespan(aware), makespan(agnostic));
+}
+
+TEST(Fifo, TheFirstJobGetsTheFastestGpu) {
+  const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{10.0, 2.0}, {10.0, 2.0}, {10.0, 2.0}});
+  const auto jobs = one_job_per_type(t);
+  const Allocation a = allocate(jobs, t, {1, 1}, {PolicyKind::kFifo, true});
+  expect_valid(a, jobs, t, {1, 1});
+  EXPECT_NEAR(a.share[0][0], 1.0, 1e-7);
+  EXPECT_NEAR(a.share[1][1], 1.0, 1e-7);
+  EXPECT_NEAR(a.share[2][0] + a.share[2][1], 0.0, 1e-7);
+}
+
+TEST(Policies, BadInputIsNamed) {
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  auto jobs = one_job_per_type(t);
+  EXPECT_THROW(allocate(jobs, t, {1, 2}, {}), InputError);  // GPU counts vs types
+  jobs[0].weight = -1.0;
+  try {
+    allocate(jobs, t, {1}, {});
+    ADD_FAILURE() << "a negative weight was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("weight -1"), std::string::npos) << e.what();
+  }
+  jobs[0].weight = 1.0;
+  EXPECT_THROW(allocate(jobs, t, {1}, {PolicyKind::kMakespan, true}), InputError);  // no steps
+  EXPECT_THROW(parse_policy("round-robin"), InputError);
+  EXPECT_EQ(parse_policy("LAS"), PolicyKind::kMaxMinFairness);
+}
+
+}  // namespace
+}  // namespace perseus::cluster
