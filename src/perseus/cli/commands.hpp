@@ -35,6 +35,7 @@ void add_server_commands(CLI::App& app);    // serve (server_commands.cpp)
 void add_planner_commands(CLI::App& app);   // profile synth, partition, plan (planner_commands.cpp)
 void add_runs_commands(CLI::App& app);      // runs import, runs validate (runs_commands.cpp)
 void add_kareus_commands(CLI::App& app);    // kareus space, kareus frontier (kareus_commands.cpp)
-void add_geo_commands(CLI::App& app);       // geo simulate, select-dcs, bubbletea (geo_commands.cpp)
+void add_geo_commands(CLI::App& app);       // geo simulate, select-dcs, bubbletea, fill-or-slow, reproduce (geo_commands.cpp)
+void add_cluster_commands(CLI::App& app);   // cluster allocate (cluster_commands.cpp)
 
 }  // namespace perseus::cli

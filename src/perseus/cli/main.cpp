@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   perseus::cli::add_runs_commands(app);
   perseus::cli::add_kareus_commands(app);
   perseus::cli::add_geo_commands(app);
+  perseus::cli::add_cluster_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

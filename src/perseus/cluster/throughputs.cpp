@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "perseus/model/bundled_data.hpp"
+
 namespace perseus::cluster {
 
 std::string JobType::name() const { return fmt::format("{} x{}", model, scale_factor); }
@@ -66,6 +68,16 @@ void validate(const ThroughputMatrix& t) {
     if (t.job_types[m].scale_factor < 1)
       throw InputError(fmt::format("job type '{}': scale factor must be at least 1", t.job_types[m].name()));
   }
+}
+
+std::string bundled_gavel_throughputs() {
+  return find_bundled(std::filesystem::path("data") / "gavel" / "simulation_throughputs.json",
+                      [](const std::filesystem::path& p) {
+                        std::error_code error;
+                        return std::filesystem::is_regular_file(p, error);
+                      },
+                      "Gavel's throughput matrix (data/gavel/simulation_throughputs.json)")
+      .string();
 }
 
 ThroughputMatrix read_gavel_throughputs(const std::string& path, bool unconsolidated) {

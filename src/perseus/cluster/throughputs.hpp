@@ -47,6 +47,9 @@ ThroughputMatrix read_gavel_throughputs(const std::string& path, bool unconsolid
 // that can run it). Same errors, naming the line.
 ThroughputMatrix read_throughput_csv(const std::string& path);
 
+// data/gavel/simulation_throughputs.json, shipped with perseus (model/bundled_data.hpp).
+std::string bundled_gavel_throughputs();
+
 // Checks the matrix: every job type runs somewhere, no negative or non-finite throughput.
 void validate(const ThroughputMatrix& matrix);
 

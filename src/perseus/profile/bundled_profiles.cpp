@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "perseus/model/errors.hpp"
+#include "perseus/model/bundled_data.hpp"
 
 namespace perseus {
 
@@ -16,21 +16,9 @@ fs::path find_bundled_profiles_dir() {
     }
     return true;
   };
-  std::error_code error;
-  const fs::path here = fs::current_path(error) / "data" / "profiles";  // relative if the cwd is gone
-  if (has_all(here)) return here;
-  const fs::path executable_dir = fs::read_symlink("/proc/self/exe", error).parent_path();
-  if (!error) {
-    for (fs::path dir = executable_dir; !dir.empty(); dir = dir.parent_path()) {
-      if (has_all(dir / "data" / "profiles")) return dir / "data" / "profiles";
-      if (dir == dir.parent_path()) break;
-    }
-  }
   std::string names;
   for (const BundledProfile& b : kBundledProfiles) names += (names.empty() ? "" : ", ") + std::string(b.name) + ".csv";
-  throw InputError("the bundled profiles (" + names + ") are in neither " + here.string() +
-                   " nor data/profiles under " + (error ? "the executable's directory" : executable_dir.string()) +
-                   " or its parents");
+  return find_bundled(fs::path("data") / "profiles", has_all, "the bundled profiles (" + names + ")");
 }
 
 }  // namespace perseus
