@@ -28,17 +28,17 @@ TEST(Throughputs, ReadsGavelsMatrix) {
 TEST(Throughputs, ReadsACsvAndNamesBadLines) {
   const perseus::testing::TempDir temp;
   const auto path = (temp.path() / "t.csv").string();
-  std::ofstream(path) << "job,scale_factor,gpu,steps_per_s\nGPT, small,1,a100,3.5\nGPT, small,1,h100,7\nBERT,2,a100,1\n";
+  std::ofstream(path) << "job,scale_factor,gpu,steps_per_s\n\"GPT small\",1,a100,3.5\nGPT small,1,h100,7\nBERT,2,a100,1\n";
   const ThroughputMatrix t = read_throughput_csv(path);
   EXPECT_EQ(t.num_job_types(), 2);
-  EXPECT_DOUBLE_EQ(t.at(t.job_index("GPT, small x1"), t.gpu_index("h100")), 7.0);
+  EXPECT_DOUBLE_EQ(t.at(t.job_index("GPT small x1"), t.gpu_index("h100")), 7.0);
   EXPECT_DOUBLE_EQ(t.at(t.job_index("BERT x2"), t.gpu_index("h100")), 0.0);
   std::ofstream(path) << "job,scale_factor,gpu,steps_per_s\nGPT,1,a100,fast\n";
   try {
     read_throughput_csv(path);
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(":2: column 'steps_per_s'"), std::string::npos) << e.what();
   }
   std::ofstream(path) << "job,scale_factor,gpu,steps_per_s\nGPT,1,a100,0\n";
   try {

@@ -163,7 +163,9 @@ TEST(PipelineEmulator, SlackIsTheClosedFormOnALinkBoundPipeline) {
   const GeoEmulation split = emulate(s.w, s.net, pl, {Scheduler::kGPipe, LinkSharing::kSplit, {}});
   stretch_into_slack(split, [&](int gpu, int index, double window) {
     const GeoTask& t = split.tasks[static_cast<std::size_t>(gpu)][static_cast<std::size_t>(index)];
-    if (gpu == 0 && t.kind == InstructionKind::kForward) EXPECT_NEAR(window, t.end_s - t.start_s, 1e-8);
+    if (gpu == 0 && t.kind == InstructionKind::kForward) {
+      EXPECT_NEAR(window, t.end_s - t.start_s, 1e-8);
+    }
     return TaskCost{t.end_s - t.start_s, 0.0};
   });
 }

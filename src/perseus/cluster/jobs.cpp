@@ -1,58 +1,40 @@
 #include "perseus/cluster/jobs.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "perseus/profile/profile.hpp"
+
 namespace perseus::cluster {
 
-namespace {
-std::vector<std::string> split(const std::string& line, char by) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  for (std::string f; std::getline(ss, f, by);) out.push_back(f);
-  return out;
-}
-}  // namespace
-
 std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
-  std::string line;
-  if (!std::getline(in, line)) throw InputError(fmt::format("{}: empty", path));
-  const std::vector<std::string> header = split(line, ',');
-  int job = -1, weight = -1, steps = -1, elapsed = -1;
-  for (int i = 0; i < static_cast<int>(header.size()); ++i) {
-    if (header[i] == "job") job = i;
-    else if (header[i] == "weight") weight = i;
-    else if (header[i] == "steps") steps = i;
-    else if (header[i] == "elapsed_s") elapsed = i;
-    else throw InputError(fmt::format("{}:1: unknown column '{}' (job, weight, steps, elapsed_s)", path, header[i]));
-  }
-  if (job < 0) throw InputError(fmt::format("{}:1: no 'job' column", path));
+  static constexpr std::string_view kRequired[] = {"job"};
+  const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
+  for (const std::string& name : table.header)
+    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s")
+      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s)", path, table.header_line, name));
+  const int job = table.column("job"), weight = table.column("weight"), steps = table.column("steps"),
+            elapsed = table.column("elapsed_s");
+  const auto at_least_zero = [&](const csv::Row& row, int column, double fallback) {
+    if (column < 0) return fallback;
+    const double value = csv::parse_finite(table, row, column);
+    if (value < 0.0) throw InputError(table.field_error(row, column, "a number >= 0"));
+    return value;
+  };
   std::vector<Job> jobs;
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    const std::vector<std::string> f = split(line, ',');
-    if (f.size() != header.size()) throw InputError(fmt::format("{}:{}: {} fields, the header has {}", path, number, f.size(), header.size()));
+  for (const csv::Row& row : table.rows) {
     Job j;
     try {
-      j.type = matrix.job_index(f[job]);
+      j.type = matrix.job_index(row.fields[job]);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}:{}: {}", path, number, e.what()));
+      throw InputError(fmt::format("{}:{}: {}", path, row.line, e.what()));
     }
-    try {
-      if (weight >= 0) j.weight = std::stod(f[weight]);
-      if (steps >= 0) j.steps = std::stod(f[steps]);
-      if (elapsed >= 0) j.elapsed_s = std::stod(f[elapsed]);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{}:{}: weight, steps and elapsed_s must be numbers", path, number));
-    }
-    if (!(j.weight >= 0.0)) throw InputError(fmt::format("{}:{}: weight {} must be zero or more", path, number, j.weight));
-    if (!(j.steps >= 0.0)) throw InputError(fmt::format("{}:{}: steps {} must be zero or more", path, number, j.steps));
+    j.weight = at_least_zero(row, weight, 1.0);
+    j.steps = at_least_zero(row, steps, 0.0);
+    j.elapsed_s = at_least_zero(row, elapsed, 0.0);
     jobs.push_back(j);
   }
   return jobs;
@@ -81,7 +63,8 @@ std::vector<Job> random_jobs(const ThroughputMatrix& matrix, int count, std::uin
 
 std::vector<int> parse_gpu_counts(const std::string& text, const ThroughputMatrix& matrix) {
   std::vector<int> counts(static_cast<std::size_t>(matrix.num_gpu_types()), 0);
-  for (const std::string& item : split(text, ',')) {
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
     const auto colon = item.find(':');
     if (colon == std::string::npos) throw InputError(fmt::format("--gpus '{}': expected TYPE:COUNT,...", text));
     const int j = matrix.gpu_index(item.substr(0, colon));

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "perseus/model/bundled_data.hpp"
+#include "perseus/profile/profile.hpp"
 
 namespace perseus::cluster {
 
@@ -126,54 +126,23 @@ ThroughputMatrix read_gavel_throughputs(const std::string& path, bool unconsolid
 }
 
 ThroughputMatrix read_throughput_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
-  std::string line;
-  if (!std::getline(in, line) || line.rfind("job,scale_factor,gpu,steps_per_s", 0) != 0)
-    throw InputError(fmt::format("{}:1: expected the header job,scale_factor,gpu,steps_per_s", path));
-  struct Row {
-    JobType job;
-    std::string gpu;
-    double value;
-  };
-  std::vector<Row> rows;
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    // The job name may hold commas: the last three fields are split from the right.
-    std::vector<std::string> f;
-    std::string rest = line;
-    for (int k = 0; k < 2; ++k) {
-      const auto comma = rest.rfind(',');
-      if (comma == std::string::npos) break;
-      f.insert(f.begin(), rest.substr(comma + 1));
-      rest = rest.substr(0, comma);
-    }
-    const auto comma = rest.rfind(',');
-    if (f.size() != 2 || comma == std::string::npos)
-      throw InputError(fmt::format("{}:{}: expected job,scale_factor,gpu,steps_per_s", path, number));
-    Row r;
-    r.job.model = rest.substr(0, comma);
-    try {
-      std::size_t used = 0;
-      r.job.scale_factor = std::stoi(rest.substr(comma + 1), &used);
-      r.value = std::stod(f[1]);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{}:{}: scale factor and steps_per_s must be numbers", path, number));
-    }
-    if (r.value < 0.0 || !std::isfinite(r.value))
-      throw InputError(fmt::format("{}:{}: steps_per_s {} (must be zero or more)", path, number, r.value));
-    r.gpu = f[0];
-    rows.push_back(r);
-  }
+  static constexpr std::string_view kColumns[] = {"job", "scale_factor", "gpu", "steps_per_s"};
+  const csv::Table table = csv::parse(csv::read_file(path), path, kColumns);
+  const int job = table.column("job"), scale = table.column("scale_factor"), gpu = table.column("gpu"),
+            steps = table.column("steps_per_s");
   ThroughputMatrix t;
   std::map<std::string, int> index;
-  for (const Row& r : rows) {
-    intern(t.job_types, index, r.job);
-    if (std::find(t.gpu_types.begin(), t.gpu_types.end(), r.gpu) == t.gpu_types.end()) t.gpu_types.push_back(r.gpu);
+  std::vector<std::tuple<int, std::string, double>> cells;  // (job type, gpu, steps/s)
+  for (const csv::Row& row : table.rows) {
+    const JobType type{row.fields[job], static_cast<int>(csv::parse_integer(table, row, scale, 1, 1 << 20, "a scale factor >= 1"))};
+    const double value = csv::parse_finite(table, row, steps);
+    if (value < 0.0) throw InputError(table.field_error(row, steps, "steps per second >= 0"));
+    const std::string& name = row.fields[gpu];
+    if (std::find(t.gpu_types.begin(), t.gpu_types.end(), name) == t.gpu_types.end()) t.gpu_types.push_back(name);
+    cells.emplace_back(intern(t.job_types, index, type), name, value);
   }
   t.steps_per_s.assign(t.job_types.size(), std::vector<double>(t.gpu_types.size(), 0.0));
-  for (const Row& r : rows)
-    t.steps_per_s[index.at(r.job.name())][static_cast<std::size_t>(t.gpu_index(r.gpu))] = r.value;
+  for (const auto& [m, name, value] : cells) t.steps_per_s[m][static_cast<std::size_t>(t.gpu_index(name))] = value;
   validate(t);
   return t;
 }

@@ -43,8 +43,9 @@ struct ThroughputMatrix {
 // throughput, or a job type with no throughput on any GPU type.
 ThroughputMatrix read_gavel_throughputs(const std::string& path, bool unconsolidated = false);
 
-// A CSV with the header `job,scale_factor,gpu,steps_per_s` (one row per job type and GPU type
-// that can run it). Same errors, naming the line.
+// A CSV with the columns `job,scale_factor,gpu,steps_per_s` (one row per job type and GPU type
+// that can run it), read by the project's CSV reader (profile/profile.hpp). Same errors, naming
+// the line and column.
 ThroughputMatrix read_throughput_csv(const std::string& path);
 
 // data/gavel/simulation_throughputs.json, shipped with perseus (model/bundled_data.hpp).

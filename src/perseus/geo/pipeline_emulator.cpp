@@ -9,7 +9,6 @@
 #include <map>
 #include <queue>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -360,6 +359,7 @@ class Engine {
     transfer.pipeline = p, transfer.from_stage = from, transfer.to_stage = to, transfer.microbatch = m;
     transfer.gradient = gradient;
     transfer.wan = pl_.crosses_wan(p, hop);
+    transfer.channel = static_cast<std::int32_t>(c);
     transfer.start_s = t;
     transfer.bytes = gradient ? w_.gradient_bytes : w_.activation_bytes;
     const auto index = static_cast<std::int32_t>(result_.transfers.size());
@@ -559,18 +559,15 @@ TaskCosts stretch_into_slack(const GeoEmulation& recorded, const StretchChooser&
     index_of[g].assign(static_cast<std::size_t>(3 * top), -1);
     for (std::size_t i = 0; i < tasks.size(); ++i) index_of[g][slot(tasks[i].kind, tasks[i].microbatch)] = static_cast<int>(i);
   }
-  // Each transfer's channel as replay() keys it, and the next transfer on it (FIFO order).
+  // The next transfer on each one's channel (FIFO order: the order they were sent).
   const std::size_t X = recorded.transfers.size();
   std::vector<std::int64_t> next_on_channel(X, -1);
   {
-    std::map<std::tuple<int, int, int, int>, std::size_t> last;
+    std::map<std::int32_t, std::size_t> last;
     for (std::size_t k = 0; k < X; ++k) {
-      const GeoTransfer& x = recorded.transfers[k];
-      const int hop = std::min(x.from_stage, x.to_stage);
-      const bool pooled = recorded.scheduler == Scheduler::kAtlas && pl.crosses_wan(x.pipeline, hop);
-      const std::tuple<int, int, int, int> key{pooled ? 1 : 0, pooled ? pl.cell_of(x.pipeline) : x.pipeline, hop, x.gradient ? 1 : 0};
-      if (auto it = last.find(key); it != last.end()) next_on_channel[it->second] = static_cast<std::int64_t>(k);
-      last[key] = k;
+      const std::int32_t channel = recorded.transfers[k].channel;
+      if (auto it = last.find(channel); it != last.end()) next_on_channel[it->second] = static_cast<std::int64_t>(k);
+      last[channel] = k;
     }
   }
   const bool fifo = recorded.sharing == LinkSharing::kQueue;

@@ -73,6 +73,7 @@ struct GeoTransfer {
   std::int32_t microbatch = 0;
   bool gradient = false;
   bool wan = false;
+  std::int32_t channel = 0;  // the channel it went on (Atlas: its cell's pooled one), as replay() keys it
   double start_s = 0.0;    // the sender finished; the first byte leaves
   double sent_s = 0.0;     // the last byte left
   double arrival_s = 0.0;  // the receiver has it

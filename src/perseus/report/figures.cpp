@@ -261,43 +261,19 @@ std::string large_scale_svg(const std::vector<LargeScaleRow>& rows) {
 }
 
 std::string tradeoff_curves_svg(const std::string& title, const std::vector<TradeoffSeries>& series) {
-  double t_lo = std::numeric_limits<double>::infinity(), t_hi = -t_lo, e_lo = t_lo, e_hi = -t_lo;
-  for (const TradeoffSeries& s : series) {
-    for (const auto& [t, e] : s.points) {
-      t_lo = std::min(t_lo, t), t_hi = std::max(t_hi, t), e_lo = std::min(e_lo, e), e_hi = std::max(e_hi, e);
-    }
-  }
-  if (!std::isfinite(t_lo)) throw InputError("no frontier points to plot");
+  double e_hi = 0.0;
+  for (const TradeoffSeries& s : series)
+    for (const auto& [t, e] : s.points) e_hi = std::max(e_hi, e);
   const bool kilo = e_hi >= 1e4;
   const double unit = kilo ? 1e3 : 1.0;
-  const double w = 720, h = 420;
-  Frame f = open_frame("tradeoff-curves", title, w, h, 210, padded(t_lo, t_hi, 0.04), padded(e_lo / unit, e_hi / unit, 0.06),
-                       "iteration time (s)", kilo ? "energy per iteration (kJ)" : "energy per iteration (J)");
-  std::string out = std::move(f.svg);
-  static const char* kPalette[] = {"#222222", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"};
-  double legend_y = f.top + 8;
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    std::vector<std::pair<double, double>> points = series[k].points;
-    std::sort(points.begin(), points.end());
-    const char* colour = kPalette[k % 6];
-    out += fmt::format(R"(<g class="series {}">)", css_of(series[k].name));
-    if (points.size() > 1) {
-      std::string poly;
-      for (const auto& [t, e] : points) poly += px(f.x(t)) + "," + px(f.y(e / unit)) + " ";
-      poly.pop_back();
-      out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>)", poly, colour);
-    }
-    // The fastest point marked (the max-throughput comparison's point).
-    out += fmt::format(R"(<circle cx="{}" cy="{}" r="{}" fill="{}"><title>{}: fastest {:.4f} s, {:.1f} J</title></circle>)",
-                       px(f.x(points.front().first)), px(f.y(points.front().second / unit)), points.size() > 1 ? 3.5 : 5.0,
-                       colour, escape_xml(series[k].name), points.front().first, points.front().second);
-    out += "</g>";
-    out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"/><text x="{}" y="{}">{}</text>)",
-                       px(w - f.right + 12), px(w - f.right + 28), px(legend_y), px(legend_y), colour,
-                       px(w - f.right + 34), px(legend_y + 4), escape_xml(series[k].name));
-    legend_y += 20;
+  LineChart chart{"tradeoff-curves", title, "iteration time (s)", kilo ? "energy per iteration (kJ)" : "energy per iteration (J)",
+                  {}, false, true};
+  for (const TradeoffSeries& s : series) {
+    ChartSeries line{s.name, {}, false, -1};
+    for (const auto& [t, e] : s.points) line.points.emplace_back(t, e / unit);
+    chart.series.push_back(std::move(line));
   }
-  return out + "</svg>";
+  return line_chart_svg(chart);
 }
 
 namespace {
@@ -331,9 +307,12 @@ std::string line_chart_svg(const LineChart& chart) {
       poly.pop_back();
       out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>)", poly, colour, dash);
     }
-    for (const auto& [x, y] : points)
-      out += fmt::format(R"(<circle cx="{}" cy="{}" r="3" fill="{}"><title>{}: {:g}, {:.4g}</title></circle>)", px(f.x(x)),
-                         px(f.y(y)), colour, escape_xml(chart.series[k].name), x, y);
+    for (const auto& [x, y] : points) {
+      out += fmt::format(R"(<circle cx="{}" cy="{}" r="{}" fill="{}"><title>{}: {:g}, {:.4g}</title></circle>)", px(f.x(x)),
+                         px(f.y(y)), chart.mark_first_only && points.size() == 1 ? 5 : 3, colour,
+                         escape_xml(chart.series[k].name), x, y);
+      if (chart.mark_first_only) break;
+    }
     out += "</g>";
     out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}/><text x="{}" y="{}">{}</text>)",
                        px(w - f.right + 12), px(w - f.right + 32), px(legend_y), px(legend_y), colour, dash,

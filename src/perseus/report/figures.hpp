@@ -54,8 +54,10 @@ struct LineChart {
   std::string css_class, title, x_label, y_label;
   std::vector<ChartSeries> series;
   bool y_from_zero = false;
+  bool mark_first_only = false;  // one marker per series, at its smallest x (a frontier's fastest point)
 };
-// Lines with a marker at each point and a legend on the right. Throws InputError for no points.
+// Lines with a marker at each point (or the first) and a legend on the right. Throws InputError
+// for no points.
 std::string line_chart_svg(const LineChart& chart);
 
 struct BarChart {
