@@ -1,7 +1,12 @@
-// `perseus cluster allocate`: Gavel's heterogeneity-aware policies (docs/cluster.md). The work is
-// in the cluster module; here flags are parsed and allocations printed.
+// `perseus cluster allocate` and `simulate`: Gavel's heterogeneity-aware policies and its
+// simulator (docs/cluster.md). The work is in the cluster module; here flags are parsed and
+// results printed or written.
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -10,9 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/cluster/experiment.hpp"
+#include "perseus/cluster/experiment_output.hpp"
 #include "perseus/cluster/jobs.hpp"
 #include "perseus/cluster/policies.hpp"
 #include "perseus/cluster/throughputs.hpp"
+#include "perseus/plan/output_files.hpp"
+#include "perseus/report/cluster_figures.hpp"
 
 namespace perseus::cli {
 namespace {
@@ -86,6 +95,124 @@ void run_allocate(const AllocateArgs& a) {
   if (shown < jobs.size()) fmt::print("  ... {} more (--csv or --json for all)\n", jobs.size() - shown);
 }
 
+struct SimulateArgs {
+  std::string throughputs, gpus;
+  int gpus_per_server = 4;
+  std::vector<std::string> policies{"max-min-fairness"};
+  bool agnostic = false, compare = false;
+  std::string trace = "continuous-single";
+  std::string lambda = "4";
+  int jobs = -1;
+  std::string window;
+  int seeds = 1;
+  std::uint64_t seed = 1;
+  double round_s = 360.0, restart_overhead_s = 0.0, max_days = 365.0;
+  std::string out;
+  bool force = false, json = false, csv = false, quiet = false;
+};
+
+std::vector<double> parse_rates(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(item, &used);
+      if (used != item.size() || !(v > 0.0)) throw std::invalid_argument("rate");
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--lambda '{}': '{}' is not a rate > 0 (jobs/hour)", text, item));
+    }
+  }
+  if (out.empty()) throw InputError("--lambda: give at least one rate");
+  return out;
+}
+
+void run_simulate(const SimulateArgs& a) {
+  const ThroughputMatrix matrix = load_matrix(a.throughputs);
+  ExperimentSpec spec;
+  spec.simulation.workers =
+      a.gpus.empty() ? std::vector<int>(static_cast<std::size_t>(matrix.num_gpu_types()), 36) : parse_gpu_counts(a.gpus, matrix);
+  spec.simulation.gpus_per_server = a.gpus_per_server;
+  spec.simulation.round_s = a.round_s;
+  spec.simulation.restart_overhead_s = a.restart_overhead_s;
+  spec.simulation.max_time_s = a.max_days * 86400.0;
+  for (const std::string& p : a.policies) {
+    const PolicyKind kind = parse_policy(p);
+    if (a.compare) {
+      spec.variants.push_back({kind, true});
+      spec.variants.push_back({kind, false});
+    } else {
+      spec.variants.push_back({kind, !a.agnostic});
+    }
+  }
+  spec.trace = parse_trace(a.trace);
+  if (spec.trace == TraceKind::kFile) spec.trace_file = a.trace;
+  const bool continuous = spec.trace == TraceKind::kContinuousSingle || spec.trace == TraceKind::kContinuousMultiple;
+  if (continuous) spec.jobs_per_hour = parse_rates(a.lambda);
+  spec.seeds = a.seeds;
+  spec.first_seed = a.seed;
+  // The jobs measured: --window, else the last fifth of --jobs (Gavel: 4000 to 5000 of 5000).
+  const int jobs = a.jobs > 0 ? a.jobs : (continuous ? 5000 : spec.trace == TraceKind::kStatic ? 100 : -1);
+  if (!a.window.empty()) {
+    const auto colon = a.window.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("window");
+      spec.window_begin = std::stoi(a.window.substr(0, colon));
+      spec.window_end = std::stoi(a.window.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--window '{}': expected FIRST:END (arrival indices, END excluded)", a.window));
+    }
+  } else {
+    spec.window_begin = continuous ? jobs - jobs / 5 : 0;
+    spec.window_end = jobs;
+  }
+  const bool terminal = isatty(2) && !a.quiet;
+  if (!a.quiet) spec.progress = [](const std::string& what) { fmt::print(stderr, "perseus: {}\n", what); };
+  if (terminal)
+    spec.simulation.progress = [](const SimulationProgress& p) {
+      fmt::print(stderr, "\r  {:.0f} h simulated, {} jobs arrived, {} of {} measured jobs done   ", p.time_s / 3600.0, p.arrived,
+                 p.window_finished, p.window_size);
+    };
+  // Fail before a long run, not after it (write_directory_atomically checks it all again).
+  if (!a.out.empty() && !a.force && std::filesystem::exists(a.out))
+    throw InputError(fmt::format("{} exists: give --force to replace it", a.out));
+  if (!a.out.empty() && a.trace == a.out) throw InputError("--out must not be the trace");
+  const auto runs = run_experiment(spec, matrix);
+  if (terminal) fmt::print(stderr, "\n");
+
+  if (!a.out.empty()) {
+    std::vector<std::pair<std::string, std::string>> files{
+        {"summary.json", experiment_json(runs, matrix, spec)},
+        {"runs.csv", runs_csv(runs, matrix)},
+        {"jobs.csv", jobs_csv(runs, matrix)},
+        {"rounds.csv", rounds_csv(runs, matrix)},
+        {"report.html", report::cluster_report_html(runs, matrix, spec)}};
+    for (auto& [stem, svg] : report::cluster_figures(runs, matrix)) files.emplace_back(stem + ".svg", std::move(svg));
+    write_directory_atomically(a.out, a.force, files);
+  }
+  if (a.json) {
+    std::cout << experiment_json(runs, matrix, spec);
+    return;
+  }
+  if (a.csv) {
+    std::cout << runs_csv(runs, matrix);
+    return;
+  }
+  fmt::print("{:<34} {:>9} {:>5} {:>10} {:>10} {:>10}", "policy", "jobs/hour", "seed", "avg JCT h", "makespan h", "unfinished");
+  for (const std::string& g : matrix.gpu_types) fmt::print(" {:>6}", g);
+  fmt::print(" {:>7} {:>8}\n", "gap", "wall s");
+  for (const ExperimentRun& r : runs) {
+    const SimulationResult& s = r.result;
+    fmt::print("{:<34} {:>9} {:>5} {:>10.2f} {:>10.2f} {:>10}", variant_name(r.variant),
+               r.jobs_per_hour > 0.0 ? fmt::format("{:g}", r.jobs_per_hour) : "-", r.seed, s.average_jct_s / 3600.0,
+               s.makespan_s / 3600.0, s.window_unfinished);
+    for (double u : s.utilisation) fmt::print(" {:>5.0f}%", 100.0 * u);
+    fmt::print(" {:>7.3f} {:>8.2f}\n", s.allocation_gap, r.wall_s);
+  }
+  if (!a.out.empty()) fmt::print("wrote {}/ (report.html, summary.json, runs.csv, jobs.csv, rounds.csv, figures)\n", a.out);
+}
+
 }  // namespace
 
 void add_cluster_commands(CLI::App& app) {
@@ -110,6 +237,48 @@ void add_cluster_commands(CLI::App& app) {
   allocate_cmd->add_flag("--json", alloc.json, "Print JSON");
   allocate_cmd->add_flag("--csv", alloc.csv, "Print one CSV row per job");
   allocate_cmd->callback([] { run_allocate(alloc); });
+
+  static SimulateArgs sim;
+  CLI::App* simulate_cmd = cluster->add_subcommand(
+      "simulate", "Gavel's simulator: jobs arrive, a policy allocates, 6-minute rounds realise it; JCT, makespan, utilisation");
+  simulate_cmd->footer(
+      "Examples:\n"
+      "  perseus cluster simulate --compare --lambda 2,4,6 --out las/      (Fig. 5.9: aware vs agnostic LAS)\n"
+      "  perseus cluster simulate --trace static --jobs 100 --policy makespan --policy fifo --agnostic\n"
+      "  perseus cluster simulate --trace jobs.csv --policy ftf --json\n"
+      "Traces: continuous-single (every job 1 GPU), continuous-multiple (70% 1 GPU, 25% 2 or 4, 5% 8), both Poisson "
+      "at --lambda; static (--jobs at time 0); or a CSV with job, steps and optionally arrival_s, weight (a jobs.csv "
+      "written by --out replays). Durations: 10^x minutes on a V100, x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
+      "Continuous traces measure the last fifth of --jobs (default 5000: jobs 4000 to 5000, as the dissertation) "
+      "and keep jobs arriving until those finish.");
+  simulate_cmd->add_option("--throughputs", sim.throughputs, "Throughput matrix: Gavel's JSON or a CSV (default: Gavel's, bundled)");
+  simulate_cmd->add_option("--gpus", sim.gpus, "GPUs per type, e.g. k80:36,p100:36,v100:36 (default: 36 of each)");
+  simulate_cmd->add_option("--gpus-per-server", sim.gpus_per_server, "GPUs per server, for placing multi-GPU jobs")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  simulate_cmd->add_option("--policy", sim.policies,
+                           "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf); repeat to compare")
+      ->capture_default_str();
+  simulate_cmd->add_flag("--agnostic", sim.agnostic, "Heterogeneity-agnostic policies (the baselines)");
+  simulate_cmd->add_flag("--compare", sim.compare, "Each policy both heterogeneity-aware and -agnostic");
+  simulate_cmd->add_option("--trace", sim.trace, "continuous-single, continuous-multiple, static, or a trace CSV")
+      ->capture_default_str();
+  simulate_cmd->add_option("--lambda", sim.lambda, "Arrival rate(s) in jobs/hour, comma-separated: one run each")
+      ->capture_default_str();
+  simulate_cmd->add_option("--jobs", sim.jobs, "Jobs in the trace (continuous: 5000; static: 100)")->check(CLI::Range(1, 10000000));
+  simulate_cmd->add_option("--window", sim.window, "The jobs measured, FIRST:END by arrival (default: the last fifth of --jobs)");
+  simulate_cmd->add_option("--seeds", sim.seeds, "Seeds per rate")->capture_default_str()->check(CLI::Range(1, 1000));
+  simulate_cmd->add_option("--seed", sim.seed, "First seed")->capture_default_str();
+  simulate_cmd->add_option("--round", sim.round_s, "Round length (s)")->capture_default_str();
+  simulate_cmd->add_option("--restart-overhead", sim.restart_overhead_s,
+                           "Seconds lost when a job starts on GPUs it did not hold the round before")
+      ->capture_default_str();
+  simulate_cmd->add_option("--max-days", sim.max_days, "Stop a run after this much simulated time")->capture_default_str();
+  simulate_cmd->add_option("-o,--out", sim.out, "Write report.html, summary.json, runs.csv, jobs.csv, rounds.csv and SVGs here");
+  simulate_cmd->add_flag("--force", sim.force, "Replace --out if it exists");
+  simulate_cmd->add_flag("--json", sim.json, "Print the summary as JSON");
+  simulate_cmd->add_flag("--csv", sim.csv, "Print one CSV row per run");
+  simulate_cmd->add_flag("-q,--quiet", sim.quiet, "No progress messages");
+  simulate_cmd->callback([] { run_simulate(sim); });
 }
 
 }  // namespace perseus::cli

@@ -1,6 +1,10 @@
 #include "perseus/cluster/jobs.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -40,24 +44,125 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
   return jobs;
 }
 
+namespace {
+
+// Draws jobs as Gavel's simulator does (jobs.hpp): a type, then 10^x minutes on the reference GPU.
+class JobDrawer {
+ public:
+  JobDrawer(const ThroughputMatrix& matrix, std::uint64_t seed, const std::string& reference_gpu, bool multi_gpu)
+      : matrix_(matrix), reference_(matrix.gpu_index(reference_gpu)), multi_gpu_(multi_gpu), rng_(seed) {
+    for (int m = 0; m < matrix.num_job_types(); ++m)
+      if (matrix.at(m, reference_) > 0.0) by_scale_[matrix.job_types[m].scale_factor].push_back(m);
+    if (by_scale_[1].empty()) throw InputError(fmt::format("no single-GPU job type runs on {}", reference_gpu));
+  }
+  TraceJob next() {
+    int scale = 1;
+    if (multi_gpu_) {
+      const double u = unit_(rng_);
+      scale = u < 0.7 ? 1 : u < 0.95 ? (unit_(rng_) < 0.5 ? 2 : 4) : 8;
+      if (by_scale_[scale].empty()) scale = 1;
+    }
+    const std::vector<int>& types = by_scale_[scale];
+    TraceJob j;
+    j.type = types[std::min(types.size() - 1, static_cast<std::size_t>(unit_(rng_) * static_cast<double>(types.size())))];
+    const double x = unit_(rng_) < 0.8 ? 1.5 + 1.5 * unit_(rng_) : 3.0 + unit_(rng_);
+    j.steps = std::pow(10.0, x) * 60.0 * matrix_.at(j.type, reference_);
+    return j;
+  }
+  double unit() { return unit_(rng_); }
+
+ private:
+  const ThroughputMatrix& matrix_;
+  int reference_;
+  bool multi_gpu_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> unit_{0.0, 1.0};
+  std::map<int, std::vector<int>> by_scale_;
+};
+
+}  // namespace
+
 std::vector<Job> random_jobs(const ThroughputMatrix& matrix, int count, std::uint64_t seed, const std::string& reference_gpu,
                              bool multi_gpu) {
-  const int reference = matrix.gpu_index(reference_gpu);
-  std::vector<int> types;
-  for (int m = 0; m < matrix.num_job_types(); ++m)
-    if ((multi_gpu || matrix.job_types[m].scale_factor == 1) && matrix.at(m, reference) > 0.0) types.push_back(m);
-  if (types.empty()) throw InputError(fmt::format("no job type runs on {}", reference_gpu));
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<std::size_t> pick(0, types.size() - 1);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  JobDrawer draw(matrix, seed, reference_gpu, multi_gpu);
   std::vector<Job> jobs;
   for (int i = 0; i < count; ++i) {
-    Job j;
-    j.type = types[pick(rng)];
-    const double x = unit(rng) < 0.8 ? 1.5 + 1.5 * unit(rng) : 3.0 + unit(rng);
-    j.steps = std::pow(10.0, x) * 60.0 * matrix.at(j.type, reference);
+    const TraceJob t = draw.next();
+    jobs.push_back({t.type, 1.0, t.steps, 0.0});
+  }
+  return jobs;
+}
+
+JobSource list_source(std::vector<TraceJob> jobs) {
+  return [jobs = std::move(jobs), next = std::size_t{0}]() mutable -> std::optional<TraceJob> {
+    if (next == jobs.size()) return std::nullopt;
+    return jobs[next++];
+  };
+}
+
+JobSource poisson_source(const ThroughputMatrix& matrix, double jobs_per_hour, std::uint64_t seed, bool multi_gpu,
+                         const std::string& reference_gpu) {
+  if (!(jobs_per_hour > 0.0) || !std::isfinite(jobs_per_hour))
+    throw InputError(fmt::format("arrival rate {} jobs/hour: must be a number > 0", jobs_per_hour));
+  auto draw = std::make_shared<JobDrawer>(matrix, seed, reference_gpu, multi_gpu);
+  return [draw, mean_gap_s = 3600.0 / jobs_per_hour, now = 0.0]() mutable -> std::optional<TraceJob> {
+    TraceJob j = draw->next();
+    now += -std::log(1.0 - draw->unit()) * mean_gap_s;
+    j.arrival_s = now;
+    return j;
+  };
+}
+
+std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, bool multi_gpu,
+                                   const std::string& reference_gpu) {
+  JobDrawer draw(matrix, seed, reference_gpu, multi_gpu);
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < count; ++i) jobs.push_back(draw.next());
+  return jobs;
+}
+
+std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix) {
+  static constexpr std::string_view kRequired[] = {"job", "steps"};
+  // What `perseus cluster simulate` writes in jobs.csv besides; its run columns pick one run.
+  static const std::set<std::string> kWritten = {"policy", "aware", "jobs_per_hour", "seed", "id", "scale_factor",
+                                                 "start_s", "completion_s", "jct_s", "rounds", "preemptions", "migrations", "measured"};
+  static constexpr std::string_view kRunColumns[] = {"policy", "aware", "jobs_per_hour", "seed"};
+  const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
+  for (const std::string& name : table.header)
+    if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && !kWritten.count(name) &&
+        name.rfind("gpu_s_", 0) != 0)
+      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, steps, arrival_s, weight)", path, table.header_line, name));
+  const int job = table.column("job"), steps = table.column("steps"), arrival = table.column("arrival_s"),
+            weight = table.column("weight");
+  const auto run_of = [&](const csv::Row& row) {
+    std::string key;
+    for (std::string_view c : kRunColumns)
+      if (const int i = table.column(std::string(c)); i >= 0) key += row.fields[static_cast<std::size_t>(i)] + ",";
+    return key;
+  };
+  const std::string first_run = table.rows.empty() ? "" : run_of(table.rows.front());
+  std::vector<TraceJob> jobs;
+  for (const csv::Row& row : table.rows) {
+    if (run_of(row) != first_run) continue;  // a jobs.csv of several runs: the first run's jobs
+    TraceJob j;
+    try {
+      j.type = matrix.job_index(row.fields[job]);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}:{}: {}", path, row.line, e.what()));
+    }
+    j.steps = csv::parse_finite(table, row, steps);
+    if (!(j.steps > 0.0)) throw InputError(table.field_error(row, steps, "a number of steps > 0"));
+    if (arrival >= 0) {
+      j.arrival_s = csv::parse_finite(table, row, arrival);
+      if (j.arrival_s < 0.0) throw InputError(table.field_error(row, arrival, "a time >= 0"));
+    }
+    if (weight >= 0) {
+      j.weight = csv::parse_finite(table, row, weight);
+      if (j.weight < 0.0) throw InputError(table.field_error(row, weight, "a weight >= 0"));
+    }
     jobs.push_back(j);
   }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrival_s < b.arrival_s; });
   return jobs;
 }
 

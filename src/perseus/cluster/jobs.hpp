@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,36 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
 // throughput there.
 std::vector<Job> random_jobs(const ThroughputMatrix& matrix, int count, std::uint64_t seed,
                              const std::string& reference_gpu = "v100", bool multi_gpu = false);
+
+// A job of a trace: it arrives, is allocated until its steps are done, and its completion time
+// is measured from its arrival.
+struct TraceJob {
+  int type = 0;
+  double arrival_s = 0.0;
+  double steps = 0.0;
+  double weight = 1.0;
+};
+
+// Jobs in arrival order, one per call, std::nullopt when the trace ends (a continuous trace does
+// not end).
+using JobSource = std::function<std::optional<TraceJob>()>;
+JobSource list_source(std::vector<TraceJob> jobs);
+
+// Gavel's continuous traces: Poisson arrivals at `jobs_per_hour`, each job drawn as random_jobs
+// draws it. `multi_gpu`: 70% of jobs use 1 GPU, 25% 2 or 4, 5% 8 (the dissertation's
+// continuous-multiple trace, after Microsoft's published traces); the model is drawn among those
+// the matrix has at that scale. InputError for a rate <= 0.
+JobSource poisson_source(const ThroughputMatrix& matrix, double jobs_per_hour, std::uint64_t seed, bool multi_gpu = false,
+                         const std::string& reference_gpu = "v100");
+// A static trace: `count` such jobs, all arriving at 0.
+std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, bool multi_gpu = false,
+                                   const std::string& reference_gpu = "v100");
+
+// A trace CSV: `job` and `steps` required, `arrival_s` and `weight` optional (0 and 1); the
+// columns `perseus cluster simulate` writes besides are ignored, so its jobs.csv replays (the
+// first run's jobs, when it holds several). Rows may come in any order (sorted by arrival,
+// stably). InputError naming the line otherwise.
+std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix);
 
 // "k80:36,p100:36,v100:36" -> counts in the matrix's GPU order (types left out: 0). InputError
 // for an unknown type or a bad count.

@@ -12,6 +12,23 @@ namespace {
 double clp(double bound) { return std::isinf(bound) ? (bound > 0 ? COIN_DBL_MAX : -COIN_DBL_MAX) : bound; }
 }  // namespace
 
+LinearProgram::LinearProgram(Sense sense) : sense_(sense) {}
+LinearProgram::~LinearProgram() = default;
+LinearProgram::LinearProgram(LinearProgram&&) noexcept = default;
+LinearProgram& LinearProgram::operator=(LinearProgram&&) noexcept = default;
+
+namespace {
+LinearProgram::Solution solution_of(const ClpSimplex& model, int variables) {
+  LinearProgram::Solution out;
+  out.optimal = model.isProvenOptimal();
+  out.infeasible = model.isProvenPrimalInfeasible();
+  out.objective = model.objectiveValue();
+  const double* x = model.getColSolution();
+  out.values.assign(x, x + variables);
+  return out;
+}
+}  // namespace
+
 int LinearProgram::add_variable(double lower, double upper, double objective) {
   lower_.push_back(lower);
   upper_.push_back(upper);
@@ -37,27 +54,31 @@ int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, dou
   return row;
 }
 
-LinearProgram::Solution LinearProgram::solve() const {
+LinearProgram::Solution LinearProgram::solve() {
   const CoinPackedMatrix matrix(true, entry_row_.data(), entry_column_.data(), entry_value_.data(),
                                 static_cast<CoinBigIndex>(entry_value_.size()));
   std::vector<double> col_lo(lower_.size()), col_hi(upper_.size()), row_lo(row_lower_.size()), row_hi(row_upper_.size());
   for (std::size_t i = 0; i < lower_.size(); ++i) col_lo[i] = clp(lower_[i]), col_hi[i] = clp(upper_[i]);
   for (std::size_t i = 0; i < row_lower_.size(); ++i) row_lo[i] = clp(row_lower_[i]), row_hi[i] = clp(row_upper_[i]);
-  ClpSimplex model;
-  model.setLogLevel(0);
+  model_ = std::make_unique<ClpSimplex>();
+  model_->setLogLevel(0);
   // The matrix is as wide as its widest used column: size it to every variable.
   CoinPackedMatrix sized(matrix);
   sized.setDimensions(num_rows(), num_variables());
-  model.loadProblem(sized, col_lo.data(), col_hi.data(), objective_.data(), row_lo.data(), row_hi.data());
-  model.setOptimizationDirection(sense_ == Sense::kMaximize ? -1.0 : 1.0);
-  model.dual();
-  Solution out;
-  out.optimal = model.isProvenOptimal();
-  out.infeasible = model.isProvenPrimalInfeasible();
-  out.objective = model.objectiveValue();
-  const double* x = model.getColSolution();
-  out.values.assign(x, x + num_variables());
-  return out;
+  model_->loadProblem(sized, col_lo.data(), col_hi.data(), objective_.data(), row_lo.data(), row_hi.data());
+  model_->setOptimizationDirection(sense_ == Sense::kMaximize ? -1.0 : 1.0);
+  model_->dual();
+  return solution_of(*model_, num_variables());
+}
+
+LinearProgram::Solution LinearProgram::resolve() {
+  if (!model_ || model_->numberColumns() != num_variables()) return solve();
+  for (int i = 0; i < num_variables(); ++i) {
+    model_->setObjectiveCoefficient(i, objective_[static_cast<std::size_t>(i)]);
+    model_->setColumnBounds(i, clp(lower_[static_cast<std::size_t>(i)]), clp(upper_[static_cast<std::size_t>(i)]));
+  }
+  model_->primal(1);  // 1: start from the current basis
+  return solution_of(*model_, num_variables());
 }
 
 }  // namespace perseus::cluster

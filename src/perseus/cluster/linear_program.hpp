@@ -5,9 +5,12 @@
 #pragma once
 
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+class ClpSimplex;
 
 namespace perseus::cluster {
 
@@ -16,11 +19,15 @@ inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 class LinearProgram {
  public:
   enum class Sense { kMinimize, kMaximize };
-  explicit LinearProgram(Sense sense) : sense_(sense) {}
+  explicit LinearProgram(Sense sense);
+  ~LinearProgram();
+  LinearProgram(LinearProgram&&) noexcept;
+  LinearProgram& operator=(LinearProgram&&) noexcept;
 
   // Returns the variable's index.
   int add_variable(double lower, double upper, double objective = 0.0);
   void set_objective(int variable, double coefficient) { objective_[static_cast<std::size_t>(variable)] = coefficient; }
+  void add_objective(int variable, double coefficient) { objective_[static_cast<std::size_t>(variable)] += coefficient; }
   void set_bounds(int variable, double lower, double upper);
   // lower <= sum(coefficient * variable) <= upper; returns the row's index.
   int add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper);
@@ -32,7 +39,11 @@ class LinearProgram {
     std::vector<double> values;  // per variable
   };
   // Dual simplex from scratch. O(simplex): polynomial in practice for these sizes.
-  Solution solve() const;
+  Solution solve();
+  // After solve(), with only objective coefficients and variable bounds changed since: primal
+  // simplex from the last basis (a lexicographic second objective costs a few pivots, not a
+  // second solve). Rows added since solve() are not seen: call solve().
+  Solution resolve();
 
   int num_variables() const { return static_cast<int>(objective_.size()); }
   int num_rows() const { return static_cast<int>(row_lower_.size()); }
@@ -43,6 +54,7 @@ class LinearProgram {
   std::vector<double> row_lower_, row_upper_;
   std::vector<int> entry_row_, entry_column_;
   std::vector<double> entry_value_;
+  std::unique_ptr<ClpSimplex> model_;  // the last solve's, kept for resolve()
 };
 
 }  // namespace perseus::cluster

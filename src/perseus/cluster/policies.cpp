@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <numeric>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -66,46 +67,102 @@ double seen(const ThroughputMatrix& t, const Job& job, int j, bool aware) {
   return aware ? v : (v > 0.0 ? 1.0 : 0.0);
 }
 
-// The LP over X with its validity rows; x[m][j] is -1 where job m cannot run on type j.
+// The LP over X with its validity rows. X[m][j] = part[m][j] * variable x[m][j]; x[m][j] is -1
+// where job m cannot run on type j.
+//   aware:    a variable per (job, type), part 1; rows sum_j X[m][j] <= 1.
+//   agnostic: one variable per job (its total share, <= 1), split over the types it can run in
+//             proportion to their GPU counts (a scheduler that sees GPUs as alike lands on each
+//             type that often), so the baseline does not depend on the vertex the simplex returns.
+// Both: capacity rows sum_m scale_m X[m][j] <= workers[j].
+// `copies[m]`: job m stands for that many identical jobs, each with the same X (capacity and the
+// work objective count it that often).
 struct AllocationLp {
   LinearProgram lp;
   std::vector<std::vector<int>> x;
-  AllocationLp(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, LinearProgram::Sense sense)
-      : lp(sense) {
+  std::vector<std::vector<double>> part;
+  std::vector<double> copies;
+  AllocationLp(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, LinearProgram::Sense sense,
+               bool aware, std::vector<double> copies_of = {})
+      : lp(sense), copies(std::move(copies_of)) {
+    if (copies.empty()) copies.assign(jobs.size(), 1.0);
     const int J = t.num_gpu_types();
     x.assign(jobs.size(), std::vector<int>(static_cast<std::size_t>(J), -1));
+    part.assign(jobs.size(), std::vector<double>(static_cast<std::size_t>(J), 0.0));
     std::vector<std::vector<std::pair<int, double>>> capacity(static_cast<std::size_t>(J));
     for (std::size_t m = 0; m < jobs.size(); ++m) {
-      std::vector<std::pair<int, double>> total;
-      for (int j = 0; j < J; ++j) {
-        if (t.at(jobs[m].type, j) <= 0.0 || workers[j] < scale_of(t, jobs[m])) continue;
-        x[m][j] = lp.add_variable(0.0, 1.0);
-        total.emplace_back(x[m][j], 1.0);
-        capacity[j].emplace_back(x[m][j], scale_of(t, jobs[m]));
+      std::vector<int> types;
+      double usable = 0.0;
+      for (int j = 0; j < J; ++j)
+        if (t.at(jobs[m].type, j) > 0.0 && workers[j] >= scale_of(t, jobs[m])) types.push_back(j), usable += workers[j];
+      if (types.empty()) continue;
+      if (aware) {
+        std::vector<std::pair<int, double>> total;
+        for (int j : types) {
+          x[m][j] = lp.add_variable(0.0, 1.0);
+          part[m][j] = 1.0;
+          total.emplace_back(x[m][j], 1.0);
+        }
+        lp.add_row(total, -kInfinity, 1.0);
+      } else {
+        const int share = lp.add_variable(0.0, 1.0);
+        for (int j : types) x[m][j] = share, part[m][j] = workers[j] / usable;
       }
-      if (!total.empty()) lp.add_row(total, -kInfinity, 1.0);
+      for (int j : types) capacity[j].emplace_back(x[m][j], part[m][j] * scale_of(t, jobs[m]) * copies[m]);
     }
     for (int j = 0; j < J; ++j)
       if (!capacity[j].empty()) lp.add_row(capacity[j], -kInfinity, workers[j]);
   }
-  // sum_j coefficient(j) x[m][j], plus extra terms.
+  // sum_j coefficient(j) X[m][j], as terms over variables.
   template <typename F>
   std::vector<std::pair<int, double>> terms(std::size_t m, F coefficient) const {
     std::vector<std::pair<int, double>> out;
-    for (std::size_t j = 0; j < x[m].size(); ++j)
-      if (x[m][j] >= 0) out.emplace_back(x[m][j], coefficient(static_cast<int>(j)));
+    for (std::size_t j = 0; j < x[m].size(); ++j) {
+      if (x[m][j] < 0) continue;
+      const double c = coefficient(static_cast<int>(j)) * part[m][j];
+      if (!out.empty() && out.back().first == x[m][j]) out.back().second += c;
+      else out.emplace_back(x[m][j], c);
+    }
     return out;
+  }
+  // Adds sum_j coefficient(j) X[m][j] to the objective.
+  template <typename F>
+  void add_objective(std::size_t m, F coefficient) {
+    for (const auto& [variable, c] : terms(m, coefficient)) lp.add_objective(variable, c);
   }
   std::vector<std::vector<double>> shares(const LinearProgram::Solution& s) const {
     std::vector<std::vector<double>> out(x.size(), std::vector<double>(x.empty() ? 0 : x.front().size(), 0.0));
     for (std::size_t m = 0; m < x.size(); ++m)
       for (std::size_t j = 0; j < x[m].size(); ++j)
-        if (x[m][j] >= 0) out[m][j] = std::clamp(s.values[static_cast<std::size_t>(x[m][j])], 0.0, 1.0);
+        if (x[m][j] >= 0) out[m][j] = std::clamp(s.values[static_cast<std::size_t>(x[m][j])] * part[m][j], 0.0, 1.0);
     return out;
   }
 };
 
-LinearProgram::Solution solve_or_throw(const LinearProgram& lp, PolicyKind policy) {
+// Sets the objective to sum_m tput_seen(m, X) / max_j T_seen[m][j]: the work done, each job's
+// best speed counting 1.
+void maximize_work(AllocationLp& a, const std::vector<Job>& jobs, const ThroughputMatrix& t, bool aware) {
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    double fastest = 0.0;
+    for (int j = 0; j < t.num_gpu_types(); ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
+    a.add_objective(m, [&](int j) { return a.copies[m] * seen(t, jobs[m], j, aware) / fastest; });
+  }
+}
+
+// The optimum of a policy's objective variable held (to kHold relative), the second LP spends what
+// is left on work (maximize_work), so that no GPU idles while a job could use it. Warm from the
+// first LP's basis; should CLP not prove the second optimal, the first's X stands.
+constexpr double kHold = 1e-7;
+
+LinearProgram::Solution spend_the_rest(AllocationLp& a, int objective_variable, const LinearProgram::Solution& first,
+                                       const std::vector<Job>& jobs, const ThroughputMatrix& t, bool aware) {
+  a.lp.set_objective(objective_variable, 0.0);
+  a.lp.set_bounds(objective_variable, first.objective * (1.0 - kHold), kInfinity);
+  maximize_work(a, jobs, t, aware);
+  LinearProgram::Solution second = a.lp.resolve();
+  return second.optimal ? second : first;
+}
+
+LinearProgram::Solution solve_or_throw(LinearProgram& lp, PolicyKind policy) {
   LinearProgram::Solution s = lp.solve();
   if (!s.optimal) throw SolveError(fmt::format("the {} LP was not solved to optimality", to_string(policy)));
   return s;
@@ -156,30 +213,46 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
 
   switch (spec.policy) {
     case PolicyKind::kMaxMinFairness: {
-      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize);
-      const int level = a.lp.add_variable(0.0, kInfinity, 1.0);
-      const auto equal = equal_share(jobs, t, workers);
+      // Jobs of one type and weight have the same row; averaging any optimal X over them keeps it
+      // feasible and optimal (the LP is convex and symmetric in them), so one class stands for
+      // them all: the LP has at most (job types x weights) x GPU types variables, whatever M.
+      std::map<std::pair<int, double>, std::size_t> class_of;
+      std::vector<Job> classes;
+      std::vector<double> copies;
+      std::vector<std::size_t> job_class(M);
       for (std::size_t m = 0; m < M; ++m) {
-        if (jobs[m].weight <= 0.0) continue;
+        const auto [it, added] = class_of.emplace(std::make_pair(jobs[m].type, jobs[m].weight), classes.size());
+        if (added) classes.push_back(jobs[m]), copies.push_back(0.0);
+        copies[it->second] += 1.0;
+        job_class[m] = it->second;
+      }
+      AllocationLp a(classes, t, workers, LinearProgram::Sense::kMaximize, aware, copies);
+      const int level = a.lp.add_variable(0.0, kInfinity, 1.0);
+      const auto equal = equal_share(classes, t, workers);
+      for (std::size_t c = 0; c < classes.size(); ++c) {
+        if (classes[c].weight <= 0.0) continue;
         double normal = 0.0;
-        for (int j = 0; j < J; ++j) normal += seen(t, jobs[m], j, aware) * equal[m][j];
-        const double factor = scale_of(t, jobs[m]) / (jobs[m].weight * normal);
-        auto row = a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware) * factor; });
+        for (int j = 0; j < J; ++j) normal += seen(t, classes[c], j, aware) * equal[c][j];
+        const double factor = scale_of(t, classes[c]) / (classes[c].weight * normal);
+        auto row = a.terms(c, [&](int j) { return seen(t, classes[c], j, aware) * factor; });
         row.emplace_back(level, -1.0);
         a.lp.add_row(row, 0.0, kInfinity);
       }
       const auto s = solve_or_throw(a.lp, spec.policy);
-      out.lp_solves = 1;
-      return finish(a.shares(s), s.objective);
+      const auto spent = spend_the_rest(a, level, s, classes, t, aware);
+      out.lp_solves = 2;
+      const auto class_share = a.shares(spent);
+      std::vector<std::vector<double>> share(M);
+      for (std::size_t m = 0; m < M; ++m) share[m] = class_share[job_class[m]];
+      return finish(std::move(share), s.objective);
     }
     case PolicyKind::kFifo: {
-      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize);
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
       for (std::size_t m = 0; m < M; ++m) {
         double fastest = 0.0;
         for (int j = 0; j < J; ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
         const double priority = static_cast<double>(M - m);
-        for (int j = 0; j < J; ++j)
-          if (a.x[m][j] >= 0) a.lp.set_objective(a.x[m][j], priority * seen(t, jobs[m], j, aware) / fastest);
+        a.add_objective(m, [&](int j) { return priority * seen(t, jobs[m], j, aware) / fastest; });
       }
       const auto s = solve_or_throw(a.lp, spec.policy);
       out.lp_solves = 1;
@@ -187,7 +260,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
     }
     case PolicyKind::kMakespan: {
       // tput(m, X) >= steps_m * r, maximise r = 1 / makespan.
-      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize);
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
       const int rate = a.lp.add_variable(0.0, kInfinity, 1.0);
       for (std::size_t m = 0; m < M; ++m) {
         auto row = a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware); });
@@ -195,8 +268,9 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
         a.lp.add_row(row, 0.0, kInfinity);
       }
       const auto s = solve_or_throw(a.lp, spec.policy);
-      out.lp_solves = 1;
-      return finish(a.shares(s), s.objective > 0.0 ? 1.0 / s.objective : kInfinity);
+      const auto spent = spend_the_rest(a, rate, s, jobs, t, aware);
+      out.lp_solves = 2;
+      return finish(a.shares(spent), s.objective > 0.0 ? 1.0 / s.objective : kInfinity);
     }
     case PolicyKind::kFinishTimeFairness: {
       // rho_m <= R  <=>  tput(m, X) >= steps_m / (R D_m - t_m): a feasibility LP per R, bisected.
@@ -212,7 +286,8 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       std::vector<std::vector<double>> best = isolated;
       double hi = 1.0;  // X_isolated reaches rho = 1 for every job
       auto feasible = [&](double R) -> std::optional<std::vector<std::vector<double>>> {
-        AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMinimize);
+        AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
+        maximize_work(a, jobs, t, aware);  // a feasible X that also leaves no GPU idle
         for (std::size_t m = 0; m < M; ++m) {
           const double slack = R * denominator[m] - jobs[m].elapsed_s;
           if (slack <= 0.0) return std::nullopt;

@@ -4,7 +4,8 @@
 //   0 <= X[m][j] <= 1 (0 where the job cannot run),  sum_j X[m][j] <= 1,
 //   sum_m scale_factor[m] X[m][j] <= workers[j].
 // Heterogeneity-aware policies see T; agnostic ones (the baselines) see every GPU type as alike
-// (T = 1 wherever a job can run) and are judged on the real T afterwards.
+// (T = 1 wherever a job can run), so a job's time falls on the types it can run in proportion to
+// their GPU counts, and are judged on the real T afterwards.
 //
 //   max-min-fairness  (LAS) maximise min_m  scale_m / w_m * tput(m, X) / tput(m, X_equal),
 //                     X_equal[m][j] = workers[j] / total workers (an equal share of each type);
@@ -13,7 +14,11 @@
 //   finish-time-fairness  (Themis) minimise max_m rho_m, rho_m = (t_m + steps_m / tput(m, X)) /
 //                     (t_m + steps_m / tput(m, X_isolated)), X_isolated: 1/n of the cluster;
 //                     bisection on rho, each step a feasibility LP.
-// One LP (FTF: about 50) on CLP; O(simplex) in jobs x GPU types.
+// An LP's optimum is a vertex that may leave GPUs idle once the objective's bottleneck is met, so
+// every policy then spends what is left: with its objective held at the optimum, a second LP
+// maximises the work done, sum_m tput(m, X) / max_j T[m][j] (FIFO's objective already does; FTF's
+// feasibility LPs maximise it directly).
+// Two LPs (FIFO one, FTF about 50) on CLP; O(simplex) in jobs x GPU types.
 #pragma once
 
 #include <string>

@@ -289,8 +289,12 @@ std::string line_chart_svg(const LineChart& chart) {
     }
   if (!std::isfinite(x_lo)) throw InputError(fmt::format("{}: no points to plot", chart.title));
   if (chart.y_from_zero) y_lo = std::min(0.0, y_lo);
-  const double w = 720, h = 400;
-  Frame f = open_frame(chart.css_class, chart.title, w, h, 200, padded(x_lo, x_hi, 0.04),
+  // The legend's column fits the longest name (about 7 px a character at the legend's size).
+  std::size_t longest = 0;
+  for (const ChartSeries& s : chart.series) longest = std::max(longest, s.name.size());
+  const double legend = std::max(200.0, 48.0 + 7.0 * static_cast<double>(longest));
+  const double w = 520 + legend, h = 400;
+  Frame f = open_frame(chart.css_class, chart.title, w, h, legend, padded(x_lo, x_hi, 0.04),
                        padded(y_lo, y_hi, chart.y_from_zero ? 0.0 : 0.06), chart.x_label, chart.y_label);
   std::string out = std::move(f.svg);
   double legend_y = f.top + 8;
@@ -308,6 +312,7 @@ std::string line_chart_svg(const LineChart& chart) {
       out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>)", poly, colour, dash);
     }
     for (const auto& [x, y] : points) {
+      if (!chart.markers && !chart.mark_first_only) break;
       out += fmt::format(R"(<circle cx="{}" cy="{}" r="{}" fill="{}"><title>{}: {:g}, {:.4g}</title></circle>)", px(f.x(x)),
                          px(f.y(y)), chart.mark_first_only && points.size() == 1 ? 5 : 3, colour,
                          escape_xml(chart.series[k].name), x, y);

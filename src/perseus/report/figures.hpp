@@ -55,6 +55,7 @@ struct LineChart {
   std::vector<ChartSeries> series;
   bool y_from_zero = false;
   bool mark_first_only = false;  // one marker per series, at its smallest x (a frontier's fastest point)
+  bool markers = true;           // false: lines only (dense series)
 };
 // Lines with a marker at each point (or the first) and a legend on the right. Throws InputError
 // for no points.

@@ -25,6 +25,22 @@ table.facts td,td.text{text-align:left}
 .warning{background:#fff4e5;border-left:4px solid #ff7f0e;padding:6px 10px;font-size:13px}
 )";
 
+std::string page_head(const std::string& title) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  out += "<title>" + escape_xml(title) + "</title><style>" + kCss + "</style></head><body>\n";
+  out += "<h1>" + escape_xml(title) + "</h1>\n";
+  return out;
+}
+
+std::string section_html(const ReportSection& section) {
+  std::string out = "<h2 id=\"" + escape_xml(section.id) + "\">" + escape_xml(section.title) + "</h2>";
+  if (!section.note.empty()) out += "<p class=\"note\">" + escape_xml(section.note) + "</p>";
+  out += section.tables_html + "\n";
+  for (const std::string& svg : section.figures) out += "<div class=\"figure\">" + svg + "</div>\n";
+  return out;
+}
+
 std::string power_range_note(double lo, double hi) {
   return fmt::format("Colour: power per GPU, {:.0f} W (dark) to {:.0f} W (yellow); faded background: blocked.", lo, hi);
 }
@@ -34,10 +50,7 @@ std::string power_range_note(double lo, double hi) {
 std::string html_report(const ReportInput& input) {
   if (!input.comparison) throw InputError("the report needs a comparison");
   const Comparison& c = *input.comparison;
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
-  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  out += "<title>" + escape_xml(input.title) + "</title><style>" + kCss + "</style></head><body>\n";
-  out += "<h1>" + escape_xml(input.title) + "</h1>\n";
+  std::string out = page_head(input.title);
   out += "<p class=\"note\">Written by perseus. Every figure is emulated: each instruction takes the measured time "
          "and energy of its frequency, blocked GPUs draw p_blocking.</p>\n";
   for (const std::string& w : input.warnings) out += "<p class=\"warning\">" + escape_xml(w) + "</p>\n";
@@ -132,12 +145,21 @@ std::string html_report(const ReportInput& input) {
            "<div class=\"figure\">" +
            tradeoff_curves_svg(input.method_frontiers_title, input.method_frontiers) + "</div>\n";
   }
-  for (const ReportSection& section : input.sections) {
-    out += "<h2 id=\"" + escape_xml(section.id) + "\">" + escape_xml(section.title) + "</h2>";
-    if (!section.note.empty()) out += "<p class=\"note\">" + escape_xml(section.note) + "</p>";
-    out += section.tables_html + "\n";
-    for (const std::string& svg : section.figures) out += "<div class=\"figure\">" + svg + "</div>\n";
+  for (const ReportSection& section : input.sections) out += section_html(section);
+  out += "</body></html>\n";
+  return out;
+}
+
+std::string html_page(const std::string& title, const std::string& lead,
+                      const std::vector<std::pair<std::string, std::string>>& facts, const std::vector<ReportSection>& sections) {
+  std::string out = page_head(title);
+  if (!lead.empty()) out += "<p class=\"note\">" + escape_xml(lead) + "</p>\n";
+  if (!facts.empty()) {
+    out += "<h2 id=\"summary\">Summary</h2><table class=\"facts\"><tbody>";
+    for (const auto& [label, value] : facts) out += "<tr><td>" + escape_xml(label) + "</td><td>" + escape_xml(value) + "</td></tr>";
+    out += "</tbody></table>\n";
   }
+  for (const ReportSection& section : sections) out += section_html(section);
   out += "</body></html>\n";
   return out;
 }

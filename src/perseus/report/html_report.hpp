@@ -39,4 +39,9 @@ struct ReportInput {
 // Throws InputError without a comparison.
 std::string html_report(const ReportInput& input);
 
+// A page of sections only (the same style), for results that are not Perseus's comparison:
+// `perseus cluster simulate --out`.
+std::string html_page(const std::string& title, const std::string& lead,
+                      const std::vector<std::pair<std::string, std::string>>& facts, const std::vector<ReportSection>& sections);
+
 }  // namespace perseus::report

@@ -1,0 +1,104 @@
+#include "perseus/cluster/experiment_output.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace perseus::cluster {
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string run_key(const ExperimentRun& r) {
+  return fmt::format("{},{},{:g},{}", to_string(r.variant.policy), r.variant.heterogeneity_aware ? "true" : "false",
+                     r.jobs_per_hour, r.seed);
+}
+
+}  // namespace
+
+std::string experiment_json(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix, const ExperimentSpec& spec) {
+  nlohmann::json out;
+  out["trace"] = std::string(to_string(spec.trace));
+  if (spec.trace == TraceKind::kFile) out["trace_file"] = spec.trace_file;
+  out["gpu_types"] = matrix.gpu_types;
+  out["workers"] = spec.simulation.workers;
+  out["gpus_per_server"] = spec.simulation.gpus_per_server;
+  out["round_s"] = spec.simulation.round_s;
+  out["restart_overhead_s"] = spec.simulation.restart_overhead_s;
+  out["window"] = {spec.window_begin, spec.window_end};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ExperimentRun& r : runs) {
+    const SimulationResult& s = r.result;
+    rows.push_back({{"policy", std::string(to_string(r.variant.policy))},
+                    {"heterogeneity_aware", r.variant.heterogeneity_aware},
+                    {"jobs_per_hour", r.jobs_per_hour},
+                    {"seed", r.seed},
+                    {"jobs_arrived", s.jobs.size()},
+                    {"window_jobs", s.window_jobs},
+                    {"window_unfinished", s.window_unfinished},
+                    {"average_jct_h", s.average_jct_s / 3600.0},
+                    {"makespan_h", s.makespan_s / 3600.0},
+                    {"end_h", s.end_s / 3600.0},
+                    {"utilisation", s.utilisation},
+                    {"allocation_gap", s.allocation_gap},
+                    {"rounds", s.rounds.size()},
+                    {"leases", s.leases},
+                    {"renewals", s.renewals},
+                    {"allocations", s.allocations},
+                    {"policy_s", s.policy_s},
+                    {"wall_s", r.wall_s}});
+  }
+  out["runs"] = rows;
+  return out.dump(1) + "\n";
+}
+
+std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
+  std::string out = "policy,aware,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
+  for (const std::string& g : matrix.gpu_types) out += ",util_" + g;
+  out += ",allocation_gap,rounds,leases,renewals,allocations,policy_s,wall_s\n";
+  for (const ExperimentRun& r : runs) {
+    const SimulationResult& s = r.result;
+    out += fmt::format("{},{},{},{},{:.6g},{:.6g}", run_key(r), s.jobs.size(), s.window_jobs, s.window_unfinished,
+                       s.average_jct_s / 3600.0, s.makespan_s / 3600.0);
+    for (double u : s.utilisation) out += fmt::format(",{:.4f}", u);
+    out += fmt::format(",{:.4f},{},{},{},{},{:.4f},{:.4f}\n", s.allocation_gap, s.rounds.size(), s.leases, s.renewals,
+                       s.allocations, s.policy_s, r.wall_s);
+  }
+  return out;
+}
+
+std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
+  std::string out = "policy,aware,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,start_s,completion_s,jct_s";
+  for (const std::string& g : matrix.gpu_types) out += ",gpu_s_" + g;
+  out += ",rounds,preemptions,migrations,measured\n";
+  for (const ExperimentRun& r : runs)
+    for (const JobOutcome& o : r.result.jobs) {
+      const JobType& type = matrix.job_types[static_cast<std::size_t>(o.type)];
+      out += fmt::format("{},{},{},{},{:.3f},{:.6g},{:g}", run_key(r), o.id, quoted(type.name()), type.scale_factor, o.arrival_s,
+                         o.steps, o.weight);
+      out += o.start_s >= 0.0 ? fmt::format(",{:.3f}", o.start_s) : std::string(",");
+      out += o.finished() ? fmt::format(",{:.3f},{:.3f}", o.completion_s, o.jct_s()) : std::string(",,");
+      for (double g : o.gpu_s) out += fmt::format(",{:.1f}", g);
+      out += fmt::format(",{},{},{},{}\n", o.rounds, o.preemptions, o.migrations, o.measured ? "true" : "false");
+    }
+  return out;
+}
+
+std::string rounds_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
+  std::string out = "policy,aware,jobs_per_hour,seed,round,start_s,active_jobs";
+  for (const std::string& g : matrix.gpu_types) out += ",busy_" + g;
+  out += "\n";
+  for (const ExperimentRun& r : runs)
+    for (std::size_t k = 0; k < r.result.rounds.size(); ++k) {
+      const RoundRecord& rr = r.result.rounds[k];
+      out += fmt::format("{},{},{:.1f},{}", run_key(r), k, rr.start_s, rr.active_jobs);
+      for (int b : rr.busy_gpus) out += fmt::format(",{}", b);
+      out += "\n";
+    }
+  return out;
+}
+
+}  // namespace perseus::cluster

@@ -1,0 +1,173 @@
+#include "perseus/cluster/simulator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "perseus/cluster/rounds.hpp"
+
+namespace perseus::cluster {
+namespace {
+
+void check(const ThroughputMatrix& matrix, const SimulationSpec& spec) {
+  if (static_cast<int>(spec.workers.size()) != matrix.num_gpu_types())
+    throw InputError(fmt::format("the cluster has {} GPU counts, the throughputs {} GPU types", spec.workers.size(),
+                                 matrix.num_gpu_types()));
+  if (!(spec.round_s > 0.0) || !std::isfinite(spec.round_s))
+    throw InputError(fmt::format("round length {} s: must be a number > 0", spec.round_s));
+  if (!(spec.restart_overhead_s >= 0.0) || spec.restart_overhead_s >= spec.round_s)
+    throw InputError(fmt::format("restart overhead {} s: must be >= 0 and shorter than a round ({} s)", spec.restart_overhead_s,
+                                 spec.round_s));
+  if (spec.window_begin < 0 || (spec.window_end >= 0 && spec.window_end <= spec.window_begin))
+    throw InputError(fmt::format("measured jobs [{}, {}): must be a non-empty range of arrival indices", spec.window_begin,
+                                 spec.window_end));
+}
+
+}  // namespace
+
+SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, const SimulationSpec& spec) {
+  check(matrix, spec);
+  const int J = matrix.num_gpu_types();
+  SimulationResult out;
+  RoundScheduler scheduler(spec.workers, spec.gpus_per_server);
+
+  std::vector<int> active;             // ids, in arrival order
+  std::vector<double> steps_left;      // by id
+  std::optional<TraceJob> pending = source();
+  bool changed = true;
+  double t = 0.0, gap_weighted = 0.0, gap_time = 0.0, allocation_start = 0.0;
+  std::vector<double> busy_s(static_cast<std::size_t>(J), 0.0);
+  std::unordered_map<int, int> last_round;  // id -> index of the last round it ran in
+  int window_finished = 0;
+  const auto in_window = [&](int id) { return id >= spec.window_begin && (spec.window_end < 0 || id < spec.window_end); };
+  const auto report = [&] {
+    if (!spec.progress) return;
+    SimulationProgress p;
+    p.time_s = t;
+    p.arrived = static_cast<int>(out.jobs.size());
+    p.finished = p.arrived - static_cast<int>(active.size());
+    p.window_finished = window_finished;
+    p.window_size = spec.window_end >= 0 ? spec.window_end - spec.window_begin : p.arrived - spec.window_begin;
+    spec.progress(p);
+  };
+  const auto done = [&] {
+    if (spec.window_end < 0) return !pending && active.empty();
+    if (window_finished == spec.window_end - spec.window_begin) return true;
+    return !pending && active.empty();  // the trace ended before the window did
+  };
+  const auto close_allocation = [&] {
+    const double held = t - allocation_start;
+    if (held > 0.0) gap_weighted += scheduler.allocation_gap() * held, gap_time += held;
+  };
+
+  while (!done() && t < spec.max_time_s) {
+    if (active.empty() && pending && pending->arrival_s > t) t = pending->arrival_s;
+    while (pending && pending->arrival_s <= t) {
+      if (pending->type < 0 || pending->type >= matrix.num_job_types())
+        throw InputError(fmt::format("job {}: no job type {}", out.jobs.size(), pending->type));
+      JobOutcome j;
+      j.id = static_cast<int>(out.jobs.size());
+      j.type = pending->type, j.arrival_s = pending->arrival_s, j.steps = pending->steps, j.weight = pending->weight;
+      j.gpu_s.assign(static_cast<std::size_t>(J), 0.0);
+      j.measured = in_window(j.id);
+      out.jobs.push_back(j);
+      steps_left.push_back(pending->steps);
+      active.push_back(j.id);
+      changed = true;
+      pending = source();
+    }
+    if (active.empty()) continue;
+
+    if (changed) {
+      close_allocation();
+      std::vector<Job> jobs;
+      std::vector<int> scales;
+      for (int id : active) {
+        const JobOutcome& o = out.jobs[static_cast<std::size_t>(id)];
+        jobs.push_back({o.type, o.weight, steps_left[static_cast<std::size_t>(id)], t - o.arrival_s});
+        scales.push_back(matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor);
+      }
+      const auto solve_start = std::chrono::steady_clock::now();
+      Allocation a = allocate(jobs, matrix, spec.workers, spec.policy);
+      out.policy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_start).count();
+      ++out.allocations;
+      scheduler.set_allocation(active, std::move(scales), std::move(a.share));
+      allocation_start = t;
+      changed = false;
+    }
+
+    const std::vector<Lease> leases = scheduler.next_round();
+    const int round_index = static_cast<int>(out.rounds.size());
+    RoundRecord record{t, static_cast<int>(active.size()), std::vector<int>(static_cast<std::size_t>(J), 0)};
+    std::vector<double> ran(leases.size(), 0.0);
+    std::vector<int> finished;
+    for (std::size_t k = 0; k < leases.size(); ++k) {
+      const Lease& l = leases[k];
+      JobOutcome& o = out.jobs[static_cast<std::size_t>(l.job)];
+      const int scale = matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor;
+      const double rate = matrix.at(o.type, l.gpu_type);
+      const double overhead = l.renewed ? 0.0 : spec.restart_overhead_s;
+      double& left = steps_left[static_cast<std::size_t>(l.job)];
+      const double need_s = left / rate;
+      const double run_s = std::min(spec.round_s - overhead, need_s);
+      left -= run_s * rate;
+      ran[k] = overhead + run_s;
+      if (o.start_s < 0.0) o.start_s = t;
+      const auto last = last_round.find(l.job);
+      if (!l.renewed && last != last_round.end()) ++o.migrations;
+      last_round[l.job] = round_index;
+      ++o.rounds;
+      o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += ran[k] * scale;
+      busy_s[static_cast<std::size_t>(l.gpu_type)] += ran[k] * scale;
+      record.busy_gpus[static_cast<std::size_t>(l.gpu_type)] += scale;
+      out.renewals += l.renewed ? 1 : 0;
+      ++out.leases;
+      if (need_s <= spec.round_s - overhead) {
+        left = 0.0;
+        o.completion_s = t + ran[k];
+        finished.push_back(l.job);
+        window_finished += in_window(l.job) ? 1 : 0;
+      }
+    }
+    // Jobs that ran last round and not this one (leased jobs now say this round) were preempted.
+    for (int id : active) {
+      const auto last = last_round.find(id);
+      if (last != last_round.end() && last->second == round_index - 1) ++out.jobs[static_cast<std::size_t>(id)].preemptions;
+    }
+    scheduler.finish_round(leases, ran, spec.round_s);
+    out.rounds.push_back(std::move(record));
+    t += spec.round_s;
+    if (!finished.empty()) {
+      std::sort(finished.begin(), finished.end());
+      std::erase_if(active, [&](int id) { return std::binary_search(finished.begin(), finished.end(), id); });
+      changed = true;
+    }
+    if (out.rounds.size() % 100 == 0) report();
+  }
+  close_allocation();
+  out.end_s = t;
+  out.allocation_gap = gap_time > 0.0 ? gap_weighted / gap_time : 0.0;
+  out.utilisation.assign(static_cast<std::size_t>(J), 0.0);
+  for (int j = 0; j < J; ++j)
+    if (spec.workers[j] > 0 && t > 0.0) out.utilisation[j] = busy_s[j] / (spec.workers[j] * t);
+  double jct_sum = 0.0;
+  for (const JobOutcome& o : out.jobs) {
+    if (!o.measured) continue;
+    ++out.window_jobs;
+    if (!o.finished()) {
+      ++out.window_unfinished;
+      continue;
+    }
+    jct_sum += o.jct_s();
+    out.makespan_s = std::max(out.makespan_s, o.completion_s);
+  }
+  const int finished_in_window = out.window_jobs - out.window_unfinished;
+  out.average_jct_s = finished_in_window > 0 ? jct_sum / finished_in_window : 0.0;
+  report();
+  return out;
+}
+
+}  // namespace perseus::cluster
