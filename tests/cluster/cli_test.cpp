@@ -1,5 +1,7 @@
 // `perseus cluster ...` as a user runs it.
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -43,6 +45,46 @@ TEST(ClusterCli, ReadsAJobsFileAndNamesBadLines) {
   EXPECT_NE(bad_gpus.out.find("unknown GPU type 'tpu'"), std::string::npos) << bad_gpus.out;
   const auto negative = run("cluster allocate --random 5 --gpus v100:-1");
   EXPECT_NE(negative.status, 0);
+}
+
+TEST(ClusterCli, SimulatesAndWritesAReportThatReplays) {
+  const perseus::testing::TempDir temp;
+  const auto out = (temp.path() / "sim").string();
+  const auto r = run("cluster simulate --gpus k80:4,p100:4,v100:4 --lambda 0.5,1 --jobs 40 --compare --out " + out + " --json -q");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 4u);  // 2 rates x aware and agnostic
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["window_jobs"], 8);  // the last fifth of 40
+    EXPECT_EQ(run["window_unfinished"], 0);
+    EXPECT_GT(run["average_jct_h"].get<double>(), 0.0);
+  }
+  for (const char* file : {"report.html", "summary.json", "runs.csv", "jobs.csv", "rounds.csv", "jct_vs_load.svg", "jct_cdf.svg"})
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / file)) << file;
+  std::ifstream html(std::filesystem::path(out) / "report.html");
+  const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("max-min-fairness (agnostic)"), std::string::npos);
+
+  // jobs.csv replays as a trace: its first run's jobs (every arrival of rate 0.5, seed 1).
+  const auto replay = run("cluster simulate --gpus k80:4,p100:4,v100:4 --trace " + out + "/jobs.csv --json -q");
+  ASSERT_EQ(replay.status, 0) << replay.out;
+  const auto rj = nlohmann::json::parse(replay.out);
+  EXPECT_EQ(rj["runs"][0]["jobs_arrived"], j["runs"][0]["jobs_arrived"]);
+
+  // Nothing is overwritten without --force, and bad flags are named.
+  const auto again = run("cluster simulate --gpus v100:1 --lambda 1 --jobs 5 --out " + out + " -q");
+  EXPECT_NE(again.status, 0);
+  EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
+  const auto rate = run("cluster simulate --lambda 0 -q");
+  EXPECT_NE(rate.status, 0);
+  EXPECT_NE(rate.out.find("--lambda '0'"), std::string::npos) << rate.out;
+  const auto window = run("cluster simulate --window 10 -q");
+  EXPECT_NE(window.status, 0);
+  EXPECT_NE(window.out.find("FIRST:END"), std::string::npos) << window.out;
+  const auto fits = run("cluster simulate --trace continuous-multiple --gpus v100:4 --jobs 50 -q");
+  EXPECT_NE(fits.status, 0);
+  EXPECT_NE(fits.out.find("can run on no GPU type"), std::string::npos) << fits.out;
 }
 
 }  // namespace

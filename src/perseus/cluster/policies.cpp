@@ -151,7 +151,7 @@ void maximize_work(AllocationLp& a, const std::vector<Job>& jobs, const Throughp
 // The optimum of a policy's objective variable held (to kHold relative), the second LP spends what
 // is left on work (maximize_work), so that no GPU idles while a job could use it. Warm from the
 // first LP's basis; should CLP not prove the second optimal, the first's X stands.
-constexpr double kHold = 1e-7;
+constexpr double kHold = 1e-9;
 
 LinearProgram::Solution spend_the_rest(AllocationLp& a, int objective_variable, const LinearProgram::Solution& first,
                                        const std::vector<Job>& jobs, const ThroughputMatrix& t, bool aware) {

@@ -33,6 +33,11 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   const int J = matrix.num_gpu_types();
   SimulationResult out;
   RoundScheduler scheduler(spec.workers, spec.gpus_per_server);
+  // A job that fits no GPU type would wait for ever.
+  std::vector<char> runnable(static_cast<std::size_t>(matrix.num_job_types()), 0);
+  for (int m = 0; m < matrix.num_job_types(); ++m)
+    for (int j = 0; j < J; ++j)
+      if (matrix.at(m, j) > 0.0 && spec.workers[j] >= matrix.job_types[static_cast<std::size_t>(m)].scale_factor) runnable[m] = 1;
 
   std::vector<int> active;             // ids, in arrival order
   std::vector<double> steps_left;      // by id
@@ -68,6 +73,11 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
     while (pending && pending->arrival_s <= t) {
       if (pending->type < 0 || pending->type >= matrix.num_job_types())
         throw InputError(fmt::format("job {}: no job type {}", out.jobs.size(), pending->type));
+      if (!runnable[static_cast<std::size_t>(pending->type)])
+        throw InputError(fmt::format("job {} ({}) can run on no GPU type of this cluster (it needs {} GPUs of a type it has a "
+                                     "throughput on)",
+                                     out.jobs.size(), matrix.job_types[static_cast<std::size_t>(pending->type)].name(),
+                                     matrix.job_types[static_cast<std::size_t>(pending->type)].scale_factor));
       JobOutcome j;
       j.id = static_cast<int>(out.jobs.size());
       j.type = pending->type, j.arrival_s = pending->arrival_s, j.steps = pending->steps, j.weight = pending->weight;

@@ -72,8 +72,9 @@ struct SimulationResult {
   int renewals = 0, leases = 0;
 };
 
-// Throws InputError for a bad spec (workers not one per GPU type, a round <= 0, a window past an
-// ending trace is fine) or a job type outside the matrix; SolveError from a policy.
+// Throws InputError for a bad spec (workers not one per GPU type, a round <= 0; a window past an
+// ending trace is fine), a job type outside the matrix or one that fits no GPU type of the
+// cluster (a scale factor above every type's count it runs on); SolveError from a policy.
 SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, const SimulationSpec& spec);
 
 }  // namespace perseus::cluster

@@ -1,0 +1,165 @@
+// The simulator against closed forms on tiny clusters, its invariants on Gavel's matrix, and the
+// dissertation's shapes on a scaled-down cluster: the heterogeneity-aware LAS policy holds more
+// load than the agnostic one, and the makespan policy finishes a static trace before FIFO.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "perseus/cluster/experiment.hpp"
+#include "perseus/cluster/simulator.hpp"
+
+namespace perseus::cluster {
+namespace {
+
+ThroughputMatrix matrix_of(const std::vector<std::string>& gpus, const std::vector<std::vector<double>>& rows,
+                           const std::vector<int>& scales = {}) {
+  ThroughputMatrix t;
+  t.gpu_types = gpus;
+  for (std::size_t m = 0; m < rows.size(); ++m) t.job_types.push_back({"job" + std::to_string(m), scales.empty() ? 1 : scales[m]});
+  t.steps_per_s = rows;
+  return t;
+}
+
+SimulationSpec spec_of(std::vector<int> workers, PolicyKind policy = PolicyKind::kMaxMinFairness, bool aware = true) {
+  SimulationSpec s;
+  s.workers = std::move(workers);
+  s.policy = {policy, aware};
+  return s;
+}
+
+TEST(Simulator, OneJobFinishesAtItsStepsOverItsRate) {
+  // 1000 steps at 0.5 steps/s: 2000 s, mid-round, whatever the round length.
+  const ThroughputMatrix t = matrix_of({"v100"}, {{0.5}});
+  for (double round : {360.0, 700.0, 5000.0}) {
+    SimulationSpec s = spec_of({1});
+    s.round_s = round;
+    const auto r = simulate(list_source({{0, 100.0, 1000.0, 1.0}}), t, s);
+    ASSERT_EQ(r.jobs.size(), 1u);
+    EXPECT_DOUBLE_EQ(r.jobs[0].start_s, 100.0);  // an idle cluster starts the arrival's round at once
+    EXPECT_NEAR(r.jobs[0].jct_s(), 2000.0, 1e-6) << round;
+    EXPECT_NEAR(r.average_jct_s, 2000.0, 1e-6);
+    EXPECT_EQ(r.jobs[0].preemptions, 0);
+  }
+}
+
+TEST(Simulator, RestartOverheadIsPaidOnceByAJobThatKeepsItsGpus) {
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  SimulationSpec s = spec_of({1});
+  s.restart_overhead_s = 30.0;
+  const auto r = simulate(list_source({{0, 0.0, 3000.0, 1.0}}), t, s);
+  EXPECT_NEAR(r.jobs[0].jct_s(), 3030.0, 1e-6);
+  EXPECT_EQ(r.renewals, r.leases - 1);
+}
+
+TEST(Simulator, TwoJobsShareOneGpuWithoutIdling) {
+  // Equal jobs on one GPU take turns; the GPU never idles, so the last finishes at the total
+  // work, and the first a round earlier or so.
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  const auto r = simulate(list_source({{0, 0.0, 3600.0, 1.0}, {0, 0.0, 3600.0, 1.0}}), t, spec_of({1}));
+  EXPECT_NEAR(r.makespan_s, 7200.0, 1e-6);
+  const double first = std::min(r.jobs[0].completion_s, r.jobs[1].completion_s);
+  EXPECT_NEAR(first, 7200.0 - 360.0, 1e-6);
+  EXPECT_NEAR(r.utilisation[0], 1.0, 1e-9);
+  EXPECT_GT(r.jobs[0].preemptions + r.jobs[1].preemptions, 0);
+}
+
+TEST(Simulator, MakespanPolicyMeetsTheClosedFormOnOneType) {
+  // W identical GPUs, jobs of lengths L_m: the makespan is at least max(max L, sum L / W), and
+  // rounds cost at most a round per job beyond it.
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  std::vector<TraceJob> jobs;
+  double total = 0.0, longest = 0.0;
+  for (int m = 0; m < 7; ++m) {
+    const double steps = 3600.0 * (1 + m % 4);
+    jobs.push_back({0, 0.0, steps, 1.0});
+    total += steps, longest = std::max(longest, steps);
+  }
+  const auto r = simulate(list_source(jobs), t, spec_of({3}, PolicyKind::kMakespan));
+  const double bound = std::max(longest, total / 3.0);
+  EXPECT_GE(r.makespan_s, bound - 1e-6);
+  EXPECT_LE(r.makespan_s, bound + 7 * 360.0);
+}
+
+TEST(Simulator, EveryJobDoesItsStepsAndNoTypeIsOverbooked) {
+  const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
+  for (const bool multi : {false, true}) {
+    SimulationSpec s = spec_of({8, 8, 8});  // 8: the largest scale factor of the multi-GPU trace
+    s.window_begin = 0, s.window_end = 40;
+    const auto r = simulate(poisson_source(t, 1.0, 5, multi), t, s);
+    EXPECT_EQ(r.window_unfinished, 0);
+    for (const RoundRecord& round : r.rounds)
+      for (std::size_t j = 0; j < 3; ++j) EXPECT_LE(round.busy_gpus[j], s.workers[j]);
+    for (const JobOutcome& o : r.jobs) {
+      if (!o.finished()) continue;
+      const int scale = t.job_types[static_cast<std::size_t>(o.type)].scale_factor;
+      double steps = 0.0;
+      for (int j = 0; j < 3; ++j) steps += o.gpu_s[static_cast<std::size_t>(j)] / scale * t.at(o.type, j);
+      EXPECT_NEAR(steps, o.steps, 1e-6 * o.steps) << "job " << o.id;
+      EXPECT_GE(o.start_s, o.arrival_s);
+      EXPECT_GE(o.jct_s(), o.steps / (*std::max_element(t.steps_per_s[o.type].begin(), t.steps_per_s[o.type].end())) - 1e-6);
+    }
+    for (double u : r.utilisation) EXPECT_LE(u, 1.0 + 1e-9);
+  }
+}
+
+TEST(Simulator, AwareLasHoldsMoreLoadThanAgnostic) {
+  // Figs. 5.9: on a third of the dissertation's cluster (12 of each type) at 2 jobs/hour (its 6
+  // on 36 of each), the heterogeneity-aware policy's average JCT is well below the agnostic one's.
+  const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
+  ExperimentSpec e;
+  e.variants = {{PolicyKind::kMaxMinFairness, true}, {PolicyKind::kMaxMinFairness, false}};
+  e.jobs_per_hour = {2.0};
+  e.seeds = 2;
+  e.window_begin = 250, e.window_end = 400;
+  e.simulation.workers = {12, 12, 12};
+  const auto runs = run_experiment(e, t);
+  ASSERT_EQ(runs.size(), 4u);
+  double aware = 0.0, agnostic = 0.0;
+  for (const ExperimentRun& r : runs) {
+    EXPECT_EQ(r.result.window_unfinished, 0);
+    (r.variant.heterogeneity_aware ? aware : agnostic) += r.result.average_jct_s;
+  }
+  EXPECT_LT(aware * 1.4, agnostic) << aware / 7200 << " h vs " << agnostic / 7200 << " h";
+}
+
+TEST(Simulator, MakespanPolicyBeatsFifoOnAStaticTrace) {
+  // §5.7.3: the aware makespan policy finishes a batch well before agnostic FIFO (2.5x there).
+  const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
+  ExperimentSpec e;
+  e.variants = {{PolicyKind::kMakespan, true}, {PolicyKind::kFifo, false}};
+  e.trace = TraceKind::kStatic;
+  e.window_begin = 0, e.window_end = 120;
+  e.simulation.workers = {4, 4, 4};
+  const auto runs = run_experiment(e, t);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_LT(runs[0].result.makespan_s * 1.3, runs[1].result.makespan_s)
+      << runs[0].result.makespan_s / 3600 << " h vs " << runs[1].result.makespan_s / 3600 << " h";
+}
+
+TEST(Simulator, BadSpecsAreNamed) {
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  SimulationSpec s = spec_of({1, 1});
+  EXPECT_THROW(simulate(list_source({}), t, s), InputError);
+  s = spec_of({1});
+  s.round_s = 0.0;
+  EXPECT_THROW(simulate(list_source({}), t, s), InputError);
+  s = spec_of({1});
+  s.restart_overhead_s = 400.0;
+  EXPECT_THROW(simulate(list_source({}), t, s), InputError);
+  s = spec_of({1});
+  EXPECT_THROW(simulate(list_source({{3, 0.0, 10.0, 1.0}}), t, s), InputError);
+  EXPECT_THROW(poisson_source(t, 0.0, 1), InputError);
+  // A 4-GPU job on a cluster of 2: it would wait for ever.
+  const ThroughputMatrix wide = matrix_of({"v100"}, {{1.0}}, {4});
+  try {
+    simulate(list_source({{0, 0.0, 10.0, 1.0}}), wide, spec_of({2}));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("job0 x4) can run on no GPU type"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace perseus::cluster
