@@ -200,5 +200,61 @@ TEST(Policies, BadInputIsNamed) {
   EXPECT_EQ(parse_policy("LAS"), PolicyKind::kMaxMinFairness);
 }
 
+TEST(ShortestJobFirst, TheShortestJobGetsTheGpu) {
+  // One GPU, three jobs of one type: the job with the fewest steps left runs, whatever its place.
+  const ThroughputMatrix t = matrix_of({"v100"}, {{2.0}});
+  const std::vector<Job> jobs = {{0, 1.0, 900.0, 0.0}, {0, 1.0, 100.0, 0.0}, {0, 1.0, 500.0, 0.0}};
+  const Allocation a = allocate(jobs, t, {1}, {PolicyKind::kShortestJobFirst, true});
+  EXPECT_NEAR(a.share[1][0], 1.0, 1e-9);
+  EXPECT_NEAR(a.share[0][0] + a.share[2][0], 0.0, 1e-9);
+  const Allocation fifo = allocate(jobs, t, {1}, {PolicyKind::kFifo, true});
+  EXPECT_NEAR(fifo.share[0][0], 1.0, 1e-9);
+}
+
+// Job 0 is 10x faster on the V100, job 1 only 1.25x; one GPU of each.
+const ThroughputMatrix kTwoJobs = matrix_of({"v100", "k80"}, {{10.0, 1.0}, {5.0, 4.0}});
+
+TEST(MaxThroughput, HandSolved) {
+  // Work counts each job's best speed as 1: job 0 on the V100 and job 1 on the K80 give
+  // 1 + 4/5 = 1.8; swapped, 0.1 + 1 = 1.1.
+  const Allocation a = allocate(one_job_per_type(kTwoJobs), kTwoJobs, {1, 1}, {PolicyKind::kMaxThroughput, true});
+  EXPECT_NEAR(a.objective, 1.8, 1e-9);
+  EXPECT_NEAR(a.share[0][0], 1.0, 1e-9);
+  EXPECT_NEAR(a.share[1][1], 1.0, 1e-9);
+}
+
+TEST(MinCost, HandSolvedWithAndWithoutAnSlo) {
+  const PolicySpec cost{PolicyKind::kMinCost, true, {3.0, 1.0}};
+  // Work per dollar: job 0 1/3 on the V100, 0.1 on the K80; job 1 1/3 and 0.8.
+  const Allocation a = allocate(one_job_per_type(kTwoJobs), kTwoJobs, {1, 1}, cost);
+  EXPECT_NEAR(a.objective, 1.0 / 3.0 + 0.8, 1e-9);
+  EXPECT_NEAR(a.share[1][1], 1.0, 1e-9);
+  // Job 1 must finish 1000 steps in 200 s: 5 steps/s, the V100's whole time. Job 0 takes the K80.
+  std::vector<Job> jobs = one_job_per_type(kTwoJobs, 1000.0);
+  jobs[1].slo_s = 200.0;
+  const Allocation slo = allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}});
+  EXPECT_NEAR(slo.share[1][0], 1.0, 1e-7);
+  EXPECT_NEAR(slo.share[0][1], 1.0, 1e-7);
+  EXPECT_NEAR(slo.objective, 1.0 / 3.0 + 0.1, 1e-7);
+  EXPECT_GE(slo.throughput[1], 5.0 - 1e-6);
+}
+
+TEST(MinCost, SlosThatCannotBeMetAreNamed) {
+  std::vector<Job> jobs = one_job_per_type(kTwoJobs, 1000.0);
+  jobs[1].slo_s = 150.0;  // 6.7 steps/s: more than its best GPU's 5
+  try {
+    allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("job 1 (job1 x1): its SLO needs"), std::string::npos) << e.what();
+  }
+  // Two such jobs, one V100: each alone can, together they cannot.
+  std::vector<Job> two = {{1, 1.0, 1000.0, 0.0, 200.0}, {1, 1.0, 1000.0, 0.0, 200.0}};
+  EXPECT_THROW(allocate(two, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}}), InputError);
+  // Prices are needed, one per type, > 0.
+  EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {}}), InputError);
+  EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {3.0, 0.0}}), InputError);
+}
+
 }  // namespace
 }  // namespace perseus::cluster

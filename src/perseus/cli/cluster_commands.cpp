@@ -36,9 +36,40 @@ struct AllocateArgs {
   std::uint64_t seed = 1;
   std::string policy = "max-min-fairness";
   bool agnostic = false;
+  std::string prices;
   bool json = false;
   bool csv = false;
 };
+
+// "k80:0.9,v100:3.06" over the defaults for Gavel's types; empty: the defaults, or none (an empty
+// list) when the matrix has a type without one and no cost is needed.
+std::vector<double> prices_of(const std::string& text, const ThroughputMatrix& matrix, bool required) {
+  std::vector<double> prices(static_cast<std::size_t>(matrix.num_gpu_types()), 0.0);
+  try {
+    prices = default_prices(matrix);
+  } catch (const InputError&) {
+    if (text.empty() && !required) return {};
+    if (text.empty()) throw;
+  }
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) throw InputError(fmt::format("--prices '{}': expected TYPE:DOLLARS_PER_HOUR,...", text));
+    const int j = matrix.gpu_index(item.substr(0, colon));
+    try {
+      std::size_t used = 0;
+      prices[static_cast<std::size_t>(j)] = std::stod(item.substr(colon + 1), &used);
+      if (used != item.size() - colon - 1 || !(prices[j] > 0.0)) throw std::invalid_argument("price");
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--prices '{}': '{}' is not a price > 0", text, item.substr(colon + 1)));
+    }
+  }
+  for (std::size_t j = 0; j < prices.size(); ++j)
+    if (!(prices[j] > 0.0)) throw InputError(fmt::format("--prices: no price for {}", matrix.gpu_types[j]));
+  return prices;
+}
+
+bool costed(PolicyKind p) { return p == PolicyKind::kMinCost || p == PolicyKind::kMinCostSlo; }
 
 ThroughputMatrix load_matrix(const std::string& path) {
   if (path.empty()) return read_gavel_throughputs(bundled_gavel_throughputs());
@@ -51,7 +82,8 @@ void run_allocate(const AllocateArgs& a) {
       a.gpus.empty() ? std::vector<int>(static_cast<std::size_t>(matrix.num_gpu_types()), 36) : parse_gpu_counts(a.gpus, matrix);
   if (a.jobs.empty() == (a.random == 0)) throw InputError("give the jobs: --jobs FILE or --random N");
   const std::vector<Job> jobs = a.jobs.empty() ? random_jobs(matrix, a.random, a.seed) : read_jobs_csv(a.jobs, matrix);
-  const PolicySpec spec{parse_policy(a.policy), !a.agnostic};
+  PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}};
+  spec.prices_per_hour = prices_of(a.prices, matrix, costed(spec.policy));
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -100,6 +132,7 @@ struct SimulateArgs {
   int gpus_per_server = 4;
   std::vector<std::string> policies{"max-min-fairness"};
   bool agnostic = false, compare = false;
+  std::string prices;
   std::string trace = "continuous-single";
   std::string lambda = "4";
   int jobs = -1;
@@ -137,13 +170,16 @@ void run_simulate(const SimulateArgs& a) {
   spec.simulation.round_s = a.round_s;
   spec.simulation.restart_overhead_s = a.restart_overhead_s;
   spec.simulation.max_time_s = a.max_days * 86400.0;
+  bool any_costed = false;
+  for (const std::string& p : a.policies) any_costed = any_costed || costed(parse_policy(p));
+  const std::vector<double> prices = prices_of(a.prices, matrix, any_costed);
   for (const std::string& p : a.policies) {
     const PolicyKind kind = parse_policy(p);
     if (a.compare) {
-      spec.variants.push_back({kind, true});
-      spec.variants.push_back({kind, false});
+      spec.variants.push_back({kind, true, prices});
+      spec.variants.push_back({kind, false, prices});
     } else {
-      spec.variants.push_back({kind, !a.agnostic});
+      spec.variants.push_back({kind, !a.agnostic, prices});
     }
   }
   spec.trace = parse_trace(a.trace);
@@ -201,14 +237,16 @@ void run_simulate(const SimulateArgs& a) {
   }
   fmt::print("{:<34} {:>9} {:>5} {:>10} {:>10} {:>10}", "policy", "jobs/hour", "seed", "avg JCT h", "makespan h", "unfinished");
   for (const std::string& g : matrix.gpu_types) fmt::print(" {:>6}", g);
-  fmt::print(" {:>7} {:>8}\n", "gap", "wall s");
+  fmt::print(" {:>7} {:>10} {:>8} {:>8}\n", "gap", "cost $", "SLO miss", "wall s");
   for (const ExperimentRun& r : runs) {
     const SimulationResult& s = r.result;
     fmt::print("{:<34} {:>9} {:>5} {:>10.2f} {:>10.2f} {:>10}", variant_name(r.variant),
                r.jobs_per_hour > 0.0 ? fmt::format("{:g}", r.jobs_per_hour) : "-", r.seed, s.average_jct_s / 3600.0,
                s.makespan_s / 3600.0, s.window_unfinished);
     for (double u : s.utilisation) fmt::print(" {:>5.0f}%", 100.0 * u);
-    fmt::print(" {:>7.3f} {:>8.2f}\n", s.allocation_gap, r.wall_s);
+    fmt::print(" {:>7.3f} {:>10} {:>8} {:>8.2f}\n", s.allocation_gap,
+               r.variant.prices_per_hour.empty() ? "-" : fmt::format("{:.0f}", s.cost),
+               s.slo_jobs ? fmt::format("{}/{}", s.slo_violations, s.slo_jobs) : "-", r.wall_s);
   }
   if (!a.out.empty()) fmt::print("wrote {}/ (report.html, summary.json, runs.csv, jobs.csv, rounds.csv, figures)\n", a.out);
 }
@@ -224,16 +262,20 @@ void add_cluster_commands(CLI::App& app) {
       "Example: perseus cluster allocate --random 100 --gpus k80:36,p100:36,v100:36 --policy max-min-fairness\n"
       "         perseus cluster allocate --jobs jobs.csv --policy makespan --agnostic --json\n"
       "jobs.csv: a header with job (a type of the matrix, e.g. 'ResNet-50 (batch size 64) x1') and any of weight, "
-      "steps, elapsed_s.");
+      "steps, elapsed_s, slo_s.");
   allocate_cmd->add_option("--throughputs", alloc.throughputs,
                            "Throughput matrix: Gavel's JSON or a CSV job,scale_factor,gpu,steps_per_s (default: Gavel's, bundled)");
   allocate_cmd->add_option("--gpus", alloc.gpus, "GPUs per type, e.g. k80:36,p100:36,v100:36 (default: 36 of each)");
   allocate_cmd->add_option("--jobs", alloc.jobs, "The jobs, a CSV in arrival order")->check(CLI::ExistingFile);
   allocate_cmd->add_option("--random", alloc.random, "Or N jobs drawn as Gavel's simulator draws them")->check(CLI::Range(1, 1000000));
   allocate_cmd->add_option("--seed", alloc.seed, "Seed for --random")->capture_default_str();
-  allocate_cmd->add_option("--policy", alloc.policy, "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf)")
+  allocate_cmd->add_option("--policy", alloc.policy,
+                           "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
+                           "max-throughput, min-cost, min-cost-slo")
       ->capture_default_str();
   allocate_cmd->add_flag("--agnostic", alloc.agnostic, "Heterogeneity-agnostic: every GPU type alike (the baseline)");
+  allocate_cmd->add_option("--prices", alloc.prices,
+                           "$ per GPU-hour, e.g. k80:0.9,p100:1.46,v100:3.06 (the defaults) for min-cost and min-cost-slo");
   allocate_cmd->add_flag("--json", alloc.json, "Print JSON");
   allocate_cmd->add_flag("--csv", alloc.csv, "Print one CSV row per job");
   allocate_cmd->callback([] { run_allocate(alloc); });
@@ -256,10 +298,13 @@ void add_cluster_commands(CLI::App& app) {
   simulate_cmd->add_option("--gpus-per-server", sim.gpus_per_server, "GPUs per server, for placing multi-GPU jobs")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   simulate_cmd->add_option("--policy", sim.policies,
-                           "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf); repeat to compare")
+                           "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
+                           "max-throughput, min-cost, min-cost-slo; repeat to compare")
       ->capture_default_str();
   simulate_cmd->add_flag("--agnostic", sim.agnostic, "Heterogeneity-agnostic policies (the baselines)");
   simulate_cmd->add_flag("--compare", sim.compare, "Each policy both heterogeneity-aware and -agnostic");
+  simulate_cmd->add_option("--prices", sim.prices,
+                           "$ per GPU-hour, e.g. k80:0.9,p100:1.46,v100:3.06 (the defaults): the cost policies and each run's cost");
   simulate_cmd->add_option("--trace", sim.trace, "continuous-single, continuous-multiple, static, or a trace CSV")
       ->capture_default_str();
   simulate_cmd->add_option("--lambda", sim.lambda, "Arrival rate(s) in jobs/hour, comma-separated: one run each")

@@ -1,5 +1,7 @@
 #include "perseus/cluster/experiment_output.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +46,9 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
                     {"end_h", s.end_s / 3600.0},
                     {"utilisation", s.utilisation},
                     {"allocation_gap", s.allocation_gap},
+                    {"cost_dollars", r.variant.prices_per_hour.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.cost)},
+                    {"slo_jobs", s.slo_jobs},
+                    {"slo_violations", s.slo_violations},
                     {"rounds", s.rounds.size()},
                     {"leases", s.leases},
                     {"renewals", s.renewals},
@@ -58,27 +63,28 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
 std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
   std::string out = "policy,aware,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
   for (const std::string& g : matrix.gpu_types) out += ",util_" + g;
-  out += ",allocation_gap,rounds,leases,renewals,allocations,policy_s,wall_s\n";
+  out += ",allocation_gap,cost_dollars,slo_jobs,slo_violations,rounds,leases,renewals,allocations,policy_s,wall_s\n";
   for (const ExperimentRun& r : runs) {
     const SimulationResult& s = r.result;
     out += fmt::format("{},{},{},{},{:.6g},{:.6g}", run_key(r), s.jobs.size(), s.window_jobs, s.window_unfinished,
                        s.average_jct_s / 3600.0, s.makespan_s / 3600.0);
     for (double u : s.utilisation) out += fmt::format(",{:.4f}", u);
-    out += fmt::format(",{:.4f},{},{},{},{},{:.4f},{:.4f}\n", s.allocation_gap, s.rounds.size(), s.leases, s.renewals,
-                       s.allocations, s.policy_s, r.wall_s);
+    out += fmt::format(",{:.4f},{},{},{},{},{},{},{},{:.4f},{:.4f}\n", s.allocation_gap,
+                       r.variant.prices_per_hour.empty() ? std::string() : fmt::format("{:.2f}", s.cost), s.slo_jobs,
+                       s.slo_violations, s.rounds.size(), s.leases, s.renewals, s.allocations, s.policy_s, r.wall_s);
   }
   return out;
 }
 
 std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,start_s,completion_s,jct_s";
+  std::string out = "policy,aware,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,start_s,completion_s,jct_s";
   for (const std::string& g : matrix.gpu_types) out += ",gpu_s_" + g;
   out += ",rounds,preemptions,migrations,measured\n";
   for (const ExperimentRun& r : runs)
     for (const JobOutcome& o : r.result.jobs) {
       const JobType& type = matrix.job_types[static_cast<std::size_t>(o.type)];
-      out += fmt::format("{},{},{},{},{:.3f},{:.6g},{:g}", run_key(r), o.id, quoted(type.name()), type.scale_factor, o.arrival_s,
-                         o.steps, o.weight);
+      out += fmt::format("{},{},{},{},{:.3f},{:.6g},{:g},{}", run_key(r), o.id, quoted(type.name()), type.scale_factor,
+                         o.arrival_s, o.steps, o.weight, std::isfinite(o.slo_s) ? fmt::format("{:.3f}", o.slo_s) : std::string());
       out += o.start_s >= 0.0 ? fmt::format(",{:.3f}", o.start_s) : std::string(",");
       out += o.finished() ? fmt::format(",{:.3f},{:.3f}", o.completion_s, o.jct_s()) : std::string(",,");
       for (double g : o.gpu_s) out += fmt::format(",{:.1f}", g);

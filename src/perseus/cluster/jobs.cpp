@@ -18,10 +18,10 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
   static constexpr std::string_view kRequired[] = {"job"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
-    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s")
-      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s)", path, table.header_line, name));
+    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s" && name != "slo_s")
+      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s, slo_s)", path, table.header_line, name));
   const int job = table.column("job"), weight = table.column("weight"), steps = table.column("steps"),
-            elapsed = table.column("elapsed_s");
+            elapsed = table.column("elapsed_s"), slo = table.column("slo_s");
   const auto at_least_zero = [&](const csv::Row& row, int column, double fallback) {
     if (column < 0) return fallback;
     const double value = csv::parse_finite(table, row, column);
@@ -39,6 +39,10 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
     j.weight = at_least_zero(row, weight, 1.0);
     j.steps = at_least_zero(row, steps, 0.0);
     j.elapsed_s = at_least_zero(row, elapsed, 0.0);
+    if (slo >= 0 && !row.fields[static_cast<std::size_t>(slo)].empty()) {
+      j.slo_s = csv::parse_finite(table, row, slo);
+      if (!(j.slo_s > 0.0)) throw InputError(table.field_error(row, slo, "a time > 0 (or empty: no SLO)"));
+    }
     jobs.push_back(j);
   }
   return jobs;
@@ -129,11 +133,11 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
   static constexpr std::string_view kRunColumns[] = {"policy", "aware", "jobs_per_hour", "seed"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
-    if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && !kWritten.count(name) &&
-        name.rfind("gpu_s_", 0) != 0)
-      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, steps, arrival_s, weight)", path, table.header_line, name));
+    if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && name != "slo_s" &&
+        !kWritten.count(name) && name.rfind("gpu_s_", 0) != 0)
+      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, steps, arrival_s, weight, slo_s)", path, table.header_line, name));
   const int job = table.column("job"), steps = table.column("steps"), arrival = table.column("arrival_s"),
-            weight = table.column("weight");
+            weight = table.column("weight"), slo = table.column("slo_s");
   const auto run_of = [&](const csv::Row& row) {
     std::string key;
     for (std::string_view c : kRunColumns)
@@ -159,6 +163,10 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
     if (weight >= 0) {
       j.weight = csv::parse_finite(table, row, weight);
       if (j.weight < 0.0) throw InputError(table.field_error(row, weight, "a weight >= 0"));
+    }
+    if (slo >= 0 && !row.fields[static_cast<std::size_t>(slo)].empty()) {
+      j.slo_s = csv::parse_finite(table, row, slo);
+      if (!(j.slo_s > 0.0)) throw InputError(table.field_error(row, slo, "a time > 0 (or empty: no SLO)"));
     }
     jobs.push_back(j);
   }

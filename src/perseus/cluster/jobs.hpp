@@ -13,7 +13,8 @@
 namespace perseus::cluster {
 
 // CSV with a header naming `job` (a job type of the matrix, "<model> xN" or its model when
-// unique) and optionally `weight`, `steps`, `elapsed_s`; rows in arrival order. InputError naming
+// unique) and optionally `weight`, `steps`, `elapsed_s`, `slo_s` (time left to its deadline);
+// rows in arrival order. InputError naming
 // the line for an unknown job type or a bad number.
 std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix);
 
@@ -31,6 +32,7 @@ struct TraceJob {
   double arrival_s = 0.0;
   double steps = 0.0;
   double weight = 1.0;
+  double slo_s = Job::kNoSlo;  // it should finish within this long of its arrival (cost policies)
 };
 
 // Jobs in arrival order, one per call, std::nullopt when the trace ends (a continuous trace does
@@ -48,7 +50,7 @@ JobSource poisson_source(const ThroughputMatrix& matrix, double jobs_per_hour, s
 std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, bool multi_gpu = false,
                                    const std::string& reference_gpu = "v100");
 
-// A trace CSV: `job` and `steps` required, `arrival_s` and `weight` optional (0 and 1); the
+// A trace CSV: `job` and `steps` required, `arrival_s`, `weight` and `slo_s` optional (0, 1, none); the
 // columns `perseus cluster simulate` writes besides are ignored, so its jobs.csv replays (the
 // first run's jobs, when it holds several). Rows may come in any order (sorted by arrival,
 // stably). InputError naming the line otherwise.

@@ -19,8 +19,30 @@ std::string_view to_string(PolicyKind policy) {
     case PolicyKind::kFifo: return "fifo";
     case PolicyKind::kMakespan: return "makespan";
     case PolicyKind::kFinishTimeFairness: return "finish-time-fairness";
+    case PolicyKind::kShortestJobFirst: return "shortest-job-first";
+    case PolicyKind::kMaxThroughput: return "max-throughput";
+    case PolicyKind::kMinCost: return "min-cost";
+    case PolicyKind::kMinCostSlo: return "min-cost-slo";
   }
   return "?";
+}
+
+bool needs_steps(PolicyKind policy) {
+  return policy == PolicyKind::kMakespan || policy == PolicyKind::kFinishTimeFairness ||
+         policy == PolicyKind::kShortestJobFirst || policy == PolicyKind::kMinCostSlo;
+}
+
+std::vector<double> default_prices(const ThroughputMatrix& matrix) {
+  std::vector<double> out;
+  for (const std::string& gpu : matrix.gpu_types) {
+    std::string g = gpu;
+    for (char& c : g) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (g == "k80") out.push_back(0.90);
+    else if (g == "p100") out.push_back(1.46);
+    else if (g == "v100") out.push_back(3.06);
+    else throw InputError(fmt::format("no default price for GPU type '{}': give --prices", gpu));
+  }
+  return out;
 }
 
 PolicyKind parse_policy(std::string_view name) {
@@ -30,7 +52,13 @@ PolicyKind parse_policy(std::string_view name) {
   if (s == "fifo") return PolicyKind::kFifo;
   if (s == "makespan") return PolicyKind::kMakespan;
   if (s == "finish-time-fairness" || s == "ftf") return PolicyKind::kFinishTimeFairness;
-  throw InputError(fmt::format("unknown policy '{}': expected max-min-fairness (las), fifo, makespan or finish-time-fairness (ftf)", name));
+  if (s == "shortest-job-first" || s == "sjf") return PolicyKind::kShortestJobFirst;
+  if (s == "max-throughput") return PolicyKind::kMaxThroughput;
+  if (s == "min-cost") return PolicyKind::kMinCost;
+  if (s == "min-cost-slo") return PolicyKind::kMinCostSlo;
+  throw InputError(fmt::format("unknown policy '{}': expected max-min-fairness (las), fifo, makespan, finish-time-fairness "
+                               "(ftf), shortest-job-first (sjf), max-throughput, min-cost or min-cost-slo",
+                               name));
 }
 
 double effective_throughput(const ThroughputMatrix& matrix, int job_type, const std::vector<double>& share) {
@@ -53,11 +81,13 @@ void check(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::v
     if (job.type < 0 || job.type >= t.num_job_types()) throw InputError(fmt::format("job {}: no job type {}", m, job.type));
     if (!(job.weight >= 0.0) || !std::isfinite(job.weight))
       throw InputError(fmt::format("job {} ({}): weight {} must be zero or more", m, t.job_types[job.type].name(), job.weight));
-    const bool needs_steps = policy == PolicyKind::kMakespan || policy == PolicyKind::kFinishTimeFairness;
-    if (needs_steps && !(job.steps > 0.0))
+    if (needs_steps(policy) && !(job.steps > 0.0))
       throw InputError(fmt::format("job {} ({}): the {} policy needs its steps left (> 0)", m, t.job_types[job.type].name(),
                                    to_string(policy)));
     if (!(job.elapsed_s >= 0.0)) throw InputError(fmt::format("job {}: elapsed time must be zero or more", m));
+    if (!(job.slo_s > 0.0))
+      throw InputError(fmt::format("job {} ({}): SLO {} s left must be > 0 (infinite: none)", m, t.job_types[job.type].name(),
+                                   job.slo_s));
   }
 }
 
@@ -148,6 +178,14 @@ void maximize_work(AllocationLp& a, const std::vector<Job>& jobs, const Throughp
   }
 }
 
+// The GPU type a job is fastest on.
+int fastest_type(const ThroughputMatrix& t, const Job& job) {
+  int best = 0;
+  for (int j = 1; j < t.num_gpu_types(); ++j)
+    if (t.at(job.type, j) > t.at(job.type, best)) best = j;
+  return best;
+}
+
 // The optimum of a policy's objective variable held (to kHold relative), the second LP spends what
 // is left on work (maximize_work), so that no GPU idles while a job could use it. Warm from the
 // first LP's basis; should CLP not prove the second optimal, the first's X stands.
@@ -199,6 +237,15 @@ std::vector<std::vector<double>> isolated_share(const std::vector<Job>& jobs, co
 Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
                     const PolicySpec& spec) {
   check(jobs, t, workers, spec.policy);
+  const bool costed = spec.policy == PolicyKind::kMinCost || spec.policy == PolicyKind::kMinCostSlo;
+  if (costed) {
+    if (static_cast<int>(spec.prices_per_hour.size()) != t.num_gpu_types())
+      throw InputError(fmt::format("the {} policy needs a price per GPU type ({} given, {} types)", to_string(spec.policy),
+                                   spec.prices_per_hour.size(), t.num_gpu_types()));
+    for (std::size_t j = 0; j < spec.prices_per_hour.size(); ++j)
+      if (!(spec.prices_per_hour[j] > 0.0) || !std::isfinite(spec.prices_per_hour[j]))
+        throw InputError(fmt::format("price of {}: {} $/hour must be > 0", t.gpu_types[j], spec.prices_per_hour[j]));
+  }
   Allocation out;
   const int J = t.num_gpu_types();
   const bool aware = spec.heterogeneity_aware;
@@ -246,15 +293,65 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       for (std::size_t m = 0; m < M; ++m) share[m] = class_share[job_class[m]];
       return finish(std::move(share), s.objective);
     }
-    case PolicyKind::kFifo: {
+    case PolicyKind::kFifo:
+    case PolicyKind::kShortestJobFirst: {
+      // Jobs in order (arrival, or time left at their best speed), the first weighted M, the
+      // last 1: the LP serves earlier jobs first wherever they gain.
+      std::vector<std::size_t> order(M);
+      std::iota(order.begin(), order.end(), std::size_t{0});
+      const auto fastest_of = [&](std::size_t m) {
+        double fastest = 0.0;
+        for (int j = 0; j < J; ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
+        return fastest;
+      };
+      if (spec.policy == PolicyKind::kShortestJobFirst)
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+          return jobs[a].steps / t.at(jobs[a].type, fastest_type(t, jobs[a])) < jobs[b].steps / t.at(jobs[b].type, fastest_type(t, jobs[b]));
+        });
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
+      for (std::size_t rank = 0; rank < M; ++rank) {
+        const std::size_t m = order[rank];
+        const double fastest = fastest_of(m), priority = static_cast<double>(M - rank);
+        a.add_objective(m, [&](int j) { return priority * seen(t, jobs[m], j, aware) / fastest; });
+      }
+      const auto s = solve_or_throw(a.lp, spec.policy);
+      out.lp_solves = 1;
+      return finish(a.shares(s), s.objective);
+    }
+    case PolicyKind::kMaxThroughput: {
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
+      maximize_work(a, jobs, t, aware);
+      const auto s = solve_or_throw(a.lp, spec.policy);
+      out.lp_solves = 1;
+      return finish(a.shares(s), s.objective);
+    }
+    case PolicyKind::kMinCost:
+    case PolicyKind::kMinCostSlo: {
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
       for (std::size_t m = 0; m < M; ++m) {
         double fastest = 0.0;
         for (int j = 0; j < J; ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
-        const double priority = static_cast<double>(M - m);
-        a.add_objective(m, [&](int j) { return priority * seen(t, jobs[m], j, aware) / fastest; });
+        a.add_objective(m, [&](int j) { return seen(t, jobs[m], j, aware) / (fastest * spec.prices_per_hour[j]); });
       }
-      const auto s = solve_or_throw(a.lp, spec.policy);
+      if (spec.policy == PolicyKind::kMinCostSlo) {
+        for (std::size_t m = 0; m < M; ++m) {
+          if (!std::isfinite(jobs[m].slo_s)) continue;
+          const double need = jobs[m].steps / jobs[m].slo_s;
+          // Alone on its best type the job reaches max_j T[m][j] (where it fits): below `need`, no
+          // allocation meets the SLO.
+          double best = 0.0;
+          for (int j = 0; j < J; ++j)
+            if (workers[j] >= scale_of(t, jobs[m])) best = std::max(best, t.at(jobs[m].type, j));
+          if (best < need * (1.0 - 1e-9))
+            throw InputError(fmt::format("job {} ({}): its SLO needs {:.4g} steps/s, more than its best GPU type gives ({:.4g})",
+                                         m, t.job_types[jobs[m].type].name(), need, best));
+          a.lp.add_row(a.terms(m, [&](int j) { return t.at(jobs[m].type, j); }), need, kInfinity);
+        }
+      }
+      const auto s = a.lp.solve();
+      if (s.infeasible || (!s.optimal && spec.policy == PolicyKind::kMinCostSlo))
+        throw InputError("the jobs' SLOs cannot all be met together on this cluster (each alone can): relax an SLO or add GPUs");
+      if (!s.optimal) throw SolveError(fmt::format("the {} LP was not solved to optimality", to_string(spec.policy)));
       out.lp_solves = 1;
       return finish(a.shares(s), s.objective);
     }

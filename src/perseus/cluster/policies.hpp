@@ -14,6 +14,14 @@
 //   finish-time-fairness  (Themis) minimise max_m rho_m, rho_m = (t_m + steps_m / tput(m, X)) /
 //                     (t_m + steps_m / tput(m, X_isolated)), X_isolated: 1/n of the cluster;
 //                     bisection on rho, each step a feasibility LP.
+//   shortest-job-first  as FIFO, the order by time left at the job's best speed (steps_m /
+//                     max_j T[m][j]), shortest first;
+//   max-throughput    maximise sum_m tput(m, X) / max_j T[m][j] (the work done, each job's best
+//                     speed counting 1; the dissertation's §6.4.1 baseline);
+//   min-cost          maximise sum_m sum_j T[m][j] X[m][j] / (max_j T[m][j] c_j): work per dollar,
+//                     c_j the price per hour of type j (§6.4.2, per type, as Gavel computes it);
+//   min-cost-slo      the same subject to tput(m, X) >= steps_m / slo_m for every job with an SLO
+//                     (§6.4.3); an SLO no allocation can meet is an InputError naming the job.
 // An LP's optimum is a vertex that may leave GPUs idle once the objective's bottleneck is met, so
 // every policy then spends what is left: with its objective held at the optimum, a second LP
 // maximises the work done, sum_m tput(m, X) / max_j T[m][j] (FIFO's objective already does; FTF's
@@ -21,6 +29,7 @@
 // Two LPs (FIFO one, FTF about 50) on CLP; O(simplex) in jobs x GPU types.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,23 +38,44 @@
 
 namespace perseus::cluster {
 
-enum class PolicyKind : std::uint8_t { kMaxMinFairness, kFifo, kMakespan, kFinishTimeFairness };
+enum class PolicyKind : std::uint8_t {
+  kMaxMinFairness,
+  kFifo,
+  kMakespan,
+  kFinishTimeFairness,
+  kShortestJobFirst,
+  kMaxThroughput,
+  kMinCost,
+  kMinCostSlo,
+};
 std::string_view to_string(PolicyKind policy);
-// "max-min-fairness" (or "las"), "fifo", "makespan", "finish-time-fairness" (or "ftf");
-// InputError listing them.
+// "max-min-fairness" (or "las"), "fifo", "makespan", "finish-time-fairness" (or "ftf"),
+// "shortest-job-first" (or "sjf"), "max-throughput", "min-cost", "min-cost-slo"; InputError
+// listing them.
 PolicyKind parse_policy(std::string_view name);
+// Whether the policy needs each job's steps left.
+bool needs_steps(PolicyKind policy);
 
 struct Job {
   int type = 0;            // row of the throughput matrix
   double weight = 1.0;     // max-min fairness
   double steps = 0.0;      // iterations left (makespan, finish-time fairness)
   double elapsed_s = 0.0;  // since it arrived (finish-time fairness)
+  double slo_s = kNoSlo;   // time left to its deadline (min-cost-slo); kNoSlo: none
+  static constexpr double kNoSlo = std::numeric_limits<double>::infinity();
 };
 
 struct PolicySpec {
   PolicyKind policy = PolicyKind::kMaxMinFairness;
   bool heterogeneity_aware = true;
+  // $ per GPU-hour of each type, for the cost policies (and the simulator's cost); empty: none.
+  std::vector<double> prices_per_hour;
 };
+
+// On-demand prices of Gavel's GPU types in $/GPU-hour (AWS p2.xlarge K80 0.90, p3.2xlarge V100
+// 3.06; P100 1.46, Google Cloud's GPU price): one per type of `matrix`, InputError naming a type
+// it has no price for.
+std::vector<double> default_prices(const ThroughputMatrix& matrix);
 
 struct Allocation {
   std::vector<std::vector<double>> share;  // [job][gpu type]: fraction of time
@@ -55,7 +85,8 @@ struct Allocation {
 };
 
 // Throws InputError for a job type outside the matrix, a negative weight, steps that a policy
-// needs missing (makespan, finish-time fairness), or workers not one count per GPU type;
+// needs missing (makespan, finish-time fairness, shortest job first, SLOs), workers not one
+// count per GPU type, prices missing or not > 0 for a cost policy, or an SLO that cannot be met;
 // SolveError when CLP fails.
 Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& matrix, const std::vector<int>& workers,
                     const PolicySpec& spec);

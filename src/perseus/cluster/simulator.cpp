@@ -81,6 +81,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       JobOutcome j;
       j.id = static_cast<int>(out.jobs.size());
       j.type = pending->type, j.arrival_s = pending->arrival_s, j.steps = pending->steps, j.weight = pending->weight;
+      j.slo_s = pending->slo_s;
       j.gpu_s.assign(static_cast<std::size_t>(J), 0.0);
       j.measured = in_window(j.id);
       out.jobs.push_back(j);
@@ -97,7 +98,10 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       std::vector<int> scales;
       for (int id : active) {
         const JobOutcome& o = out.jobs[static_cast<std::size_t>(id)];
-        jobs.push_back({o.type, o.weight, steps_left[static_cast<std::size_t>(id)], t - o.arrival_s});
+        // An SLO already missed no longer binds (it is counted as missed).
+        const double slo_left = o.arrival_s + o.slo_s - t;
+        jobs.push_back({o.type, o.weight, steps_left[static_cast<std::size_t>(id)], t - o.arrival_s,
+                        slo_left > 0.0 ? slo_left : Job::kNoSlo});
         scales.push_back(matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor);
       }
       const auto solve_start = std::chrono::steady_clock::now();
@@ -172,6 +176,9 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       continue;
     }
     jct_sum += o.jct_s();
+    if (std::isfinite(o.slo_s)) ++out.slo_jobs, out.slo_violations += o.missed_slo() ? 1 : 0;
+    if (!spec.policy.prices_per_hour.empty())
+      for (int j = 0; j < J; ++j) out.cost += o.gpu_s[static_cast<std::size_t>(j)] / 3600.0 * spec.policy.prices_per_hour[j];
     out.makespan_s = std::max(out.makespan_s, o.completion_s);
   }
   const int finished_in_window = out.window_jobs - out.window_unfinished;

@@ -44,8 +44,10 @@ struct JobOutcome {
   double arrival_s = 0.0, steps = 0.0, weight = 1.0;
   double start_s = -1.0, completion_s = -1.0;  // -1: not yet
   std::vector<double> gpu_s;                   // GPU-seconds held on each type (scale factor x time)
+  double slo_s = Job::kNoSlo;                  // from its arrival
   int rounds = 0, preemptions = 0, migrations = 0;
   bool measured = false;                       // in the window
+  bool missed_slo() const { return finished() && jct_s() > slo_s * (1.0 + 1e-12); }
   bool finished() const { return completion_s >= 0.0; }
   double jct_s() const { return completion_s - arrival_s; }
 };
@@ -70,6 +72,9 @@ struct SimulationResult {
   // over allocations weighted by how long each was in force.
   double allocation_gap = 0.0;
   int renewals = 0, leases = 0;
+  // With prices (spec.policy.prices_per_hour): the window's jobs' GPU-hours x price.
+  double cost = 0.0;
+  int slo_jobs = 0, slo_violations = 0;  // window jobs with an SLO, and those that finished late
 };
 
 // Throws InputError for a bad spec (workers not one per GPU type, a round <= 0; a window past an
