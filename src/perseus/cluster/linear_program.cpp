@@ -41,6 +41,11 @@ void LinearProgram::set_bounds(int variable, double lower, double upper) {
   upper_[static_cast<std::size_t>(variable)] = upper;
 }
 
+void LinearProgram::set_row_bounds(int row, double lower, double upper) {
+  row_lower_[static_cast<std::size_t>(row)] = lower;
+  row_upper_[static_cast<std::size_t>(row)] = upper;
+}
+
 int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
   const int row = num_rows();
   for (const auto& [column, value] : terms) {
@@ -78,6 +83,14 @@ LinearProgram::Solution LinearProgram::resolve() {
     model_->setColumnBounds(i, clp(lower_[static_cast<std::size_t>(i)]), clp(upper_[static_cast<std::size_t>(i)]));
   }
   model_->primal(1);  // 1: start from the current basis
+  return solution_of(*model_, num_variables());
+}
+
+LinearProgram::Solution LinearProgram::resolve_rows() {
+  if (!model_ || model_->numberRows() != num_rows() || model_->numberColumns() != num_variables()) return solve();
+  for (int i = 0; i < num_rows(); ++i)
+    model_->setRowBounds(i, clp(row_lower_[static_cast<std::size_t>(i)]), clp(row_upper_[static_cast<std::size_t>(i)]));
+  model_->dual(1);  // 1: start from the current basis
   return solution_of(*model_, num_variables());
 }
 

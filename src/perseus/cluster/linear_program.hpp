@@ -29,6 +29,7 @@ class LinearProgram {
   void set_objective(int variable, double coefficient) { objective_[static_cast<std::size_t>(variable)] = coefficient; }
   void add_objective(int variable, double coefficient) { objective_[static_cast<std::size_t>(variable)] += coefficient; }
   void set_bounds(int variable, double lower, double upper);
+  void set_row_bounds(int row, double lower, double upper);
   // lower <= sum(coefficient * variable) <= upper; returns the row's index.
   int add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper);
 
@@ -44,6 +45,9 @@ class LinearProgram {
   // simplex from the last basis (a lexicographic second objective costs a few pivots, not a
   // second solve). Rows added since solve() are not seen: call solve().
   Solution resolve();
+  // After solve(), with only row bounds changed since (the objective kept, so the last basis
+  // stays dual feasible): dual simplex from it, as a bisection over a right-hand side wants.
+  Solution resolve_rows();
 
   int num_variables() const { return static_cast<int>(objective_.size()); }
   int num_rows() const { return static_cast<int>(row_lower_.size()); }

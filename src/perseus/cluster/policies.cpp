@@ -382,16 +382,23 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       }
       std::vector<std::vector<double>> best = isolated;
       double hi = 1.0;  // X_isolated reaches rho = 1 for every job
+      // One LP whose demand rows' bounds move with R: each step is a warm dual simplex from the
+      // last basis (the objective never changes), not a solve from scratch.
+      AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
+      maximize_work(a, jobs, t, aware);  // a feasible X that also leaves no GPU idle
+      std::vector<int> demand(M);
+      for (std::size_t m = 0; m < M; ++m)
+        demand[m] = a.lp.add_row(a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware); }), 0.0, kInfinity);
+      bool solved = false;
       auto feasible = [&](double R) -> std::optional<std::vector<std::vector<double>>> {
-        AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
-        maximize_work(a, jobs, t, aware);  // a feasible X that also leaves no GPU idle
         for (std::size_t m = 0; m < M; ++m) {
           const double slack = R * denominator[m] - jobs[m].elapsed_s;
           if (slack <= 0.0) return std::nullopt;
-          a.lp.add_row(a.terms(m, [&](int j) { return seen(t, jobs[m], j, aware); }), jobs[m].steps / slack, kInfinity);
+          a.lp.set_row_bounds(demand[m], jobs[m].steps / slack, kInfinity);
         }
         ++out.lp_solves;
-        const auto s = a.lp.solve();
+        const auto s = solved ? a.lp.resolve_rows() : a.lp.solve();
+        solved = true;
         if (!s.optimal) return std::nullopt;
         return a.shares(s);
       };

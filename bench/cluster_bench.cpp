@@ -1,0 +1,65 @@
+// The cluster scheduler's speed targets (issue 15, docs/cluster.md):
+//   BM_Policy: one allocation for 2,048 jobs drawn as Gavel's simulator draws them, on 36 K80 +
+//     36 P100 + 36 V100, per policy, aware and agnostic. Target: under 2 s.
+//   BM_Trace: a 5,000-job continuous-single trace (jobs 4,000 to 5,000 measured, arrivals going
+//     on until they finish) at 4 and 6 jobs/hour under LAS, aware and agnostic. Target: under 60 s.
+//   ./build/bench/cluster_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+// (quote the median.)
+#include <benchmark/benchmark.h>
+
+#include "perseus/cluster/jobs.hpp"
+#include "perseus/cluster/policies.hpp"
+#include "perseus/cluster/simulator.hpp"
+
+namespace {
+
+using namespace perseus::cluster;
+
+const ThroughputMatrix& gavel() {
+  static const ThroughputMatrix matrix = read_gavel_throughputs(bundled_gavel_throughputs());
+  return matrix;
+}
+
+void BM_Policy(benchmark::State& state) {
+  const auto policy = static_cast<PolicyKind>(state.range(0));
+  const bool aware = state.range(1) != 0;
+  const std::vector<Job> jobs = random_jobs(gavel(), 2048, 1);
+  PolicySpec spec{policy, aware, default_prices(gavel())};
+  int solves = 0;
+  for (auto _ : state) {
+    const Allocation a = allocate(jobs, gavel(), {36, 36, 36}, spec);
+    solves = a.lp_solves;
+    benchmark::DoNotOptimize(a.objective);
+  }
+  state.counters["lp_solves"] = solves;
+  state.SetLabel(std::string(to_string(policy)) + (aware ? " aware" : " agnostic"));
+}
+BENCHMARK(BM_Policy)
+    ->ArgsProduct({{static_cast<int>(PolicyKind::kMaxMinFairness), static_cast<int>(PolicyKind::kFifo),
+                    static_cast<int>(PolicyKind::kMakespan), static_cast<int>(PolicyKind::kFinishTimeFairness),
+                    static_cast<int>(PolicyKind::kShortestJobFirst), static_cast<int>(PolicyKind::kMaxThroughput),
+                    static_cast<int>(PolicyKind::kMinCost)},
+                   {1, 0}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_Trace(benchmark::State& state) {
+  const double rate = static_cast<double>(state.range(0));
+  const bool aware = state.range(1) != 0;
+  SimulationSpec spec;
+  spec.policy = {PolicyKind::kMaxMinFairness, aware, {}};
+  spec.workers = {36, 36, 36};
+  spec.window_begin = 4000, spec.window_end = 5000;
+  SimulationResult r;
+  for (auto _ : state) r = simulate(poisson_source(gavel(), rate, 1), gavel(), spec);
+  state.counters["avg_jct_h"] = r.average_jct_s / 3600.0;
+  state.counters["jobs"] = static_cast<double>(r.jobs.size());
+  state.counters["rounds"] = static_cast<double>(r.rounds.size());
+  state.counters["allocations"] = r.allocations;
+  state.SetLabel(aware ? "LAS aware" : "LAS agnostic");
+}
+BENCHMARK(BM_Trace)->ArgsProduct({{4, 6}, {1, 0}})->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();
