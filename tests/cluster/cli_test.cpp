@@ -45,6 +45,12 @@ TEST(ClusterCli, ReadsAJobsFileAndNamesBadLines) {
   EXPECT_NE(bad_gpus.out.find("unknown GPU type 'tpu'"), std::string::npos) << bad_gpus.out;
   const auto negative = run("cluster allocate --random 5 --gpus v100:-1");
   EXPECT_NE(negative.status, 0);
+  const auto price = run("cluster allocate --random 5 --policy min-cost --prices v100:x");
+  EXPECT_NE(price.status, 0);
+  EXPECT_NE(price.out.find("--prices 'v100:x': 'x' is not a price > 0"), std::string::npos) << price.out;
+  const auto priced = run("cluster allocate --random 5 --policy min-cost --prices v100:2 --json");
+  ASSERT_EQ(priced.status, 0) << priced.out;
+  EXPECT_EQ(nlohmann::json::parse(priced.out)["policy"], "min-cost");
 }
 
 TEST(ClusterCli, SimulatesAndWritesAReportThatReplays) {

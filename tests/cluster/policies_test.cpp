@@ -5,21 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "matrices.hpp"
+
 #include "perseus/cluster/policies.hpp"
 
 namespace perseus::cluster {
 namespace {
 
-// A matrix from rows of steps/s, one column per GPU type, every job type at scale `scales[m]`.
-ThroughputMatrix matrix_of(const std::vector<std::string>& gpus, const std::vector<std::vector<double>>& rows,
-                           const std::vector<int>& scales = {}) {
-  ThroughputMatrix t;
-  t.gpu_types = gpus;
-  for (std::size_t m = 0; m < rows.size(); ++m)
-    t.job_types.push_back({"job" + std::to_string(m), scales.empty() ? 1 : scales[m]});
-  t.steps_per_s = rows;
-  return t;
-}
+using testing::matrix_of;
 
 std::vector<Job> one_job_per_type(const ThroughputMatrix& t, double steps = 0.0) {
   std::vector<Job> jobs;

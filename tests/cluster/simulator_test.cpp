@@ -7,20 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "matrices.hpp"
+
 #include "perseus/cluster/experiment.hpp"
 #include "perseus/cluster/simulator.hpp"
 
 namespace perseus::cluster {
 namespace {
 
-ThroughputMatrix matrix_of(const std::vector<std::string>& gpus, const std::vector<std::vector<double>>& rows,
-                           const std::vector<int>& scales = {}) {
-  ThroughputMatrix t;
-  t.gpu_types = gpus;
-  for (std::size_t m = 0; m < rows.size(); ++m) t.job_types.push_back({"job" + std::to_string(m), scales.empty() ? 1 : scales[m]});
-  t.steps_per_s = rows;
-  return t;
-}
+using testing::matrix_of;
 
 SimulationSpec spec_of(std::vector<int> workers, PolicyKind policy = PolicyKind::kMaxMinFairness, bool aware = true) {
   SimulationSpec s;

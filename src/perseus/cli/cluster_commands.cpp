@@ -41,34 +41,6 @@ struct AllocateArgs {
   bool csv = false;
 };
 
-// "k80:0.9,v100:3.06" over the defaults for Gavel's types; empty: the defaults, or none (an empty
-// list) when the matrix has a type without one and no cost is needed.
-std::vector<double> prices_of(const std::string& text, const ThroughputMatrix& matrix, bool required) {
-  std::vector<double> prices(static_cast<std::size_t>(matrix.num_gpu_types()), 0.0);
-  try {
-    prices = default_prices(matrix);
-  } catch (const InputError&) {
-    if (text.empty() && !required) return {};
-    if (text.empty()) throw;
-  }
-  std::stringstream items(text);
-  for (std::string item; std::getline(items, item, ',');) {
-    const auto colon = item.find(':');
-    if (colon == std::string::npos) throw InputError(fmt::format("--prices '{}': expected TYPE:DOLLARS_PER_HOUR,...", text));
-    const int j = matrix.gpu_index(item.substr(0, colon));
-    try {
-      std::size_t used = 0;
-      prices[static_cast<std::size_t>(j)] = std::stod(item.substr(colon + 1), &used);
-      if (used != item.size() - colon - 1 || !(prices[j] > 0.0)) throw std::invalid_argument("price");
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--prices '{}': '{}' is not a price > 0", text, item.substr(colon + 1)));
-    }
-  }
-  for (std::size_t j = 0; j < prices.size(); ++j)
-    if (!(prices[j] > 0.0)) throw InputError(fmt::format("--prices: no price for {}", matrix.gpu_types[j]));
-  return prices;
-}
-
 bool costed(PolicyKind p) { return p == PolicyKind::kMinCost || p == PolicyKind::kMinCostSlo; }
 
 ThroughputMatrix load_matrix(const std::string& path) {
@@ -83,7 +55,7 @@ void run_allocate(const AllocateArgs& a) {
   if (a.jobs.empty() == (a.random == 0)) throw InputError("give the jobs: --jobs FILE or --random N");
   const std::vector<Job> jobs = a.jobs.empty() ? random_jobs(matrix, a.random, a.seed) : read_jobs_csv(a.jobs, matrix);
   PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}};
-  spec.prices_per_hour = prices_of(a.prices, matrix, costed(spec.policy));
+  spec.prices_per_hour = parse_prices(a.prices, matrix, costed(spec.policy));
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -172,7 +144,7 @@ void run_simulate(const SimulateArgs& a) {
   spec.simulation.max_time_s = a.max_days * 86400.0;
   bool any_costed = false;
   for (const std::string& p : a.policies) any_costed = any_costed || costed(parse_policy(p));
-  const std::vector<double> prices = prices_of(a.prices, matrix, any_costed);
+  const std::vector<double> prices = parse_prices(a.prices, matrix, any_costed);
   for (const std::string& p : a.policies) {
     const PolicyKind kind = parse_policy(p);
     if (a.compare) {

@@ -174,22 +174,49 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
   return jobs;
 }
 
-std::vector<int> parse_gpu_counts(const std::string& text, const ThroughputMatrix& matrix) {
-  std::vector<int> counts(static_cast<std::size_t>(matrix.num_gpu_types()), 0);
+namespace {
+
+// "TYPE:VALUE,..." into `values` (one per GPU type of the matrix); `accept` says whether a value
+// is valid, `what` names it in the error.
+void parse_per_type(const std::string& flag, const std::string& text, const ThroughputMatrix& matrix, std::vector<double>& values,
+                    bool integral, const std::function<bool(double)>& accept, const std::string& what) {
   std::stringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
     const auto colon = item.find(':');
-    if (colon == std::string::npos) throw InputError(fmt::format("--gpus '{}': expected TYPE:COUNT,...", text));
+    if (colon == std::string::npos) throw InputError(fmt::format("{} '{}': expected TYPE:VALUE,...", flag, text));
     const int j = matrix.gpu_index(item.substr(0, colon));
+    const std::string number = item.substr(colon + 1);
     try {
       std::size_t used = 0;
-      counts[static_cast<std::size_t>(j)] = std::stoi(item.substr(colon + 1), &used);
-      if (used != item.size() - colon - 1 || counts[j] < 0) throw std::invalid_argument("count");
+      const double v = integral ? static_cast<double>(std::stoi(number, &used)) : std::stod(number, &used);
+      if (used != number.size() || !accept(v)) throw std::invalid_argument(what);
+      values[static_cast<std::size_t>(j)] = v;
     } catch (const std::exception&) {
-      throw InputError(fmt::format("--gpus '{}': '{}' is not a count of GPUs", text, item.substr(colon + 1)));
+      throw InputError(fmt::format("{} '{}': '{}' is not {}", flag, text, number, what));
     }
   }
-  return counts;
+}
+
+}  // namespace
+
+std::vector<int> parse_gpu_counts(const std::string& text, const ThroughputMatrix& matrix) {
+  std::vector<double> counts(static_cast<std::size_t>(matrix.num_gpu_types()), 0.0);
+  parse_per_type("--gpus", text, matrix, counts, true, [](double v) { return v >= 0.0; }, "a count of GPUs");
+  return {counts.begin(), counts.end()};
+}
+
+std::vector<double> parse_prices(const std::string& text, const ThroughputMatrix& matrix, bool required) {
+  std::vector<double> prices(static_cast<std::size_t>(matrix.num_gpu_types()), 0.0);
+  try {
+    prices = default_prices(matrix);
+  } catch (const InputError&) {
+    if (text.empty() && !required) return {};
+    if (text.empty()) throw;
+  }
+  parse_per_type("--prices", text, matrix, prices, false, [](double v) { return v > 0.0 && std::isfinite(v); }, "a price > 0");
+  for (std::size_t j = 0; j < prices.size(); ++j)
+    if (!(prices[j] > 0.0)) throw InputError(fmt::format("--prices: no price for {}", matrix.gpu_types[j]));
+  return prices;
 }
 
 }  // namespace perseus::cluster

@@ -60,4 +60,9 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
 // for an unknown type or a bad count.
 std::vector<int> parse_gpu_counts(const std::string& text, const ThroughputMatrix& matrix);
 
+// "k80:0.9,v100:3.06" ($ per GPU-hour) over default_prices for the types it names. Empty text:
+// the defaults, or none (an empty list) when the matrix has a type without one and !required.
+// InputError for an unknown type, a price not > 0, or a type left without a price.
+std::vector<double> parse_prices(const std::string& text, const ThroughputMatrix& matrix, bool required);
+
 }  // namespace perseus::cluster
