@@ -20,7 +20,7 @@ using testing::matrix_of;
 SimulationSpec spec_of(std::vector<int> workers, PolicyKind policy = PolicyKind::kMaxMinFairness, bool aware = true) {
   SimulationSpec s;
   s.workers = std::move(workers);
-  s.policy = {policy, aware};
+  s.policy = {policy, aware, {}};
   return s;
 }
 
@@ -104,7 +104,7 @@ TEST(Simulator, AwareLasHoldsMoreLoadThanAgnostic) {
   // on 36 of each), the heterogeneity-aware policy's average JCT is well below the agnostic one's.
   const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
   ExperimentSpec e;
-  e.variants = {{PolicyKind::kMaxMinFairness, true}, {PolicyKind::kMaxMinFairness, false}};
+  e.variants = {{PolicyKind::kMaxMinFairness, true, {}}, {PolicyKind::kMaxMinFairness, false, {}}};
   e.jobs_per_hour = {2.0};
   e.seeds = 2;
   e.window_begin = 250, e.window_end = 400;
@@ -123,7 +123,7 @@ TEST(Simulator, MakespanPolicyBeatsFifoOnAStaticTrace) {
   // §5.7.3: the aware makespan policy finishes a batch well before agnostic FIFO (2.5x there).
   const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
   ExperimentSpec e;
-  e.variants = {{PolicyKind::kMakespan, true}, {PolicyKind::kFifo, false}};
+  e.variants = {{PolicyKind::kMakespan, true, {}}, {PolicyKind::kFifo, false, {}}};
   e.trace = TraceKind::kStatic;
   e.window_begin = 0, e.window_end = 120;
   e.simulation.workers = {4, 4, 4};

@@ -41,7 +41,7 @@ struct AllocateArgs {
   bool csv = false;
 };
 
-bool costed(PolicyKind p) { return p == PolicyKind::kMinCost || p == PolicyKind::kMinCostSlo; }
+
 
 ThroughputMatrix load_matrix(const std::string& path) {
   if (path.empty()) return read_gavel_throughputs(bundled_gavel_throughputs());
@@ -55,7 +55,7 @@ void run_allocate(const AllocateArgs& a) {
   if (a.jobs.empty() == (a.random == 0)) throw InputError("give the jobs: --jobs FILE or --random N");
   const std::vector<Job> jobs = a.jobs.empty() ? random_jobs(matrix, a.random, a.seed) : read_jobs_csv(a.jobs, matrix);
   PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}};
-  spec.prices_per_hour = parse_prices(a.prices, matrix, costed(spec.policy));
+  spec.prices_per_hour = parse_prices(a.prices, matrix, needs_prices(spec.policy));
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -143,7 +143,7 @@ void run_simulate(const SimulateArgs& a) {
   spec.simulation.restart_overhead_s = a.restart_overhead_s;
   spec.simulation.max_time_s = a.max_days * 86400.0;
   bool any_costed = false;
-  for (const std::string& p : a.policies) any_costed = any_costed || costed(parse_policy(p));
+  for (const std::string& p : a.policies) any_costed = any_costed || needs_prices(parse_policy(p));
   const std::vector<double> prices = parse_prices(a.prices, matrix, any_costed);
   for (const std::string& p : a.policies) {
     const PolicyKind kind = parse_policy(p);
@@ -185,7 +185,6 @@ void run_simulate(const SimulateArgs& a) {
   // Fail before a long run, not after it (write_directory_atomically checks it all again).
   if (!a.out.empty() && !a.force && std::filesystem::exists(a.out))
     throw InputError(fmt::format("{} exists: give --force to replace it", a.out));
-  if (!a.out.empty() && a.trace == a.out) throw InputError("--out must not be the trace");
   const auto runs = run_experiment(spec, matrix);
   if (terminal) fmt::print(stderr, "\n");
 
@@ -197,7 +196,10 @@ void run_simulate(const SimulateArgs& a) {
         {"rounds.csv", rounds_csv(runs, matrix)},
         {"report.html", report::cluster_report_html(runs, matrix, spec)}};
     for (auto& [stem, svg] : report::cluster_figures(runs, matrix)) files.emplace_back(stem + ".svg", std::move(svg));
-    write_directory_atomically(a.out, a.force, files);
+    std::vector<std::filesystem::path> inputs;
+    if (spec.trace == TraceKind::kFile) inputs.emplace_back(spec.trace_file);
+    if (!a.throughputs.empty()) inputs.emplace_back(a.throughputs);
+    write_directory_atomically(a.out, a.force, files, inputs);
   }
   if (a.json) {
     std::cout << experiment_json(runs, matrix, spec);
@@ -261,7 +263,7 @@ void add_cluster_commands(CLI::App& app) {
       "  perseus cluster simulate --trace static --jobs 100 --policy makespan --policy fifo --agnostic\n"
       "  perseus cluster simulate --trace jobs.csv --policy ftf --json\n"
       "Traces: continuous-single (every job 1 GPU), continuous-multiple (70% 1 GPU, 25% 2 or 4, 5% 8), both Poisson "
-      "at --lambda; static (--jobs at time 0); or a CSV with job, steps and optionally arrival_s, weight (a jobs.csv "
+      "at --lambda; static (--jobs at time 0); or a CSV with job, steps and optionally arrival_s, weight, slo_s (a jobs.csv "
       "written by --out replays). Durations: 10^x minutes on a V100, x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
       "Continuous traces measure the last fifth of --jobs (default 5000: jobs 4000 to 5000, as the dissertation) "
       "and keep jobs arriving until those finish.");

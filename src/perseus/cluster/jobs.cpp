@@ -14,6 +14,18 @@
 
 namespace perseus::cluster {
 
+namespace {
+
+// The optional `slo_s` column: a time > 0, or empty (or no column) for none.
+double slo_of(const csv::Table& table, const csv::Row& row, int column) {
+  if (column < 0 || row.fields[static_cast<std::size_t>(column)].empty()) return Job::kNoSlo;
+  const double slo = csv::parse_finite(table, row, column);
+  if (!(slo > 0.0)) throw InputError(table.field_error(row, column, "a time > 0 (or empty: no SLO)"));
+  return slo;
+}
+
+}  // namespace
+
 std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix) {
   static constexpr std::string_view kRequired[] = {"job"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
@@ -39,10 +51,7 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
     j.weight = at_least_zero(row, weight, 1.0);
     j.steps = at_least_zero(row, steps, 0.0);
     j.elapsed_s = at_least_zero(row, elapsed, 0.0);
-    if (slo >= 0 && !row.fields[static_cast<std::size_t>(slo)].empty()) {
-      j.slo_s = csv::parse_finite(table, row, slo);
-      if (!(j.slo_s > 0.0)) throw InputError(table.field_error(row, slo, "a time > 0 (or empty: no SLO)"));
-    }
+    j.slo_s = slo_of(table, row, slo);
     jobs.push_back(j);
   }
   return jobs;
@@ -164,10 +173,7 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
       j.weight = csv::parse_finite(table, row, weight);
       if (j.weight < 0.0) throw InputError(table.field_error(row, weight, "a weight >= 0"));
     }
-    if (slo >= 0 && !row.fields[static_cast<std::size_t>(slo)].empty()) {
-      j.slo_s = csv::parse_finite(table, row, slo);
-      if (!(j.slo_s > 0.0)) throw InputError(table.field_error(row, slo, "a time > 0 (or empty: no SLO)"));
-    }
+    j.slo_s = slo_of(table, row, slo);
     jobs.push_back(j);
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrival_s < b.arrival_s; });

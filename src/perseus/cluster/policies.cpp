@@ -32,6 +32,8 @@ bool needs_steps(PolicyKind policy) {
          policy == PolicyKind::kShortestJobFirst || policy == PolicyKind::kMinCostSlo;
 }
 
+bool needs_prices(PolicyKind policy) { return policy == PolicyKind::kMinCost || policy == PolicyKind::kMinCostSlo; }
+
 std::vector<double> default_prices(const ThroughputMatrix& matrix) {
   std::vector<double> out;
   for (const std::string& gpu : matrix.gpu_types) {
@@ -168,22 +170,20 @@ struct AllocationLp {
   }
 };
 
+// max_j T_seen[m][j]: the job's best speed as the policy sees it.
+double fastest_seen(const ThroughputMatrix& t, const Job& job, bool aware) {
+  double fastest = 0.0;
+  for (int j = 0; j < t.num_gpu_types(); ++j) fastest = std::max(fastest, seen(t, job, j, aware));
+  return fastest;
+}
+
 // Sets the objective to sum_m tput_seen(m, X) / max_j T_seen[m][j]: the work done, each job's
 // best speed counting 1.
 void maximize_work(AllocationLp& a, const std::vector<Job>& jobs, const ThroughputMatrix& t, bool aware) {
   for (std::size_t m = 0; m < jobs.size(); ++m) {
-    double fastest = 0.0;
-    for (int j = 0; j < t.num_gpu_types(); ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
+    const double fastest = fastest_seen(t, jobs[m], aware);
     a.add_objective(m, [&](int j) { return a.copies[m] * seen(t, jobs[m], j, aware) / fastest; });
   }
-}
-
-// The GPU type a job is fastest on.
-int fastest_type(const ThroughputMatrix& t, const Job& job) {
-  int best = 0;
-  for (int j = 1; j < t.num_gpu_types(); ++j)
-    if (t.at(job.type, j) > t.at(job.type, best)) best = j;
-  return best;
 }
 
 // The optimum of a policy's objective variable held (to kHold relative), the second LP spends what
@@ -237,8 +237,7 @@ std::vector<std::vector<double>> isolated_share(const std::vector<Job>& jobs, co
 Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
                     const PolicySpec& spec) {
   check(jobs, t, workers, spec.policy);
-  const bool costed = spec.policy == PolicyKind::kMinCost || spec.policy == PolicyKind::kMinCostSlo;
-  if (costed) {
+  if (needs_prices(spec.policy)) {
     if (static_cast<int>(spec.prices_per_hour.size()) != t.num_gpu_types())
       throw InputError(fmt::format("the {} policy needs a price per GPU type ({} given, {} types)", to_string(spec.policy),
                                    spec.prices_per_hour.size(), t.num_gpu_types()));
@@ -299,19 +298,15 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       // last 1: the LP serves earlier jobs first wherever they gain.
       std::vector<std::size_t> order(M);
       std::iota(order.begin(), order.end(), std::size_t{0});
-      const auto fastest_of = [&](std::size_t m) {
-        double fastest = 0.0;
-        for (int j = 0; j < J; ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
-        return fastest;
-      };
-      if (spec.policy == PolicyKind::kShortestJobFirst)
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-          return jobs[a].steps / t.at(jobs[a].type, fastest_type(t, jobs[a])) < jobs[b].steps / t.at(jobs[b].type, fastest_type(t, jobs[b]));
-        });
+      if (spec.policy == PolicyKind::kShortestJobFirst) {
+        std::vector<double> time_left(M);
+        for (std::size_t m = 0; m < M; ++m) time_left[m] = jobs[m].steps / fastest_seen(t, jobs[m], true);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return time_left[a] < time_left[b]; });
+      }
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
       for (std::size_t rank = 0; rank < M; ++rank) {
         const std::size_t m = order[rank];
-        const double fastest = fastest_of(m), priority = static_cast<double>(M - rank);
+        const double fastest = fastest_seen(t, jobs[m], aware), priority = static_cast<double>(M - rank);
         a.add_objective(m, [&](int j) { return priority * seen(t, jobs[m], j, aware) / fastest; });
       }
       const auto s = solve_or_throw(a.lp, spec.policy);
@@ -329,8 +324,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
     case PolicyKind::kMinCostSlo: {
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware);
       for (std::size_t m = 0; m < M; ++m) {
-        double fastest = 0.0;
-        for (int j = 0; j < J; ++j) fastest = std::max(fastest, seen(t, jobs[m], j, aware));
+        const double fastest = fastest_seen(t, jobs[m], aware);
         a.add_objective(m, [&](int j) { return seen(t, jobs[m], j, aware) / (fastest * spec.prices_per_hour[j]); });
       }
       if (spec.policy == PolicyKind::kMinCostSlo) {

@@ -53,8 +53,9 @@ std::string_view to_string(PolicyKind policy);
 // "shortest-job-first" (or "sjf"), "max-throughput", "min-cost", "min-cost-slo"; InputError
 // listing them.
 PolicyKind parse_policy(std::string_view name);
-// Whether the policy needs each job's steps left.
+// Whether the policy needs each job's steps left, and a price per GPU type.
 bool needs_steps(PolicyKind policy);
+bool needs_prices(PolicyKind policy);
 
 struct Job {
   int type = 0;            // row of the throughput matrix

@@ -157,6 +157,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
     if (!finished.empty()) {
       std::sort(finished.begin(), finished.end());
       std::erase_if(active, [&](int id) { return std::binary_search(finished.begin(), finished.end(), id); });
+      for (int id : finished) last_round.erase(id);
       changed = true;
     }
     if (out.rounds.size() % 100 == 0) report();

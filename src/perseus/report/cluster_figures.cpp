@@ -157,7 +157,7 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
   ReportSection results{"runs", "Runs",
                         "Average JCT over the measured jobs; busy: GPU-time leased over GPU-time available; allocation gap: "
                         "the mean over jobs of sum_j |realised - computed| share, averaged over allocations (0 is exact); "
-                        "renewed: leases that kept the job's GPUs from the previous round.",
+                        "renewed: leases that kept the job's GPUs from the previous round. Busy GPUs: lines of types equally busy lie on top of each other.",
                         table, {}};
   for (auto& [stem, svg] : cluster_figures(runs, matrix)) results.figures.push_back(std::move(svg));
   return html_page("perseus cluster simulate", "Simulated: jobs advance at the throughput matrix's rate on the GPU type they hold; "
