@@ -24,7 +24,7 @@ void BM_Policy(benchmark::State& state) {
   const auto policy = static_cast<PolicyKind>(state.range(0));
   const bool aware = state.range(1) != 0;
   const std::vector<Job> jobs = random_jobs(gavel(), 2048, 1);
-  PolicySpec spec{policy, aware, default_prices(gavel())};
+  PolicySpec spec{policy, aware, default_prices(gavel()), {}};
   int solves = 0;
   for (auto _ : state) {
     const Allocation a = allocate(jobs, gavel(), {36, 36, 36}, spec);
@@ -47,7 +47,7 @@ void BM_Trace(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
   const bool aware = state.range(1) != 0;
   SimulationSpec spec;
-  spec.policy = {PolicyKind::kMaxMinFairness, aware, {}};
+  spec.policy = {PolicyKind::kMaxMinFairness, aware, {}, {}};
   spec.workers = {36, 36, 36};
   spec.window_begin = 4000, spec.window_end = 5000;
   SimulationResult r;

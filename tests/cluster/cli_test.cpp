@@ -93,4 +93,50 @@ TEST(ClusterCli, SimulatesAndWritesAReportThatReplays) {
   EXPECT_NE(fits.out.find("can run on no GPU type"), std::string::npos) << fits.out;
 }
 
+TEST(ClusterCli, PlansAMatrixWithEnergyAndSimulatesItsEnergyStage) {
+  const perseus::testing::TempDir temp;
+  const auto matrix = (temp.path() / "planned.csv").string();
+  const auto planned = run("cluster throughputs --models bert-large,t5-large --gpu-types a40,h100-sxm --scales 1,2 --points 3 -o " +
+                           matrix + " --json -q");
+  ASSERT_EQ(planned.status, 0) << planned.out;
+  const auto cells = nlohmann::json::parse(planned.out)["cells"];
+  ASSERT_EQ(cells.size(), 8u);
+  for (const auto& c : cells) {
+    ASSERT_TRUE(c["fits"].get<bool>()) << c.dump();
+    EXPECT_LT(c["least_energy_j"].get<double>(), c["t_min_energy_j"].get<double>()) << c.dump();
+  }
+  std::ifstream in(matrix);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "job,scale_factor,gpu,steps_per_s,joules_per_step");
+  // Again without --force: refused, the file kept.
+  const auto again = run("cluster throughputs --models bert-large --gpu-types a40 --scales 1 -o " + matrix + " -q");
+  EXPECT_NE(again.status, 0);
+  EXPECT_NE(again.out.find("exists"), std::string::npos) << again.out;
+
+  const auto sim = run("cluster simulate --throughputs " + matrix +
+                       " --gpus a40:2,h100-sxm:2 --trace static --jobs 12 --energy-slack off,0.1 --json -q");
+  ASSERT_EQ(sim.status, 0) << sim.out;
+  const auto runs = nlohmann::json::parse(sim.out)["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0]["energy_slack"].is_null());
+  EXPECT_DOUBLE_EQ(runs[1]["energy_slack"].get<double>(), 0.1);
+  EXPECT_LT(runs[1]["energy_kwh"].get<double>(), runs[0]["energy_kwh"].get<double>());
+  EXPECT_EQ(runs[1]["window_unfinished"], 0);
+
+  const auto alloc = run("cluster allocate --throughputs " + matrix + " --gpus a40:2,h100-sxm:2 --random 6 --energy-slack 0.2 --json");
+  ASSERT_EQ(alloc.status, 0) << alloc.out;
+  EXPECT_GT(nlohmann::json::parse(alloc.out)["power_w"].get<double>(), 0.0);
+  // Energy needs a matrix with energy; slacks are shares below 1.
+  const auto gavel = run("cluster allocate --random 5 --energy-slack 0.1");
+  EXPECT_NE(gavel.status, 0);
+  EXPECT_NE(gavel.out.find("needs energy per step"), std::string::npos) << gavel.out;
+  const auto bad = run("cluster simulate --throughputs " + matrix + " --energy-slack off,1.5 -q");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("'1.5' is neither 'off' nor a share in [0, 1)"), std::string::npos) << bad.out;
+  const auto unknown = run("cluster throughputs --models gpt-17 -q");
+  EXPECT_NE(unknown.status, 0);
+  EXPECT_NE(unknown.out.find("gpt-17"), std::string::npos) << unknown.out;
+}
+
 }  // namespace

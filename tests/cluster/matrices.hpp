@@ -20,4 +20,19 @@ inline ThroughputMatrix matrix_of(const std::vector<std::string>& gpus, const st
   return t;
 }
 
+// The same with energy figures: points[m][j] is job type m's operating points on GPU type j,
+// fastest first (empty where it cannot run); steps_per_s is each cell's first.
+inline ThroughputMatrix matrix_with_energy(const std::vector<std::string>& gpus,
+                                           const std::vector<std::vector<std::vector<OperatingPoint>>>& points,
+                                           const std::vector<int>& scales = {}) {
+  std::vector<std::vector<double>> rows;
+  for (const auto& row : points) {
+    rows.emplace_back();
+    for (const auto& cell : row) rows.back().push_back(cell.empty() ? 0.0 : cell.front().steps_per_s);
+  }
+  ThroughputMatrix t = matrix_of(gpus, rows, scales);
+  t.operating_points = points;
+  return t;
+}
+
 }  // namespace perseus::cluster::testing

@@ -62,7 +62,7 @@ TEST(MaxMinFairness, TheDissertationsExampleSolvedByHand) {
   const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{40, 10}, {12, 4}, {100, 50}});
   const std::vector<int> workers{1, 1};
   const auto jobs = one_job_per_type(t);
-  const Allocation a = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}});
+  const Allocation a = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}, {}});
   expect_valid(a, jobs, t, workers);
   EXPECT_NEAR(a.objective, 8.0 / 11.0, 1e-9);
   EXPECT_NEAR(fairness_of(a.share, jobs, t, workers), 8.0 / 11.0, 1e-7);
@@ -77,11 +77,11 @@ TEST(MaxMinFairness, AgnosticSharesTimeAndAwareDoesBetterOnTheRealMatrix) {
   const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{40, 10}, {12, 4}, {100, 50}});
   const std::vector<int> workers{1, 1};
   const auto jobs = one_job_per_type(t);
-  const Allocation agnostic = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, false, {}});
+  const Allocation agnostic = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, false, {}, {}});
   expect_valid(agnostic, jobs, t, workers);
   EXPECT_NEAR(agnostic.objective, 2.0 / 3.0, 1e-9);  // two GPUs' time over three jobs
   for (const auto& row : agnostic.share) EXPECT_NEAR(row[0] + row[1], 2.0 / 3.0, 1e-7);
-  const Allocation aware = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}});
+  const Allocation aware = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}, {}});
   EXPECT_GT(fairness_of(aware.share, jobs, t, workers), fairness_of(agnostic.share, jobs, t, workers) + 0.01);
 }
 
@@ -93,7 +93,7 @@ TEST(MaxMinFairness, WeightsAndScaleFactors) {
   std::vector<Job> jobs = one_job_per_type(t);
   jobs[0].weight = 3.0;
   const std::vector<int> workers{2};
-  const Allocation a = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}});
+  const Allocation a = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}, {}});
   expect_valid(a, jobs, t, workers);
   EXPECT_NEAR(a.objective, 1.0 / 3.0, 1e-9);
   EXPECT_NEAR(a.share[0][0], 1.0, 1e-7);
@@ -122,11 +122,11 @@ TEST(Policies, SharingIncentiveOnRandomClusters) {
     std::vector<Job> jobs;
     for (int m = 0; m < job_types + trial % 5; ++m)
       jobs.push_back({m % job_types, 0.5 + (rng() % 4), 1000.0 * (1 + rng() % 50), static_cast<double>(rng() % 100)});
-    const Allocation las = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}});
+    const Allocation las = allocate(jobs, t, workers, {PolicyKind::kMaxMinFairness, true, {}, {}});
     expect_valid(las, jobs, t, workers);
     EXPECT_GE(las.objective, fairness_of(isolated_share(jobs, t, workers), jobs, t, workers) - 1e-7) << trial;
     EXPECT_NEAR(las.objective, fairness_of(las.share, jobs, t, workers), 1e-6 * las.objective) << trial;
-    const Allocation ftf = allocate(jobs, t, workers, {PolicyKind::kFinishTimeFairness, true, {}});
+    const Allocation ftf = allocate(jobs, t, workers, {PolicyKind::kFinishTimeFairness, true, {}, {}});
     expect_valid(ftf, jobs, t, workers);
     EXPECT_LE(ftf.objective, 1.0 + 1e-9) << trial;
     // The allocation returned meets the rho it reports.
@@ -144,10 +144,10 @@ TEST(Makespan, OneGpuTypeIsTheClosedForm) {
   const ThroughputMatrix t = matrix_of({"v100"}, {{10.0}, {5.0}, {2.0}});
   auto jobs = one_job_per_type(t, 0.0);
   jobs[0].steps = 1000, jobs[1].steps = 100, jobs[2].steps = 100;  // 100 s, 20 s, 50 s alone
-  const Allocation two = allocate(jobs, t, {2}, {PolicyKind::kMakespan, true, {}});
+  const Allocation two = allocate(jobs, t, {2}, {PolicyKind::kMakespan, true, {}, {}});
   expect_valid(two, jobs, t, {2});
   EXPECT_NEAR(two.objective, 100.0, 1e-6);  // total 170 s over 2 GPUs = 85 s < 100 s
-  const Allocation one = allocate(jobs, t, {1}, {PolicyKind::kMakespan, true, {}});
+  const Allocation one = allocate(jobs, t, {1}, {PolicyKind::kMakespan, true, {}, {}});
   EXPECT_NEAR(one.objective, 170.0, 1e-6);
 }
 
@@ -157,8 +157,8 @@ TEST(Makespan, AwarePutsEachJobWhereItGainsMost) {
   // both run at 4.6 steps/s: 1000 steps in 217.4 s.
   const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{10.0, 1.0}, {5.0, 4.0}});
   auto jobs = one_job_per_type(t, 1000.0);
-  const Allocation aware = allocate(jobs, t, {1, 1}, {PolicyKind::kMakespan, true, {}});
-  const Allocation agnostic = allocate(jobs, t, {1, 1}, {PolicyKind::kMakespan, false, {}});
+  const Allocation aware = allocate(jobs, t, {1, 1}, {PolicyKind::kMakespan, true, {}, {}});
+  const Allocation agnostic = allocate(jobs, t, {1, 1}, {PolicyKind::kMakespan, false, {}, {}});
   EXPECT_NEAR(aware.objective, 1000.0 / 4.6, 1e-6);
   EXPECT_NEAR(aware.share[1][0], 0.6, 1e-7);
   const auto makespan = [&](const Allocation& a) {
@@ -171,7 +171,7 @@ TEST(Makespan, AwarePutsEachJobWhereItGainsMost) {
 TEST(Fifo, TheFirstJobGetsTheFastestGpu) {
   const ThroughputMatrix t = matrix_of({"v100", "k80"}, {{10.0, 2.0}, {10.0, 2.0}, {10.0, 2.0}});
   const auto jobs = one_job_per_type(t);
-  const Allocation a = allocate(jobs, t, {1, 1}, {PolicyKind::kFifo, true, {}});
+  const Allocation a = allocate(jobs, t, {1, 1}, {PolicyKind::kFifo, true, {}, {}});
   expect_valid(a, jobs, t, {1, 1});
   EXPECT_NEAR(a.share[0][0], 1.0, 1e-7);
   EXPECT_NEAR(a.share[1][1], 1.0, 1e-7);
@@ -190,7 +190,7 @@ TEST(Policies, BadInputIsNamed) {
     EXPECT_NE(std::string(e.what()).find("weight -1"), std::string::npos) << e.what();
   }
   jobs[0].weight = 1.0;
-  EXPECT_THROW(allocate(jobs, t, {1}, {PolicyKind::kMakespan, true, {}}), InputError);  // no steps
+  EXPECT_THROW(allocate(jobs, t, {1}, {PolicyKind::kMakespan, true, {}, {}}), InputError);  // no steps
   EXPECT_THROW(parse_policy("round-robin"), InputError);
   EXPECT_EQ(parse_policy("LAS"), PolicyKind::kMaxMinFairness);
 }
@@ -199,10 +199,10 @@ TEST(ShortestJobFirst, TheShortestJobGetsTheGpu) {
   // One GPU, three jobs of one type: the job with the fewest steps left runs, whatever its place.
   const ThroughputMatrix t = matrix_of({"v100"}, {{2.0}});
   const std::vector<Job> jobs = {{0, 1.0, 900.0, 0.0}, {0, 1.0, 100.0, 0.0}, {0, 1.0, 500.0, 0.0}};
-  const Allocation a = allocate(jobs, t, {1}, {PolicyKind::kShortestJobFirst, true, {}});
+  const Allocation a = allocate(jobs, t, {1}, {PolicyKind::kShortestJobFirst, true, {}, {}});
   EXPECT_NEAR(a.share[1][0], 1.0, 1e-9);
   EXPECT_NEAR(a.share[0][0] + a.share[2][0], 0.0, 1e-9);
-  const Allocation fifo = allocate(jobs, t, {1}, {PolicyKind::kFifo, true, {}});
+  const Allocation fifo = allocate(jobs, t, {1}, {PolicyKind::kFifo, true, {}, {}});
   EXPECT_NEAR(fifo.share[0][0], 1.0, 1e-9);
 }
 
@@ -212,14 +212,14 @@ const ThroughputMatrix kTwoJobs = matrix_of({"v100", "k80"}, {{10.0, 1.0}, {5.0,
 TEST(MaxThroughput, HandSolved) {
   // Work counts each job's best speed as 1: job 0 on the V100 and job 1 on the K80 give
   // 1 + 4/5 = 1.8; swapped, 0.1 + 1 = 1.1.
-  const Allocation a = allocate(one_job_per_type(kTwoJobs), kTwoJobs, {1, 1}, {PolicyKind::kMaxThroughput, true, {}});
+  const Allocation a = allocate(one_job_per_type(kTwoJobs), kTwoJobs, {1, 1}, {PolicyKind::kMaxThroughput, true, {}, {}});
   EXPECT_NEAR(a.objective, 1.8, 1e-9);
   EXPECT_NEAR(a.share[0][0], 1.0, 1e-9);
   EXPECT_NEAR(a.share[1][1], 1.0, 1e-9);
 }
 
 TEST(MinCost, HandSolvedWithAndWithoutAnSlo) {
-  const PolicySpec cost{PolicyKind::kMinCost, true, {3.0, 1.0}};
+  const PolicySpec cost{PolicyKind::kMinCost, true, {3.0, 1.0}, {}};
   // Work per dollar: job 0 1/3 on the V100, 0.1 on the K80; job 1 1/3 and 0.8.
   const Allocation a = allocate(one_job_per_type(kTwoJobs), kTwoJobs, {1, 1}, cost);
   EXPECT_NEAR(a.objective, 1.0 / 3.0 + 0.8, 1e-9);
@@ -227,7 +227,7 @@ TEST(MinCost, HandSolvedWithAndWithoutAnSlo) {
   // Job 1 must finish 1000 steps in 200 s: 5 steps/s, the V100's whole time. Job 0 takes the K80.
   std::vector<Job> jobs = one_job_per_type(kTwoJobs, 1000.0);
   jobs[1].slo_s = 200.0;
-  const Allocation slo = allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}});
+  const Allocation slo = allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}, {}});
   EXPECT_NEAR(slo.share[1][0], 1.0, 1e-7);
   EXPECT_NEAR(slo.share[0][1], 1.0, 1e-7);
   EXPECT_NEAR(slo.objective, 1.0 / 3.0 + 0.1, 1e-7);
@@ -238,17 +238,17 @@ TEST(MinCost, SlosThatCannotBeMetAreNamed) {
   std::vector<Job> jobs = one_job_per_type(kTwoJobs, 1000.0);
   jobs[1].slo_s = 150.0;  // 6.7 steps/s: more than its best GPU's 5
   try {
-    allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}});
+    allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}, {}});
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("job 1 (job1 x1): its SLO needs"), std::string::npos) << e.what();
   }
   // Two such jobs, one V100: each alone can, together they cannot.
   std::vector<Job> two = {{1, 1.0, 1000.0, 0.0, 200.0}, {1, 1.0, 1000.0, 0.0, 200.0}};
-  EXPECT_THROW(allocate(two, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}}), InputError);
+  EXPECT_THROW(allocate(two, kTwoJobs, {1, 1}, {PolicyKind::kMinCostSlo, true, {3.0, 1.0}, {}}), InputError);
   // Prices are needed, one per type, > 0.
-  EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {}}), InputError);
-  EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {3.0, 0.0}}), InputError);
+  EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {}, {}}), InputError);
+  EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {3.0, 0.0}, {}}), InputError);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using testing::matrix_of;
 SimulationSpec spec_of(std::vector<int> workers, PolicyKind policy = PolicyKind::kMaxMinFairness, bool aware = true) {
   SimulationSpec s;
   s.workers = std::move(workers);
-  s.policy = {policy, aware, {}};
+  s.policy = {policy, aware, {}, {}};
   return s;
 }
 
@@ -36,6 +36,58 @@ TEST(Simulator, OneJobFinishesAtItsStepsOverItsRate) {
     EXPECT_NEAR(r.jobs[0].jct_s(), 2000.0, 1e-6) << round;
     EXPECT_NEAR(r.average_jct_s, 2000.0, 1e-6);
     EXPECT_EQ(r.jobs[0].preemptions, 0);
+  }
+}
+
+TEST(Simulator, EnergyIsTheStepsTimesTheEnergyPerStepOfThePointsRun) {
+  // 1000 steps; fastest 2 steps/s at 1 J/step, slow 1 step/s at 0.5 J/step. Alone the job runs
+  // fast: 500 s, 1000 J. Keeping 75% (energy_stage_test: half its time at each point, 1.5 steps/s
+  // at 1.25 W): 666.7 s and 833.3 J.
+  const ThroughputMatrix t = testing::matrix_with_energy({"g"}, {{{{2.0, 1.0}, {1.0, 0.5}}}});
+  SimulationSpec s = spec_of({1});
+  const auto plain = simulate(list_source({{0, 0.0, 1000.0, 1.0}}), t, s);
+  EXPECT_NEAR(plain.jobs[0].jct_s(), 500.0, 1e-6);
+  EXPECT_NEAR(plain.energy_j, 1000.0, 1e-6);
+  s.policy.energy_slack = 0.25;
+  const auto saving = simulate(list_source({{0, 0.0, 1000.0, 1.0}}), t, s);
+  EXPECT_NEAR(saving.jobs[0].jct_s(), 1000.0 / 1.5, 1e-3);
+  EXPECT_NEAR(saving.energy_j, 1000.0 / 1.5 * 1.25, 1e-3);
+  EXPECT_NEAR(saving.jobs[0].energy_j, saving.energy_j, 1e-9);
+  // The rounds' average power over their length adds up to the same energy.
+  double rounds_j = 0.0;
+  for (const RoundRecord& r : saving.rounds) rounds_j += r.power_w * s.round_s;
+  EXPECT_NEAR(rounds_j, saving.energy_j, 1e-6);
+  // A matrix without energy figures reports none.
+  EXPECT_EQ(simulate(list_source({{0, 0.0, 1000.0, 1.0}}), matrix_of({"g"}, {{2.0}}), spec_of({1})).energy_j, 0.0);
+}
+
+TEST(Simulator, TheEnergyStageSavesEnergyOnAStaticTrace) {
+  // Three types, four job types, each step 100 J at full speed or 80 J at 85% of it.
+  std::vector<std::vector<std::vector<OperatingPoint>>> points;
+  const double speeds[4][3] = {{1.0, 2.0, 4.0}, {0.5, 1.5, 2.0}, {2.0, 0.0, 5.0}, {1.0, 1.0, 1.5}};
+  for (const auto& row : speeds) {
+    points.emplace_back();
+    for (double v : row)
+      points.back().push_back(v > 0.0 ? std::vector<OperatingPoint>{{v, 100.0}, {0.85 * v, 80.0}}
+                                      : std::vector<OperatingPoint>{});
+  }
+  const ThroughputMatrix t = testing::matrix_with_energy({"a", "b", "c"}, points);
+  std::vector<TraceJob> trace;
+  for (int k = 0; k < 24; ++k) trace.push_back({k % 4, 0.0, 2000.0 + 500.0 * k, 1.0});
+  SimulationSpec s = spec_of({2, 2, 2});
+  const auto plain = simulate(list_source(trace), t, s);
+  s.policy.energy_slack = 0.1;
+  const auto saving = simulate(list_source(trace), t, s);
+  for (const auto* r : {&plain, &saving}) {
+    ASSERT_EQ(r->window_unfinished, 0);
+    EXPECT_GT(r->energy_j, 0.0);
+  }
+  EXPECT_LT(saving.energy_j, 0.97 * plain.energy_j);
+  // Every step at 80-100 J: the totals lie between.
+  const double steps = std::accumulate(trace.begin(), trace.end(), 0.0, [](double a, const TraceJob& j) { return a + j.steps; });
+  for (const auto* r : {&plain, &saving}) {
+    EXPECT_GE(r->energy_j, 80.0 * steps * (1.0 - 1e-9));
+    EXPECT_LE(r->energy_j, 100.0 * steps * (1.0 + 1e-9));
   }
 }
 
@@ -104,7 +156,7 @@ TEST(Simulator, AwareLasHoldsMoreLoadThanAgnostic) {
   // on 36 of each), the heterogeneity-aware policy's average JCT is well below the agnostic one's.
   const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
   ExperimentSpec e;
-  e.variants = {{PolicyKind::kMaxMinFairness, true, {}}, {PolicyKind::kMaxMinFairness, false, {}}};
+  e.variants = {{PolicyKind::kMaxMinFairness, true, {}, {}}, {PolicyKind::kMaxMinFairness, false, {}, {}}};
   e.jobs_per_hour = {2.0};
   e.seeds = 2;
   e.window_begin = 250, e.window_end = 400;
@@ -123,7 +175,7 @@ TEST(Simulator, MakespanPolicyBeatsFifoOnAStaticTrace) {
   // §5.7.3: the aware makespan policy finishes a batch well before agnostic FIFO (2.5x there).
   const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
   ExperimentSpec e;
-  e.variants = {{PolicyKind::kMakespan, true, {}}, {PolicyKind::kFifo, false, {}}};
+  e.variants = {{PolicyKind::kMakespan, true, {}, {}}, {PolicyKind::kFifo, false, {}, {}}};
   e.trace = TraceKind::kStatic;
   e.window_begin = 0, e.window_end = 120;
   e.simulation.workers = {4, 4, 4};

@@ -50,5 +50,38 @@ TEST(Throughputs, ReadsACsvAndNamesBadLines) {
   EXPECT_THROW(read_gavel_throughputs(path), InputError);  // not JSON
 }
 
+TEST(Throughputs, ACsvWithEnergyHasOperatingPointsFastestFirst) {
+  const perseus::testing::TempDir temp;
+  const auto path = (temp.path() / "t.csv").string();
+  std::ofstream(path) << "job,scale_factor,gpu,steps_per_s,joules_per_step\n"
+                         "GPT,1,a100,2.5,300\nGPT,1,a100,3,400\nGPT,1,h100,6,200\nBERT,1,h100,10,50\n";
+  const ThroughputMatrix t = read_throughput_csv(path);
+  ASSERT_TRUE(t.has_energy());
+  const int gpt = t.job_index("GPT x1"), a100 = t.gpu_index("a100"), h100 = t.gpu_index("h100");
+  EXPECT_DOUBLE_EQ(t.at(gpt, a100), 3.0);  // the fastest point
+  ASSERT_EQ(t.operating_points[gpt][a100].size(), 2u);
+  EXPECT_DOUBLE_EQ(t.operating_points[gpt][a100][1].joules_per_step, 300.0);
+  EXPECT_TRUE(t.points(t.job_index("BERT x1"), a100).empty());
+  EXPECT_DOUBLE_EQ(t.points(gpt, h100).front().joules_per_step, 200.0);
+  // Written and read back.
+  std::ofstream(path) << throughput_csv(t);
+  const ThroughputMatrix back = read_throughput_csv(path);
+  EXPECT_EQ(back.steps_per_s, t.steps_per_s);
+  EXPECT_DOUBLE_EQ(back.operating_points[gpt][a100][1].steps_per_s, 2.5);
+  // Without energy figures a repeated cell is an error naming both lines.
+  std::ofstream(path) << "job,scale_factor,gpu,steps_per_s\nGPT,1,a100,3\nGPT,1,a100,2\n";
+  try {
+    read_throughput_csv(path);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":3: GPT x1 on a100 is given again (first on line 2)"), std::string::npos) << e.what();
+  }
+  std::ofstream(path) << "job,scale_factor,gpu,steps_per_s,joules_per_step\nGPT,1,a100,3,0\n";
+  EXPECT_THROW(read_throughput_csv(path), InputError);
+  // Without energy, a point is the throughput at no known energy.
+  std::ofstream(path) << "job,scale_factor,gpu,steps_per_s\nGPT,1,a100,3\n";
+  EXPECT_FALSE(read_throughput_csv(path).has_energy());
+}
+
 }  // namespace
 }  // namespace perseus::cluster

@@ -1,11 +1,13 @@
-// `perseus cluster allocate` and `simulate`: Gavel's heterogeneity-aware policies and its
-// simulator (docs/cluster.md). The work is in the cluster module; here flags are parsed and
+// `perseus cluster throughputs`, `allocate` and `simulate`: a throughput matrix planned for the
+// catalogue, Gavel's heterogeneity-aware policies (with the energy stage) and its simulator
+// (docs/cluster.md). The work is in the cluster module; here flags are parsed and
 // results printed or written.
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "perseus/cluster/experiment.hpp"
 #include "perseus/cluster/experiment_output.hpp"
 #include "perseus/cluster/jobs.hpp"
+#include "perseus/cluster/planned_matrix.hpp"
 #include "perseus/cluster/policies.hpp"
 #include "perseus/cluster/throughputs.hpp"
 #include "perseus/plan/output_files.hpp"
@@ -37,14 +40,16 @@ struct AllocateArgs {
   std::string policy = "max-min-fairness";
   bool agnostic = false;
   std::string prices;
+  double energy_slack = -1.0;  // < 0: no energy stage
+  std::string reference_gpu;
   bool json = false;
   bool csv = false;
 };
 
-
-
+// "" or "gavel": Gavel's, bundled; "planned": the bundled planned matrix; else a file.
 ThroughputMatrix load_matrix(const std::string& path) {
-  if (path.empty()) return read_gavel_throughputs(bundled_gavel_throughputs());
+  if (path.empty() || path == "gavel") return read_gavel_throughputs(bundled_gavel_throughputs());
+  if (path == "planned") return read_throughput_csv(bundled_planned_throughputs());
   return path.size() > 4 && path.substr(path.size() - 4) == ".csv" ? read_throughput_csv(path) : read_gavel_throughputs(path);
 }
 
@@ -53,20 +58,34 @@ void run_allocate(const AllocateArgs& a) {
   const std::vector<int> workers =
       a.gpus.empty() ? std::vector<int>(static_cast<std::size_t>(matrix.num_gpu_types()), 36) : parse_gpu_counts(a.gpus, matrix);
   if (a.jobs.empty() == (a.random == 0)) throw InputError("give the jobs: --jobs FILE or --random N");
-  const std::vector<Job> jobs = a.jobs.empty() ? random_jobs(matrix, a.random, a.seed) : read_jobs_csv(a.jobs, matrix);
-  PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}};
+  const std::vector<Job> jobs =
+      a.jobs.empty() ? random_jobs(matrix, a.random, a.seed, a.reference_gpu) : read_jobs_csv(a.jobs, matrix);
+  PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}, {}};
   spec.prices_per_hour = parse_prices(a.prices, matrix, needs_prices(spec.policy));
+  if (a.energy_slack >= 0.0) spec.energy_slack = a.energy_slack;
+  const bool energy = matrix.has_energy();
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (a.json) {
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t m = 0; m < jobs.size(); ++m)
-      rows.push_back({{"job", m}, {"type", matrix.job_types[jobs[m].type].name()}, {"share", r.share[m]},
+      rows.push_back({{"job", m},
+                      {"type", matrix.job_types[jobs[m].type].name()},
+                      {"share", r.share[m]},
+                      {"speed_steps_per_s", r.speed[m]},
+                      {"power_w", energy ? nlohmann::json(r.power_w[m]) : nlohmann::json(nullptr)},
                       {"steps_per_s", r.throughput[m]}});
-    std::cout << nlohmann::json{{"policy", to_string(spec.policy)}, {"heterogeneity_aware", spec.heterogeneity_aware},
-                                {"gpu_types", matrix.gpu_types}, {"workers", workers}, {"objective", r.objective},
-                                {"lp_solves", r.lp_solves}, {"solve_s", seconds}, {"jobs", rows}}
+    std::cout << nlohmann::json{{"policy", to_string(spec.policy)},
+                                {"heterogeneity_aware", spec.heterogeneity_aware},
+                                {"energy_slack", spec.energy_slack ? nlohmann::json(*spec.energy_slack) : nlohmann::json(nullptr)},
+                                {"gpu_types", matrix.gpu_types},
+                                {"workers", workers},
+                                {"objective", r.objective},
+                                {"power_w", energy ? nlohmann::json(r.power_w_total) : nlohmann::json(nullptr)},
+                                {"lp_solves", r.lp_solves},
+                                {"solve_s", seconds},
+                                {"jobs", rows}}
                      .dump(1)
               << "\n";
     return;
@@ -74,11 +93,13 @@ void run_allocate(const AllocateArgs& a) {
   if (a.csv) {
     fmt::print("job,type");
     for (const std::string& g : matrix.gpu_types) fmt::print(",{}", g);
-    fmt::print(",steps_per_s\n");
+    fmt::print(",steps_per_s,power_w\n");
     for (std::size_t m = 0; m < jobs.size(); ++m) {
       fmt::print("{},\"{}\"", m, matrix.job_types[jobs[m].type].name());
       for (double x : r.share[m]) fmt::print(",{:.6f}", x);
-      fmt::print(",{:.6g}\n", r.throughput[m]);
+      double power = 0.0;
+      for (std::size_t j = 0; j < r.share[m].size(); ++j) power += r.share[m][j] * r.power_w[m][j];
+      fmt::print(",{:.6g},{}\n", r.throughput[m], energy ? fmt::format("{:.6g}", power) : std::string());
     }
     return;
   }
@@ -87,6 +108,10 @@ void run_allocate(const AllocateArgs& a) {
   fmt::print("{} ({}) for {} jobs on {}: objective {:.6g}, {} LP solve(s) in {:.3f} s\n", to_string(spec.policy),
              spec.heterogeneity_aware ? "heterogeneity-aware" : "heterogeneity-agnostic", jobs.size(), cluster, r.objective,
              r.lp_solves, seconds);
+  if (energy)
+    fmt::print("cluster power {:.1f} kW{}\n", r.power_w_total / 1000.0,
+               spec.energy_slack ? fmt::format(" (energy stage: every job keeps {:g}% of its throughput)", 100.0 * (1.0 - *spec.energy_slack))
+                                 : std::string());
   fmt::print("  {:>4}  {:<36}", "job", "type");
   for (const std::string& g : matrix.gpu_types) fmt::print(" {:>7}", g);
   fmt::print(" {:>10}\n", "steps/s");
@@ -105,6 +130,8 @@ struct SimulateArgs {
   std::vector<std::string> policies{"max-min-fairness"};
   bool agnostic = false, compare = false;
   std::string prices;
+  std::string energy_slack = "off";
+  std::string reference_gpu;
   std::string trace = "continuous-single";
   std::string lambda = "4";
   int jobs = -1;
@@ -133,6 +160,28 @@ std::vector<double> parse_rates(const std::string& text) {
   return out;
 }
 
+// "off,0,0.05" -> {none, 0, 0.05}.
+std::vector<std::optional<double>> parse_slacks(const std::string& text) {
+  std::vector<std::optional<double>> out;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item == "off") {
+      out.emplace_back();
+      continue;
+    }
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(item, &used);
+      if (used != item.size() || !(v >= 0.0 && v < 1.0)) throw std::invalid_argument("slack");
+      out.emplace_back(v);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--energy-slack '{}': '{}' is neither 'off' nor a share in [0, 1)", text, item));
+    }
+  }
+  if (out.empty()) throw InputError("--energy-slack: give 'off' or at least one share");
+  return out;
+}
+
 void run_simulate(const SimulateArgs& a) {
   const ThroughputMatrix matrix = load_matrix(a.throughputs);
   ExperimentSpec spec;
@@ -145,15 +194,19 @@ void run_simulate(const SimulateArgs& a) {
   bool any_costed = false;
   for (const std::string& p : a.policies) any_costed = any_costed || needs_prices(parse_policy(p));
   const std::vector<double> prices = parse_prices(a.prices, matrix, any_costed);
+  const std::vector<std::optional<double>> slacks = parse_slacks(a.energy_slack);
   for (const std::string& p : a.policies) {
     const PolicyKind kind = parse_policy(p);
-    if (a.compare) {
-      spec.variants.push_back({kind, true, prices});
-      spec.variants.push_back({kind, false, prices});
-    } else {
-      spec.variants.push_back({kind, !a.agnostic, prices});
+    for (const std::optional<double>& slack : slacks) {
+      if (a.compare) {
+        spec.variants.push_back({kind, true, prices, slack});
+        spec.variants.push_back({kind, false, prices, slack});
+      } else {
+        spec.variants.push_back({kind, !a.agnostic, prices, slack});
+      }
     }
   }
+  spec.reference_gpu = a.reference_gpu;
   spec.trace = parse_trace(a.trace);
   if (spec.trace == TraceKind::kFile) spec.trace_file = a.trace;
   const bool continuous = spec.trace == TraceKind::kContinuousSingle || spec.trace == TraceKind::kContinuousMultiple;
@@ -198,7 +251,7 @@ void run_simulate(const SimulateArgs& a) {
     for (auto& [stem, svg] : report::cluster_figures(runs, matrix)) files.emplace_back(stem + ".svg", std::move(svg));
     std::vector<std::filesystem::path> inputs;
     if (spec.trace == TraceKind::kFile) inputs.emplace_back(spec.trace_file);
-    if (!a.throughputs.empty()) inputs.emplace_back(a.throughputs);
+    if (!a.throughputs.empty() && a.throughputs != "gavel" && a.throughputs != "planned") inputs.emplace_back(a.throughputs);
     write_directory_atomically(a.out, a.force, files, inputs);
   }
   if (a.json) {
@@ -209,20 +262,105 @@ void run_simulate(const SimulateArgs& a) {
     std::cout << runs_csv(runs, matrix);
     return;
   }
-  fmt::print("{:<34} {:>9} {:>5} {:>10} {:>10} {:>10}", "policy", "jobs/hour", "seed", "avg JCT h", "makespan h", "unfinished");
+  fmt::print("{:<46} {:>9} {:>5} {:>10} {:>10} {:>10}", "policy", "jobs/hour", "seed", "avg JCT h", "makespan h", "unfinished");
   for (const std::string& g : matrix.gpu_types) fmt::print(" {:>6}", g);
-  fmt::print(" {:>7} {:>10} {:>8} {:>8}\n", "gap", "cost $", "SLO miss", "wall s");
+  fmt::print(" {:>7} {:>10} {:>10} {:>8} {:>8}\n", "gap", "cost $", "energy kWh", "SLO miss", "wall s");
   for (const ExperimentRun& r : runs) {
     const SimulationResult& s = r.result;
-    fmt::print("{:<34} {:>9} {:>5} {:>10.2f} {:>10.2f} {:>10}", variant_name(r.variant),
+    fmt::print("{:<46} {:>9} {:>5} {:>10.2f} {:>10.2f} {:>10}", variant_name(r.variant),
                r.jobs_per_hour > 0.0 ? fmt::format("{:g}", r.jobs_per_hour) : "-", r.seed, s.average_jct_s / 3600.0,
                s.makespan_s / 3600.0, s.window_unfinished);
     for (double u : s.utilisation) fmt::print(" {:>5.0f}%", 100.0 * u);
-    fmt::print(" {:>7.3f} {:>10} {:>8} {:>8.2f}\n", s.allocation_gap,
+    fmt::print(" {:>7.3f} {:>10} {:>10} {:>8} {:>8.2f}\n", s.allocation_gap,
                r.variant.prices_per_hour.empty() ? "-" : fmt::format("{:.0f}", s.cost),
+               matrix.has_energy() ? fmt::format("{:.0f}", s.energy_j / 3.6e6) : "-",
                s.slo_jobs ? fmt::format("{}/{}", s.slo_violations, s.slo_jobs) : "-", r.wall_s);
   }
   if (!a.out.empty()) fmt::print("wrote {}/ (report.html, summary.json, runs.csv, jobs.csv, rounds.csv, figures)\n", a.out);
+}
+
+struct ThroughputsArgs {
+  std::vector<std::string> models = default_planned_models();
+  std::vector<std::string> gpu_types = default_planned_gpus();
+  std::vector<int> scales{1, 2, 4, 8};
+  int global_batch = 0;
+  int points = 5;
+  bool refine = false;
+  std::string out;
+  bool force = false, json = false, csv = false, quiet = false;
+};
+
+void run_throughputs(const ThroughputsArgs& a) {
+  PlannedMatrixSpec spec;
+  spec.models = a.models;
+  spec.gpus = a.gpu_types;
+  spec.scale_factors = a.scales;
+  spec.global_batch = a.global_batch;
+  spec.operating_points = a.points;
+  spec.refine = a.refine;
+  if (!a.out.empty()) check_replaceable_file(a.out, a.force);
+  const bool terminal = isatty(2) && !a.quiet;
+  if (!a.quiet)
+    spec.progress = [terminal](int done, int total, const std::string& cell) {
+      if (!terminal) return;
+      if (done < total) fmt::print(stderr, "\r  planning {} of {}: {:<40}", done + 1, total, cell);
+      else fmt::print(stderr, "\r{:<80}\r", "");
+    };
+  const auto start = std::chrono::steady_clock::now();
+  const PlannedMatrix planned = plan_matrix(spec);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string csv = throughput_csv(planned.matrix);
+  if (!a.out.empty()) {
+    prepare_output_parent(a.out);
+    write_file_atomically(a.out, csv);
+  }
+  if (a.csv) {
+    std::cout << csv;
+    return;
+  }
+  if (a.json) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (const PlannedCell& c : planned.cells) {
+      nlohmann::json row{{"model", c.model}, {"scale_factor", c.scale_factor}, {"gpu", c.gpu}, {"fits", c.fits}, {"plan_s", c.plan_s}};
+      if (!c.fits) {
+        row["why_not"] = c.why_not;
+      } else {
+        row.update({{"configuration", c.configuration},
+                    {"t_min_s", c.t_min_s},
+                    {"t_min_energy_j", c.t_min_energy_j},
+                    {"t_star_s", c.t_star_s},
+                    {"t_star_energy_j", c.t_star_energy_j},
+                    {"least_energy_s", c.least_energy_s},
+                    {"least_energy_j", c.least_energy_j},
+                    {"all_max_energy_j", c.all_max_energy_j}});
+      }
+      cells.push_back(std::move(row));
+    }
+    std::cout << nlohmann::json{{"gpu_types", planned.matrix.gpu_types},
+                                {"job_types", planned.matrix.num_job_types()},
+                                {"left_out", planned.left_out},
+                                {"cells", cells},
+                                {"seconds", seconds},
+                                {"out", a.out.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.out)}}
+                     .dump(1)
+              << "\n";
+    return;
+  }
+  fmt::print("{:<22} {:<9} {:<34} {:>10} {:>12} {:>12} {:>12} {:>8}\n", "job type", "gpu", "configuration", "T_min s",
+             "all-max kJ", "T_min kJ", "least kJ", "slower");
+  for (const PlannedCell& c : planned.cells) {
+    const std::string job = fmt::format("{} x{}", c.model, c.scale_factor);
+    if (!c.fits) {
+      fmt::print("{:<22} {:<9} does not fit\n", job, c.gpu);
+      continue;
+    }
+    fmt::print("{:<22} {:<9} {:<34} {:>10.3f} {:>12.2f} {:>12.2f} {:>12.2f} {:>7.0f}%\n", job, c.gpu, c.configuration, c.t_min_s,
+               c.all_max_energy_j / 1e3, c.t_min_energy_j / 1e3, c.least_energy_j / 1e3, 100.0 * (c.least_energy_s / c.t_min_s - 1.0));
+  }
+  fmt::print("{} job types on {} GPU types planned in {:.1f} s; energy per step (one iteration) on all the job's GPUs.\n",
+             planned.matrix.num_job_types(), planned.matrix.num_gpu_types(), seconds);
+  if (!planned.left_out.empty()) fmt::print("left out (fit no GPU type): {}\n", fmt::join(planned.left_out, ", "));
+  if (!a.out.empty()) fmt::print("wrote {} (use it with --throughputs)\n", a.out);
 }
 
 }  // namespace
@@ -230,6 +368,34 @@ void run_simulate(const SimulateArgs& a) {
 void add_cluster_commands(CLI::App& app) {
   CLI::App* cluster = app.add_subcommand("cluster", "Gavel: heterogeneity-aware cluster scheduling");
   cluster->require_subcommand(1);
+  static ThroughputsArgs thr;
+  CLI::App* throughputs_cmd = cluster->add_subcommand(
+      "throughputs", "A throughput matrix with energy for catalogue models and GPUs, from perseus's planner and frontiers");
+  throughputs_cmd->footer(
+      "Each model at each scale factor on each GPU type is planned as `perseus plan` plans it (the best configuration of "
+      "that many GPUs at the model's published batch, its Perseus frontier); a step is one iteration. The CSV has a row "
+      "per operating point, from the fastest plan to the least energy per step, for `cluster allocate/simulate "
+      "--throughputs` and their --energy-slack.\n"
+      "Example: perseus cluster throughputs -o planned.csv\n"
+      "         perseus cluster simulate --throughputs planned.csv --energy-slack off,0.1 --lambda 2");
+  throughputs_cmd->add_option("--models", thr.models, "Catalogue models, comma-separated (perseus models)")
+      ->delimiter(',')->capture_default_str();
+  throughputs_cmd->add_option("--gpu-types", thr.gpu_types, "Catalogue GPUs, comma-separated (perseus gpus)")
+      ->delimiter(',')->capture_default_str();
+  throughputs_cmd->add_option("--scales", thr.scales, "Scale factors (GPUs per job), comma-separated")
+      ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
+  throughputs_cmd->add_option("--global-batch", thr.global_batch, "Sequences per iteration (default: each model's published batch)")
+      ->check(CLI::PositiveNumber);
+  throughputs_cmd->add_option("--points", thr.points, "Operating points per cell, fastest to least energy")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  throughputs_cmd->add_flag("--refine", thr.refine, "Refine each frontier (slower; a little less energy)");
+  throughputs_cmd->add_option("-o,--out", thr.out, "Write the matrix CSV here (atomically)");
+  throughputs_cmd->add_flag("--force", thr.force, "Replace --out if it exists");
+  throughputs_cmd->add_flag("--json", thr.json, "Print every cell as JSON");
+  throughputs_cmd->add_flag("--csv", thr.csv, "Print the matrix CSV");
+  throughputs_cmd->add_flag("-q,--quiet", thr.quiet, "No progress");
+  throughputs_cmd->callback([] { run_throughputs(thr); });
+
   static AllocateArgs alloc;
   CLI::App* allocate_cmd = cluster->add_subcommand("allocate", "One allocation: each job's share of time on each GPU type under a policy");
   allocate_cmd->footer(
@@ -238,7 +404,8 @@ void add_cluster_commands(CLI::App& app) {
       "jobs.csv: a header with job (a type of the matrix, e.g. 'ResNet-50 (batch size 64) x1') and any of weight, "
       "steps, elapsed_s, slo_s.");
   allocate_cmd->add_option("--throughputs", alloc.throughputs,
-                           "Throughput matrix: Gavel's JSON or a CSV job,scale_factor,gpu,steps_per_s (default: Gavel's, bundled)");
+                           "Throughput matrix: 'gavel' (Gavel's, bundled: the default), 'planned' (catalogue models on A40/A100/H100 "
+                           "with energy, bundled), Gavel's JSON or a CSV job,scale_factor,gpu,steps_per_s[,joules_per_step]");
   allocate_cmd->add_option("--gpus", alloc.gpus, "GPUs per type, e.g. k80:36,p100:36,v100:36 (default: 36 of each)");
   allocate_cmd->add_option("--jobs", alloc.jobs, "The jobs, a CSV in arrival order")->check(CLI::ExistingFile);
   allocate_cmd->add_option("--random", alloc.random, "Or N jobs drawn as Gavel's simulator draws them")->check(CLI::Range(1, 1000000));
@@ -250,6 +417,13 @@ void add_cluster_commands(CLI::App& app) {
   allocate_cmd->add_flag("--agnostic", alloc.agnostic, "Heterogeneity-agnostic: every GPU type alike (the baseline)");
   allocate_cmd->add_option("--prices", alloc.prices,
                            "$ per GPU-hour, e.g. k80:0.9,p100:1.46,v100:3.06 (the defaults) for min-cost and min-cost-slo");
+  allocate_cmd->add_option("--energy-slack", alloc.energy_slack,
+                           "Then minimise the cluster's power, every job keeping 1 - SLACK of its throughput (needs a "
+                           "matrix with energy, e.g. from `perseus cluster throughputs`)")
+      ->check(CLI::Range(0.0, 0.999999));
+  allocate_cmd->add_option("--reference-gpu", alloc.reference_gpu,
+                           "GPU type --random durations are measured on (default: v100, else the first that runs every "
+                           "single-GPU job)");
   allocate_cmd->add_flag("--json", alloc.json, "Print JSON");
   allocate_cmd->add_flag("--csv", alloc.csv, "Print one CSV row per job");
   allocate_cmd->callback([] { run_allocate(alloc); });
@@ -267,7 +441,7 @@ void add_cluster_commands(CLI::App& app) {
       "written by --out replays). Durations: 10^x minutes on a V100, x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
       "Continuous traces measure the last fifth of --jobs (default 5000: jobs 4000 to 5000, as the dissertation) "
       "and keep jobs arriving until those finish.");
-  simulate_cmd->add_option("--throughputs", sim.throughputs, "Throughput matrix: Gavel's JSON or a CSV (default: Gavel's, bundled)");
+  simulate_cmd->add_option("--throughputs", sim.throughputs, "Throughput matrix: 'gavel' (the default), 'planned' (with energy), Gavel's JSON or a CSV");
   simulate_cmd->add_option("--gpus", sim.gpus, "GPUs per type, e.g. k80:36,p100:36,v100:36 (default: 36 of each)");
   simulate_cmd->add_option("--gpus-per-server", sim.gpus_per_server, "GPUs per server, for placing multi-GPU jobs")
       ->capture_default_str()->check(CLI::Range(1, 1024));
@@ -279,6 +453,13 @@ void add_cluster_commands(CLI::App& app) {
   simulate_cmd->add_flag("--compare", sim.compare, "Each policy both heterogeneity-aware and -agnostic");
   simulate_cmd->add_option("--prices", sim.prices,
                            "$ per GPU-hour, e.g. k80:0.9,p100:1.46,v100:3.06 (the defaults): the cost policies and each run's cost");
+  simulate_cmd->add_option("--energy-slack", sim.energy_slack,
+                           "Energy stage: 'off', or shares of throughput each job may give up so the cluster draws less "
+                           "power; comma-separated, one run each (e.g. off,0,0.1; needs a matrix with energy)")
+      ->capture_default_str();
+  simulate_cmd->add_option("--reference-gpu", sim.reference_gpu,
+                           "GPU type drawn jobs' durations are measured on (default: v100, else the first that runs every "
+                           "single-GPU job)");
   simulate_cmd->add_option("--trace", sim.trace, "continuous-single, continuous-multiple, static, or a trace CSV")
       ->capture_default_str();
   simulate_cmd->add_option("--lambda", sim.lambda, "Arrival rate(s) in jobs/hour, comma-separated: one run each")

@@ -24,7 +24,8 @@ TraceKind parse_trace(std::string_view name) {
 }
 
 std::string variant_name(const PolicySpec& variant) {
-  return fmt::format("{} ({})", to_string(variant.policy), variant.heterogeneity_aware ? "aware" : "agnostic");
+  return fmt::format("{} ({}{})", to_string(variant.policy), variant.heterogeneity_aware ? "aware" : "agnostic",
+                     variant.energy_slack ? fmt::format(", energy {:g}%", 100.0 * *variant.energy_slack) : std::string());
 }
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const ThroughputMatrix& matrix) {
@@ -35,6 +36,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const Thro
   if (continuous && spec.jobs_per_hour.empty()) throw InputError("a continuous trace needs an arrival rate (jobs/hour)");
   if (spec.window_end >= 0 && spec.window_end <= spec.window_begin)
     throw InputError(fmt::format("measured jobs [{}, {}): must be a non-empty range", spec.window_begin, spec.window_end));
+  const std::string reference = spec.reference_gpu.empty() ? default_reference_gpu(matrix) : spec.reference_gpu;
   std::vector<TraceJob> file_jobs;
   if (spec.trace == TraceKind::kFile) file_jobs = read_trace_csv(spec.trace_file, matrix);
   const std::vector<double> rates = continuous ? spec.jobs_per_hour : std::vector<double>{0.0};
@@ -51,12 +53,12 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const Thro
         switch (spec.trace) {
           case TraceKind::kContinuousSingle:
           case TraceKind::kContinuousMultiple:
-            source = poisson_source(matrix, rate, seed, multi);
+            source = poisson_source(matrix, rate, seed, multi, reference);
             sim.window_begin = spec.window_begin, sim.window_end = spec.window_end;
             if (sim.window_end < 0) throw InputError("a continuous trace never ends: give the jobs to measure");
             break;
           case TraceKind::kStatic:
-            source = list_source(static_trace(matrix, spec.window_end < 0 ? 100 : spec.window_end, seed, multi));
+            source = list_source(static_trace(matrix, spec.window_end < 0 ? 100 : spec.window_end, seed, multi, reference));
             sim.window_begin = 0, sim.window_end = -1;
             break;
           case TraceKind::kFile:

@@ -22,6 +22,7 @@ struct ExperimentSpec {
   TraceKind trace = TraceKind::kContinuousSingle;
   std::string trace_file;             // kFile
   std::vector<double> jobs_per_hour;  // continuous traces: one run per rate
+  std::string reference_gpu;          // drawn jobs' durations are on this type; empty: default_reference_gpu
   int seeds = 1;
   std::uint64_t first_seed = 1;
   // Continuous: the jobs measured are [window_begin, window_end) of the arrivals (Gavel: 4000 to
@@ -44,7 +45,7 @@ struct ExperimentRun {
 // InputError for no variants, no rate for a continuous trace, or seeds < 1; what simulate throws.
 std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const ThroughputMatrix& matrix);
 
-// "max-min-fairness (aware)".
+// "max-min-fairness (aware)", "max-min-fairness (aware, energy 5%)".
 std::string variant_name(const PolicySpec& variant);
 
 }  // namespace perseus::cluster

@@ -15,8 +15,14 @@ std::string quoted(const std::string& s) {
 }
 
 std::string run_key(const ExperimentRun& r) {
-  return fmt::format("{},{},{:g},{}", to_string(r.variant.policy), r.variant.heterogeneity_aware ? "true" : "false",
-                     r.jobs_per_hour, r.seed);
+  return fmt::format("{},{},{},{:g},{}", to_string(r.variant.policy), r.variant.heterogeneity_aware ? "true" : "false",
+                     r.variant.energy_slack ? fmt::format("{:g}", *r.variant.energy_slack) : std::string(), r.jobs_per_hour,
+                     r.seed);
+}
+
+// kWh, or empty without energy figures.
+std::string kwh_field(const ThroughputMatrix& matrix, double joules) {
+  return matrix.has_energy() ? fmt::format("{:.6g}", joules / 3.6e6) : std::string();
 }
 
 }  // namespace
@@ -36,6 +42,7 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
     const SimulationResult& s = r.result;
     rows.push_back({{"policy", std::string(to_string(r.variant.policy))},
                     {"heterogeneity_aware", r.variant.heterogeneity_aware},
+                    {"energy_slack", r.variant.energy_slack ? nlohmann::json(*r.variant.energy_slack) : nlohmann::json(nullptr)},
                     {"jobs_per_hour", r.jobs_per_hour},
                     {"seed", r.seed},
                     {"jobs_arrived", s.jobs.size()},
@@ -47,6 +54,7 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
                     {"utilisation", s.utilisation},
                     {"allocation_gap", s.allocation_gap},
                     {"cost_dollars", r.variant.prices_per_hour.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.cost)},
+                    {"energy_kwh", matrix.has_energy() ? nlohmann::json(s.energy_j / 3.6e6) : nlohmann::json(nullptr)},
                     {"slo_jobs", s.slo_jobs},
                     {"slo_violations", s.slo_violations},
                     {"rounds", s.rounds.size()},
@@ -61,25 +69,27 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
 }
 
 std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
+  std::string out = "policy,aware,energy_slack,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
   for (const std::string& g : matrix.gpu_types) out += ",util_" + g;
-  out += ",allocation_gap,cost_dollars,slo_jobs,slo_violations,rounds,leases,renewals,allocations,policy_s,wall_s\n";
+  out += ",allocation_gap,cost_dollars,energy_kwh,slo_jobs,slo_violations,rounds,leases,renewals,allocations,policy_s,wall_s\n";
   for (const ExperimentRun& r : runs) {
     const SimulationResult& s = r.result;
     out += fmt::format("{},{},{},{},{:.6g},{:.6g}", run_key(r), s.jobs.size(), s.window_jobs, s.window_unfinished,
                        s.average_jct_s / 3600.0, s.makespan_s / 3600.0);
     for (double u : s.utilisation) out += fmt::format(",{:.4f}", u);
-    out += fmt::format(",{:.4f},{},{},{},{},{},{},{},{:.4f},{:.4f}\n", s.allocation_gap,
-                       r.variant.prices_per_hour.empty() ? std::string() : fmt::format("{:.2f}", s.cost), s.slo_jobs,
+    out += fmt::format(",{:.4f},{},{},{},{},{},{},{},{},{:.4f},{:.4f}\n", s.allocation_gap,
+                       r.variant.prices_per_hour.empty() ? std::string() : fmt::format("{:.2f}", s.cost),
+                       kwh_field(matrix, s.energy_j), s.slo_jobs,
                        s.slo_violations, s.rounds.size(), s.leases, s.renewals, s.allocations, s.policy_s, r.wall_s);
   }
   return out;
 }
 
 std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,start_s,completion_s,jct_s";
+  std::string out =
+      "policy,aware,energy_slack,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,start_s,completion_s,jct_s";
   for (const std::string& g : matrix.gpu_types) out += ",gpu_s_" + g;
-  out += ",rounds,preemptions,migrations,measured\n";
+  out += ",energy_j,rounds,preemptions,migrations,measured\n";
   for (const ExperimentRun& r : runs)
     for (const JobOutcome& o : r.result.jobs) {
       const JobType& type = matrix.job_types[static_cast<std::size_t>(o.type)];
@@ -88,21 +98,22 @@ std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
       out += o.start_s >= 0.0 ? fmt::format(",{:.3f}", o.start_s) : std::string(",");
       out += o.finished() ? fmt::format(",{:.3f},{:.3f}", o.completion_s, o.jct_s()) : std::string(",,");
       for (double g : o.gpu_s) out += fmt::format(",{:.1f}", g);
+      out += matrix.has_energy() ? fmt::format(",{:.1f}", o.energy_j) : std::string(",");
       out += fmt::format(",{},{},{},{}\n", o.rounds, o.preemptions, o.migrations, o.measured ? "true" : "false");
     }
   return out;
 }
 
 std::string rounds_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,jobs_per_hour,seed,round,start_s,active_jobs";
+  std::string out = "policy,aware,energy_slack,jobs_per_hour,seed,round,start_s,active_jobs";
   for (const std::string& g : matrix.gpu_types) out += ",busy_" + g;
-  out += "\n";
+  out += ",power_w\n";
   for (const ExperimentRun& r : runs)
     for (std::size_t k = 0; k < r.result.rounds.size(); ++k) {
       const RoundRecord& rr = r.result.rounds[k];
       out += fmt::format("{},{},{:.1f},{}", run_key(r), k, rr.start_s, rr.active_jobs);
       for (int b : rr.busy_gpus) out += fmt::format(",{}", b);
-      out += "\n";
+      out += matrix.has_energy() ? fmt::format(",{:.1f}\n", rr.power_w) : std::string(",\n");
     }
   return out;
 }

@@ -57,16 +57,29 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
   return jobs;
 }
 
+std::string default_reference_gpu(const ThroughputMatrix& matrix) {
+  for (const std::string& g : matrix.gpu_types)
+    if (g == "v100") return g;
+  for (int j = 0; j < matrix.num_gpu_types(); ++j) {
+    bool all = true;
+    for (int m = 0; m < matrix.num_job_types(); ++m)
+      all = all && (matrix.job_types[static_cast<std::size_t>(m)].scale_factor != 1 || matrix.at(m, j) > 0.0);
+    if (all) return matrix.gpu_types[static_cast<std::size_t>(j)];
+  }
+  return matrix.gpu_types.empty() ? std::string("v100") : matrix.gpu_types.front();
+}
+
 namespace {
 
 // Draws jobs as Gavel's simulator does (jobs.hpp): a type, then 10^x minutes on the reference GPU.
 class JobDrawer {
  public:
   JobDrawer(const ThroughputMatrix& matrix, std::uint64_t seed, const std::string& reference_gpu, bool multi_gpu)
-      : matrix_(matrix), reference_(matrix.gpu_index(reference_gpu)), multi_gpu_(multi_gpu), rng_(seed) {
+      : matrix_(matrix), reference_(matrix.gpu_index(reference_gpu.empty() ? default_reference_gpu(matrix) : reference_gpu)), multi_gpu_(multi_gpu), rng_(seed) {
     for (int m = 0; m < matrix.num_job_types(); ++m)
       if (matrix.at(m, reference_) > 0.0) by_scale_[matrix.job_types[m].scale_factor].push_back(m);
-    if (by_scale_[1].empty()) throw InputError(fmt::format("no single-GPU job type runs on {}", reference_gpu));
+    if (by_scale_[1].empty())
+      throw InputError(fmt::format("no single-GPU job type runs on {}", matrix.gpu_types[static_cast<std::size_t>(reference_)]));
   }
   TraceJob next() {
     int scale = 1;
@@ -137,9 +150,10 @@ std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, st
 std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix) {
   static constexpr std::string_view kRequired[] = {"job", "steps"};
   // What `perseus cluster simulate` writes in jobs.csv besides; its run columns pick one run.
-  static const std::set<std::string> kWritten = {"policy", "aware", "jobs_per_hour", "seed", "id", "scale_factor",
-                                                 "start_s", "completion_s", "jct_s", "rounds", "preemptions", "migrations", "measured"};
-  static constexpr std::string_view kRunColumns[] = {"policy", "aware", "jobs_per_hour", "seed"};
+  static const std::set<std::string> kWritten = {"policy", "aware", "energy_slack", "jobs_per_hour", "seed", "id",
+                                                 "scale_factor", "start_s", "completion_s", "jct_s", "energy_j", "rounds",
+                                                 "preemptions", "migrations", "measured"};
+  static constexpr std::string_view kRunColumns[] = {"policy", "aware", "energy_slack", "jobs_per_hour", "seed"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
     if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && name != "slo_s" &&

@@ -18,12 +18,17 @@ namespace perseus::cluster {
 // the line for an unknown job type or a bad number.
 std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix);
 
+// The GPU type drawn jobs' durations are measured on: "v100" when the matrix has it (Gavel's),
+// else the first type that runs every single-GPU job type (a planned matrix: a100-sxm), else the
+// first type.
+std::string default_reference_gpu(const ThroughputMatrix& matrix);
+
 // `count` jobs of types drawn uniformly among those of scale factor 1 (or every type with
-// `multi_gpu`), each `10^x` minutes long on `reference_gpu` with x ~ U[1.5, 3] with probability
+// `multi_gpu`), each `10^x` minutes long on `reference_gpu` (empty: default_reference_gpu) with x ~ U[1.5, 3] with probability
 // 0.8, else U[3, 4] (the dissertation's §5.7.1, after Gandiva); steps = that time x its
 // throughput there.
 std::vector<Job> random_jobs(const ThroughputMatrix& matrix, int count, std::uint64_t seed,
-                             const std::string& reference_gpu = "v100", bool multi_gpu = false);
+                             const std::string& reference_gpu = "", bool multi_gpu = false);
 
 // A job of a trace: it arrives, is allocated until its steps are done, and its completion time
 // is measured from its arrival.
@@ -45,10 +50,10 @@ JobSource list_source(std::vector<TraceJob> jobs);
 // continuous-multiple trace, after Microsoft's published traces); the model is drawn among those
 // the matrix has at that scale. InputError for a rate <= 0.
 JobSource poisson_source(const ThroughputMatrix& matrix, double jobs_per_hour, std::uint64_t seed, bool multi_gpu = false,
-                         const std::string& reference_gpu = "v100");
+                         const std::string& reference_gpu = "");
 // A static trace: `count` such jobs, all arriving at 0.
 std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, bool multi_gpu = false,
-                                   const std::string& reference_gpu = "v100");
+                                   const std::string& reference_gpu = "");
 
 // A trace CSV: `job` and `steps` required, `arrival_s`, `weight` and `slo_s` optional (0, 1, none); the
 // columns `perseus cluster simulate` writes besides are ignored, so its jobs.csv replays (the

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "perseus/cluster/energy_stage.hpp"
 #include "perseus/cluster/linear_program.hpp"
 
 namespace perseus::cluster {
@@ -245,16 +246,46 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       if (!(spec.prices_per_hour[j] > 0.0) || !std::isfinite(spec.prices_per_hour[j]))
         throw InputError(fmt::format("price of {}: {} $/hour must be > 0", t.gpu_types[j], spec.prices_per_hour[j]));
   }
+  if (spec.energy_slack) {
+    const double slack = *spec.energy_slack;
+    if (!(slack >= 0.0 && slack < 1.0))
+      throw InputError(fmt::format("energy slack {}: must be at least 0 and below 1 (a share of each job's throughput)", slack));
+    if (!t.has_energy())
+      throw InputError("the energy stage needs energy per step for every job and GPU type (a throughput CSV with "
+                       "joules_per_step, e.g. from `perseus cluster throughputs`)");
+    if (needs_prices(spec.policy))
+      throw InputError(fmt::format("the energy stage keeps throughput-based objectives; {} minimises cost", to_string(spec.policy)));
+  }
   Allocation out;
   const int J = t.num_gpu_types();
   const bool aware = spec.heterogeneity_aware;
   const std::size_t M = jobs.size();
   if (M == 0) return out;
-  auto finish = [&](std::vector<std::vector<double>> share, double objective) {
-    out.share = std::move(share);
+  // The energy stage (or the fastest points) on `stage_jobs`, each standing for `copies` jobs;
+  // job m takes row `row_of(m)`.
+  auto finish_with = [&](const std::vector<Job>& stage_jobs, const std::vector<double>& copies,
+                         const std::vector<std::vector<double>>& share, auto row_of, double objective) {
+    EnergyStage stage = spec.energy_slack
+                            ? minimize_energy(stage_jobs, copies, t, workers, share, *spec.energy_slack, aware)
+                            : fastest_points(stage_jobs, t, share);
+    out.lp_solves += spec.energy_slack ? 1 : 0;
     out.objective = objective;
-    for (std::size_t m = 0; m < M; ++m) out.throughput.push_back(effective_throughput(t, jobs[m].type, out.share[m]));
+    for (std::size_t m = 0; m < M; ++m) {
+      const std::size_t r = row_of(m);
+      out.share.push_back(stage.share[r]);
+      out.speed.push_back(stage.speed[r]);
+      out.power_w.push_back(stage.power_w[r]);
+      double tput = 0.0;
+      for (int j = 0; j < J; ++j) {
+        tput += stage.share[r][j] * stage.speed[r][j];
+        out.power_w_total += stage.share[r][j] * stage.power_w[r][j];
+      }
+      out.throughput.push_back(tput);
+    }
     return out;
+  };
+  auto finish = [&](std::vector<std::vector<double>> share, double objective) {
+    return finish_with(jobs, {}, share, [](std::size_t m) { return m; }, objective);
   };
 
   switch (spec.policy) {
@@ -287,10 +318,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       const auto s = solve_or_throw(a.lp, spec.policy);
       const auto spent = spend_the_rest(a, level, s, classes, t, aware);
       out.lp_solves = 2;
-      const auto class_share = a.shares(spent);
-      std::vector<std::vector<double>> share(M);
-      for (std::size_t m = 0; m < M; ++m) share[m] = class_share[job_class[m]];
-      return finish(std::move(share), s.objective);
+      return finish_with(classes, copies, a.shares(spent), [&](std::size_t m) { return job_class[m]; }, s.objective);
     }
     case PolicyKind::kFifo:
     case PolicyKind::kShortestJobFirst: {

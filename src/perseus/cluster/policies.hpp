@@ -30,6 +30,7 @@
 #pragma once
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,10 @@ struct PolicySpec {
   bool heterogeneity_aware = true;
   // $ per GPU-hour of each type, for the cost policies (and the simulator's cost); empty: none.
   std::vector<double> prices_per_hour;
+  // Set (0 <= slack < 1): after the policy, the energy stage (energy_stage.hpp) minimises the
+  // cluster's power with every job keeping (1 - slack) of its throughput. Needs a matrix with
+  // energy figures; not for the cost policies (their objective is not made of throughputs).
+  std::optional<double> energy_slack;
 };
 
 // On-demand prices of Gavel's GPU types in $/GPU-hour (AWS p2.xlarge K80 0.90, p3.2xlarge V100
@@ -80,14 +85,20 @@ std::vector<double> default_prices(const ThroughputMatrix& matrix);
 
 struct Allocation {
   std::vector<std::vector<double>> share;  // [job][gpu type]: fraction of time
-  std::vector<double> throughput;          // [job]: effective steps/s on the real matrix
-  double objective = 0.0;                  // the policy's, as its LP saw it
+  // [job][gpu type]: steps/s while the job runs on that type, and the power its GPUs draw there
+  // (W; 0 without energy figures): the fastest operating point, or the energy stage's mix.
+  std::vector<std::vector<double>> speed;
+  std::vector<std::vector<double>> power_w;
+  std::vector<double> throughput;          // [job]: effective steps/s, sum_j share x speed
+  double power_w_total = 0.0;              // sum over jobs and types of share x power
+  double objective = 0.0;                  // the policy's, as its LP saw it (before the energy stage)
   int lp_solves = 0;
 };
 
 // Throws InputError for a job type outside the matrix, a negative weight, steps that a policy
 // needs missing (makespan, finish-time fairness, shortest job first, SLOs), workers not one
-// count per GPU type, prices missing or not > 0 for a cost policy, or an SLO that cannot be met;
+// count per GPU type, prices missing or not > 0 for a cost policy, an SLO that cannot be met,
+// or an energy slack outside [0, 1), on a matrix without energy figures or with a cost policy;
 // SolveError when CLP fails.
 Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& matrix, const std::vector<int>& workers,
                     const PolicySpec& spec);

@@ -41,6 +41,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
 
   std::vector<int> active;             // ids, in arrival order
   std::vector<double> steps_left;      // by id
+  std::vector<std::vector<double>> speed, power_w;  // by id, per type: the allocation in force
   std::optional<TraceJob> pending = source();
   bool changed = true;
   double t = 0.0, gap_weighted = 0.0, gap_time = 0.0, allocation_start = 0.0;
@@ -86,6 +87,8 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       j.measured = in_window(j.id);
       out.jobs.push_back(j);
       steps_left.push_back(pending->steps);
+      speed.emplace_back();
+      power_w.emplace_back();
       active.push_back(j.id);
       changed = true;
       pending = source();
@@ -108,6 +111,10 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       Allocation a = allocate(jobs, matrix, spec.workers, spec.policy);
       out.policy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_start).count();
       ++out.allocations;
+      for (std::size_t k = 0; k < active.size(); ++k) {
+        speed[static_cast<std::size_t>(active[k])] = std::move(a.speed[k]);
+        power_w[static_cast<std::size_t>(active[k])] = std::move(a.power_w[k]);
+      }
       scheduler.set_allocation(active, std::move(scales), std::move(a.share));
       allocation_start = t;
       changed = false;
@@ -115,14 +122,14 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
 
     const std::vector<Lease> leases = scheduler.next_round();
     const int round_index = static_cast<int>(out.rounds.size());
-    RoundRecord record{t, static_cast<int>(active.size()), std::vector<int>(static_cast<std::size_t>(J), 0)};
+    RoundRecord record{t, static_cast<int>(active.size()), std::vector<int>(static_cast<std::size_t>(J), 0), 0.0};
     std::vector<double> ran(leases.size(), 0.0);
     std::vector<int> finished;
     for (std::size_t k = 0; k < leases.size(); ++k) {
       const Lease& l = leases[k];
       JobOutcome& o = out.jobs[static_cast<std::size_t>(l.job)];
       const int scale = matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor;
-      const double rate = matrix.at(o.type, l.gpu_type);
+      const double rate = speed[static_cast<std::size_t>(l.job)][static_cast<std::size_t>(l.gpu_type)];
       const double overhead = l.renewed ? 0.0 : spec.restart_overhead_s;
       double& left = steps_left[static_cast<std::size_t>(l.job)];
       const double need_s = left / rate;
@@ -135,6 +142,10 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       last_round[l.job] = round_index;
       ++o.rounds;
       o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += ran[k] * scale;
+      // The restart overhead is spent loading, at the same power (an upper bound).
+      const double joules = ran[k] * power_w[static_cast<std::size_t>(l.job)][static_cast<std::size_t>(l.gpu_type)];
+      o.energy_j += joules;
+      record.power_w += joules / spec.round_s;
       busy_s[static_cast<std::size_t>(l.gpu_type)] += ran[k] * scale;
       record.busy_gpus[static_cast<std::size_t>(l.gpu_type)] += scale;
       out.renewals += l.renewed ? 1 : 0;
@@ -157,7 +168,11 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
     if (!finished.empty()) {
       std::sort(finished.begin(), finished.end());
       std::erase_if(active, [&](int id) { return std::binary_search(finished.begin(), finished.end(), id); });
-      for (int id : finished) last_round.erase(id);
+      for (int id : finished) {
+        last_round.erase(id);
+        speed[static_cast<std::size_t>(id)] = {};
+        power_w[static_cast<std::size_t>(id)] = {};
+      }
       changed = true;
     }
     if (out.rounds.size() % 100 == 0) report();
@@ -172,6 +187,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   for (const JobOutcome& o : out.jobs) {
     if (!o.measured) continue;
     ++out.window_jobs;
+    out.energy_j += o.energy_j;
     if (!o.finished()) {
       ++out.window_unfinished;
       continue;

@@ -1,7 +1,8 @@
 // Gavel's cluster simulator (docs/cluster.md): jobs arrive from a trace, a policy allocates the
 // cluster whenever the set of jobs changes, and the round-based mechanism (rounds.hpp) runs them
-// in rounds (6 minutes by default). A job on GPU type j advances at the matrix's steps/s there;
-// one that finishes mid-round frees its GPUs for the next round. This is the emulated backend:
+// in rounds (6 minutes by default). A job on GPU type j advances at the allocation's speed there
+// (the matrix's steps/s, or the energy stage's mix of operating points) and draws its power; one
+// that finishes mid-round frees its GPUs for the next round. Energy counts busy GPUs only. This is the emulated backend:
 // no job runs, time is simulated.
 //
 // Cost: one policy solve per round in which jobs arrived or finished, plus O(M J log(M J)) per
@@ -44,6 +45,7 @@ struct JobOutcome {
   double arrival_s = 0.0, steps = 0.0, weight = 1.0;
   double start_s = -1.0, completion_s = -1.0;  // -1: not yet
   std::vector<double> gpu_s;                   // GPU-seconds held on each type (scale factor x time)
+  double energy_j = 0.0;                       // its GPUs' energy while it ran (0 without energy figures)
   double slo_s = Job::kNoSlo;                  // from its arrival
   int rounds = 0, preemptions = 0, migrations = 0;
   bool measured = false;                       // in the window
@@ -56,6 +58,7 @@ struct RoundRecord {
   double start_s = 0.0;
   int active_jobs = 0;
   std::vector<int> busy_gpus;  // per type, leased this round
+  double power_w = 0.0;        // the jobs' GPUs, averaged over the round
 };
 
 struct SimulationResult {
@@ -74,6 +77,8 @@ struct SimulationResult {
   int renewals = 0, leases = 0;
   // With prices (spec.policy.prices_per_hour): the window's jobs' GPU-hours x price.
   double cost = 0.0;
+  // With energy figures (ThroughputMatrix::has_energy): the window's jobs' energy so far, J.
+  double energy_j = 0.0;
   int slo_jobs = 0, slo_violations = 0;  // window jobs with an SLO, and those that finished late
 };
 

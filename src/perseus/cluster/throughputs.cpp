@@ -53,6 +53,12 @@ int ThroughputMatrix::job_index(const std::string& name) const {
   throw InputError(fmt::format("unknown job type '{}' (e.g. '{}')", name, job_types.empty() ? "" : job_types.front().name()));
 }
 
+std::vector<OperatingPoint> ThroughputMatrix::points(int job_type, int gpu_type) const {
+  if (has_energy()) return operating_points[static_cast<std::size_t>(job_type)][static_cast<std::size_t>(gpu_type)];
+  const double v = at(job_type, gpu_type);
+  return v > 0.0 ? std::vector<OperatingPoint>{{v, 0.0}} : std::vector<OperatingPoint>{};
+}
+
 void validate(const ThroughputMatrix& t) {
   if (t.gpu_types.empty() || t.job_types.empty()) throw InputError("the throughput matrix is empty");
   for (int m = 0; m < t.num_job_types(); ++m) {
@@ -68,6 +74,31 @@ void validate(const ThroughputMatrix& t) {
     if (t.job_types[m].scale_factor < 1)
       throw InputError(fmt::format("job type '{}': scale factor must be at least 1", t.job_types[m].name()));
   }
+  if (!t.has_energy()) return;
+  if (t.operating_points.size() != t.job_types.size())
+    throw InputError(fmt::format("energy figures for {} job types, the matrix has {}", t.operating_points.size(), t.job_types.size()));
+  for (int m = 0; m < t.num_job_types(); ++m) {
+    if (t.operating_points[m].size() != t.gpu_types.size())
+      throw InputError(fmt::format("job type '{}': energy figures for {} GPU types, the matrix has {}", t.job_types[m].name(),
+                                   t.operating_points[m].size(), t.gpu_types.size()));
+    for (int j = 0; j < t.num_gpu_types(); ++j) {
+      const auto& points = t.operating_points[m][j];
+      const std::string where = fmt::format("job type '{}' on {}", t.job_types[m].name(), t.gpu_types[j]);
+      if (points.empty() != (t.at(m, j) == 0.0))
+        throw InputError(fmt::format("{}: {} operating points for a throughput of {}", where, points.size(), t.at(m, j)));
+      for (std::size_t p = 0; p < points.size(); ++p) {
+        if (!(points[p].steps_per_s > 0.0) || !std::isfinite(points[p].steps_per_s) || !(points[p].joules_per_step > 0.0) ||
+            !std::isfinite(points[p].joules_per_step))
+          throw InputError(fmt::format("{}: operating point {} ({} steps/s, {} J/step) must be finite and > 0", where, p,
+                                       points[p].steps_per_s, points[p].joules_per_step));
+        if (p > 0 && points[p].steps_per_s > points[p - 1].steps_per_s)
+          throw InputError(fmt::format("{}: operating points must come fastest first", where));
+      }
+      if (!points.empty() && points.front().steps_per_s != t.at(m, j))
+        throw InputError(fmt::format("{}: the fastest operating point ({} steps/s) is not the throughput ({})", where,
+                                     points.front().steps_per_s, t.at(m, j)));
+    }
+  }
 }
 
 std::string bundled_gavel_throughputs() {
@@ -77,6 +108,16 @@ std::string bundled_gavel_throughputs() {
                         return std::filesystem::is_regular_file(p, error);
                       },
                       "Gavel's throughput matrix (data/gavel/simulation_throughputs.json)")
+      .string();
+}
+
+std::string bundled_planned_throughputs() {
+  return find_bundled(std::filesystem::path("data") / "cluster" / "planned_throughputs.csv",
+                      [](const std::filesystem::path& p) {
+                        std::error_code error;
+                        return std::filesystem::is_regular_file(p, error);
+                      },
+                      "the planned throughput matrix (data/cluster/planned_throughputs.csv)")
       .string();
 }
 
@@ -129,22 +170,70 @@ ThroughputMatrix read_throughput_csv(const std::string& path) {
   static constexpr std::string_view kColumns[] = {"job", "scale_factor", "gpu", "steps_per_s"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kColumns);
   const int job = table.column("job"), scale = table.column("scale_factor"), gpu = table.column("gpu"),
-            steps = table.column("steps_per_s");
+            steps = table.column("steps_per_s"), joules = table.column("joules_per_step");
   ThroughputMatrix t;
   std::map<std::string, int> index;
-  std::vector<std::tuple<int, std::string, double>> cells;  // (job type, gpu, steps/s)
+  struct Cell {
+    int job_type;
+    std::string gpu;
+    OperatingPoint point;
+    int line;
+  };
+  std::vector<Cell> cells;
   for (const csv::Row& row : table.rows) {
     const JobType type{row.fields[job], static_cast<int>(csv::parse_integer(table, row, scale, 1, 1 << 20, "a scale factor >= 1"))};
     const double value = csv::parse_finite(table, row, steps);
     if (value < 0.0) throw InputError(table.field_error(row, steps, "steps per second >= 0"));
+    double energy = 0.0;
+    if (joules >= 0) {
+      energy = csv::parse_finite(table, row, joules);
+      if (!(energy > 0.0) && value > 0.0) throw InputError(table.field_error(row, joules, "joules per step > 0"));
+    }
     const std::string& name = row.fields[gpu];
     if (std::find(t.gpu_types.begin(), t.gpu_types.end(), name) == t.gpu_types.end()) t.gpu_types.push_back(name);
-    cells.emplace_back(intern(t.job_types, index, type), name, value);
+    cells.push_back({intern(t.job_types, index, type), name, {value, energy}, row.line});
   }
   t.steps_per_s.assign(t.job_types.size(), std::vector<double>(t.gpu_types.size(), 0.0));
-  for (const auto& [m, name, value] : cells) t.steps_per_s[m][static_cast<std::size_t>(t.gpu_index(name))] = value;
+  std::vector<std::vector<std::vector<OperatingPoint>>> points(t.job_types.size(),
+                                                               std::vector<std::vector<OperatingPoint>>(t.gpu_types.size()));
+  std::map<std::pair<int, int>, int> first_line;
+  for (const Cell& c : cells) {
+    const int g = t.gpu_index(c.gpu);
+    const auto [it, added] = first_line.emplace(std::make_pair(c.job_type, g), c.line);
+    if (!added && joules < 0)
+      throw InputError(fmt::format("{}:{}: {} on {} is given again (first on line {}); several rows per job and GPU type "
+                                   "need a joules_per_step column",
+                                   path, c.line, t.job_types[c.job_type].name(), c.gpu, it->second));
+    double& fastest = t.steps_per_s[c.job_type][g];
+    fastest = std::max(fastest, c.point.steps_per_s);
+    if (c.point.steps_per_s > 0.0) points[c.job_type][g].push_back(c.point);
+  }
+  if (joules >= 0) {
+    for (auto& row : points)
+      for (auto& cell : row)
+        std::stable_sort(cell.begin(), cell.end(), [](const OperatingPoint& a, const OperatingPoint& b) { return a.steps_per_s > b.steps_per_s; });
+    t.operating_points = std::move(points);
+  }
   validate(t);
   return t;
+}
+
+std::string throughput_csv(const ThroughputMatrix& t) {
+  // Names are quoted (spaces, parentheses); doubles are written shortest round-trip.
+  std::string out = t.has_energy() ? "job,scale_factor,gpu,steps_per_s,joules_per_step\n" : "job,scale_factor,gpu,steps_per_s\n";
+  for (int m = 0; m < t.num_job_types(); ++m)
+    for (int j = 0; j < t.num_gpu_types(); ++j) {
+      const JobType& type = t.job_types[static_cast<std::size_t>(m)];
+      if (!t.has_energy()) {
+        if (t.at(m, j) > 0.0)
+          out += fmt::format("\"{}\",{},{},{}\n", type.model, type.scale_factor, t.gpu_types[static_cast<std::size_t>(j)], t.at(m, j));
+        continue;
+      }
+      for (const OperatingPoint& p : t.operating_points[m][j])
+        out += fmt::format("\"{}\",{},{},{},{}\n", type.model, type.scale_factor, t.gpu_types[static_cast<std::size_t>(j)],
+                           p.steps_per_s, p.joules_per_step);
+    }
+  return out;
 }
 
 }  // namespace perseus::cluster

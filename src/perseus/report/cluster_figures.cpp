@@ -85,6 +85,31 @@ std::vector<std::pair<std::string, std::string>> cluster_figures(const std::vect
     if (!chart.series.empty()) out.emplace_back("jct_cdf", line_chart_svg(chart));
   }
 
+  if (matrix.has_energy()) {
+    // The cluster's power over time, each variant's first run at the highest rate, averaged in
+    // buckets of rounds (busy GPUs only: idle ones are not counted).
+    LineChart chart{"cluster-power",
+                    top > 0.0 ? fmt::format("Power of the jobs' GPUs over time at {:g} jobs/hour (first seed)", top)
+                              : std::string("Power of the jobs' GPUs over time"),
+                    "time (hours)", "power (kW)", {}, true, false, false};
+    for (std::size_t v = 0; v < names.size(); ++v) {
+      const auto it = std::find_if(runs.begin(), runs.end(),
+                                   [&](const ExperimentRun& r) { return key(r) == names[v] && r.jobs_per_hour == top; });
+      if (it == runs.end() || it->result.rounds.empty()) continue;
+      const auto& rounds = it->result.rounds;
+      const std::size_t bucket = std::max<std::size_t>(1, rounds.size() / 300);
+      ChartSeries series{names[v], {}, false, static_cast<int>(v)};
+      for (std::size_t b = 0; b < rounds.size(); b += bucket) {
+        double sum = 0.0;
+        const std::size_t end = std::min(rounds.size(), b + bucket);
+        for (std::size_t k = b; k < end; ++k) sum += rounds[k].power_w;
+        series.points.emplace_back(rounds[b].start_s / 3600.0, sum / static_cast<double>(end - b) / 1000.0);
+      }
+      chart.series.push_back(std::move(series));
+    }
+    if (!chart.series.empty()) out.emplace_back("power", line_chart_svg(chart));
+  }
+
   for (std::size_t v = 0; v < names.size(); ++v) {
     const auto it = std::find_if(runs.begin(), runs.end(),
                                  [&](const ExperimentRun& r) { return key(r) == names[v] && r.jobs_per_hour == top; });
@@ -125,7 +150,9 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
   std::string table = "<table><thead><tr><th>policy</th><th>jobs/hour</th><th>seeds</th><th>average JCT (h)</th>"
                       "<th>makespan (h)</th><th>unfinished</th>";
   for (const std::string& g : matrix.gpu_types) table += "<th>" + escape_xml(g) + " busy</th>";
-  table += "<th>allocation gap</th><th>renewed leases</th></tr></thead><tbody>";
+  table += "<th>allocation gap</th><th>renewed leases</th>";
+  if (matrix.has_energy()) table += "<th>energy (kWh)</th>";
+  table += "</tr></thead><tbody>";
   std::map<std::pair<std::string, double>, std::vector<const ExperimentRun*>> groups;
   std::vector<std::pair<std::string, double>> order;
   for (const ExperimentRun& r : runs) {
@@ -136,7 +163,7 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
   for (const auto& k : order) {
     const auto& g = groups[k];
     const double n = static_cast<double>(g.size());
-    double jct = 0.0, makespan = 0.0, gap = 0.0, renewed = 0.0;
+    double jct = 0.0, makespan = 0.0, gap = 0.0, renewed = 0.0, kwh = 0.0;
     int unfinished = 0;
     std::vector<double> util(static_cast<std::size_t>(matrix.num_gpu_types()), 0.0);
     for (const ExperimentRun* r : g) {
@@ -145,22 +172,27 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
       gap += r->result.allocation_gap / n;
       renewed += (r->result.leases ? static_cast<double>(r->result.renewals) / r->result.leases : 0.0) / n;
       unfinished += r->result.window_unfinished;
+      kwh += r->result.energy_j / 3.6e6 / n;
       for (std::size_t j = 0; j < util.size(); ++j) util[j] += r->result.utilisation[j] / n;
     }
     table += "<tr>" + td(k.first) + td(k.second > 0.0 ? fmt::format("{:g}", k.second) : "-") + td(fmt::format("{}", g.size())) +
              td(fmt::format("{:.2f}", jct)) + td(fmt::format("{:.2f}", makespan)) + td(fmt::format("{}", unfinished));
     for (double u : util) table += td(fmt::format("{:.0f}%", 100.0 * u));
-    table += td(fmt::format("{:.3f}", gap)) + td(fmt::format("{:.0f}%", 100.0 * renewed)) + "</tr>";
+    table += td(fmt::format("{:.3f}", gap)) + td(fmt::format("{:.0f}%", 100.0 * renewed));
+    if (matrix.has_energy()) table += td(fmt::format("{:.0f}", kwh));
+    table += "</tr>";
   }
   table += "</tbody></table>";
 
   ReportSection results{"runs", "Runs",
                         "Average JCT over the measured jobs; busy: GPU-time leased over GPU-time available; allocation gap: "
                         "the mean over jobs of sum_j |realised - computed| share, averaged over allocations (0 is exact); "
-                        "renewed: leases that kept the job's GPUs from the previous round. Busy GPUs: lines of types equally busy lie on top of each other.",
+                        "renewed: leases that kept the job's GPUs from the previous round; energy: the measured jobs' GPUs while they ran "
+                        "(with energy figures in the matrix). Busy GPUs: lines of types equally busy lie on top of each other.",
                         table, {}};
   for (auto& [stem, svg] : cluster_figures(runs, matrix)) results.figures.push_back(std::move(svg));
-  return html_page("perseus cluster simulate", "Simulated: jobs advance at the throughput matrix's rate on the GPU type they hold; "
+  return html_page("perseus cluster simulate", "Simulated: jobs advance at the throughput matrix's rate on the GPU type they hold (or the energy stage's "
+                   "slower operating points); "
                    "a policy recomputes the allocation when jobs arrive or finish, and rounds realise it.",
                    facts, {results});
 }
