@@ -3,6 +3,11 @@
 //     36 P100 + 36 V100, per policy, aware and agnostic. Target: under 2 s.
 //   BM_Trace: a 5,000-job continuous-single trace (jobs 4,000 to 5,000 measured, arrivals going
 //     on until they finish) at 4 and 6 jobs/hour under LAS, aware and agnostic. Target: under 60 s.
+//   BM_EnergyStage: the same 2,048 jobs on the planned matrix (data/cluster, 36 A40 + 36 A100 + 36
+//     H100), each throughput policy aware, then its energy stage at 10% slack: the whole allocate()
+//     with the stage, against the same target.
+//   BM_EnergyTrace: a 5,000-job trace at 6 jobs/hour on the planned matrix, LAS aware, energy
+//     stage off and at 10%.
 //   ./build/bench/cluster_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // (quote the median.)
 #include <benchmark/benchmark.h>
@@ -59,6 +64,45 @@ void BM_Trace(benchmark::State& state) {
   state.SetLabel(aware ? "LAS aware" : "LAS agnostic");
 }
 BENCHMARK(BM_Trace)->ArgsProduct({{4, 6}, {1, 0}})->Unit(benchmark::kSecond)->Iterations(1);
+
+const ThroughputMatrix& planned() {
+  static const ThroughputMatrix matrix = read_throughput_csv(bundled_planned_throughputs());
+  return matrix;
+}
+
+void BM_EnergyStage(benchmark::State& state) {
+  const auto policy = static_cast<PolicyKind>(state.range(0));
+  const bool energy = state.range(1) != 0;
+  const std::vector<Job> jobs = random_jobs(planned(), 2048, 1);
+  PolicySpec spec{policy, true, {}, {}};
+  if (energy) spec.energy_slack = 0.1;
+  double power = 0.0;
+  for (auto _ : state) power = allocate(jobs, planned(), {36, 36, 36}, spec).power_w_total;
+  state.counters["power_kw"] = power / 1000.0;
+  state.SetLabel(std::string(to_string(policy)) + (energy ? " + energy stage" : ""));
+}
+BENCHMARK(BM_EnergyStage)
+    ->ArgsProduct({{static_cast<int>(PolicyKind::kMaxMinFairness), static_cast<int>(PolicyKind::kFifo),
+                    static_cast<int>(PolicyKind::kMakespan), static_cast<int>(PolicyKind::kFinishTimeFairness),
+                    static_cast<int>(PolicyKind::kShortestJobFirst), static_cast<int>(PolicyKind::kMaxThroughput)},
+                   {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_EnergyTrace(benchmark::State& state) {
+  SimulationSpec spec;
+  spec.policy = {PolicyKind::kMaxMinFairness, true, {}, {}};
+  if (state.range(0) != 0) spec.policy.energy_slack = 0.1;
+  spec.workers = {36, 36, 36};
+  spec.window_begin = 4000, spec.window_end = 5000;
+  SimulationResult r;
+  for (auto _ : state) r = simulate(poisson_source(planned(), 6.0, 1), planned(), spec);
+  state.counters["avg_jct_h"] = r.average_jct_s / 3600.0;
+  state.counters["energy_mwh"] = r.energy_j / 3.6e9;
+  state.counters["allocations"] = r.allocations;
+  state.SetLabel(state.range(0) != 0 ? "LAS + energy stage 10%" : "LAS");
+}
+BENCHMARK(BM_EnergyTrace)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
 

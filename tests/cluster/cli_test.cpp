@@ -134,6 +134,13 @@ TEST(ClusterCli, PlansAMatrixWithEnergyAndSimulatesItsEnergyStage) {
   const auto bad = run("cluster simulate --throughputs " + matrix + " --energy-slack off,1.5 -q");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.out.find("'1.5' is neither 'off' nor a share in [0, 1)"), std::string::npos) << bad.out;
+  // Durations of drawn jobs are measured on a type of the matrix: the planned one has no V100.
+  const auto reference = run("cluster allocate --throughputs planned --random 5 --reference-gpu v100");
+  EXPECT_NE(reference.status, 0);
+  EXPECT_NE(reference.out.find("unknown GPU type 'v100'"), std::string::npos) << reference.out;
+  const auto planned_default = run("cluster allocate --throughputs planned --random 5 --json");
+  ASSERT_EQ(planned_default.status, 0) << planned_default.out;
+  EXPECT_EQ(nlohmann::json::parse(planned_default.out)["gpu_types"], (nlohmann::json{"a40", "a100-sxm", "h100-sxm"}));
   const auto unknown = run("cluster throughputs --models gpt-17 -q");
   EXPECT_NE(unknown.status, 0);
   EXPECT_NE(unknown.out.find("gpt-17"), std::string::npos) << unknown.out;

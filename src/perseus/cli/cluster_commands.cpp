@@ -438,7 +438,10 @@ void add_cluster_commands(CLI::App& app) {
       "  perseus cluster simulate --trace jobs.csv --policy ftf --json\n"
       "Traces: continuous-single (every job 1 GPU), continuous-multiple (70% 1 GPU, 25% 2 or 4, 5% 8), both Poisson "
       "at --lambda; static (--jobs at time 0); or a CSV with job, steps and optionally arrival_s, weight, slo_s (a jobs.csv "
-      "written by --out replays). Durations: 10^x minutes on a V100, x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
+      "written by --out replays). Durations: 10^x minutes on --reference-gpu (Gavel's V100), x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
+      "Energy: with a matrix that has energy per step (--throughputs planned, or `perseus cluster throughputs`), every "
+      "run reports its jobs' energy, and --energy-slack off,0.1 adds the energy stage (each job keeps 90% of its "
+      "throughput, the cluster's power minimised).\n"
       "Continuous traces measure the last fifth of --jobs (default 5000: jobs 4000 to 5000, as the dissertation) "
       "and keep jobs arriving until those finish.");
   simulate_cmd->add_option("--throughputs", sim.throughputs, "Throughput matrix: 'gavel' (the default), 'planned' (with energy), Gavel's JSON or a CSV");

@@ -24,9 +24,9 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
 std::string default_reference_gpu(const ThroughputMatrix& matrix);
 
 // `count` jobs of types drawn uniformly among those of scale factor 1 (or every type with
-// `multi_gpu`), each `10^x` minutes long on `reference_gpu` (empty: default_reference_gpu) with x ~ U[1.5, 3] with probability
-// 0.8, else U[3, 4] (the dissertation's §5.7.1, after Gandiva); steps = that time x its
-// throughput there.
+// `multi_gpu`), each `10^x` minutes long on `reference_gpu` (empty: default_reference_gpu)
+// with x ~ U[1.5, 3] with probability 0.8, else U[3, 4] (the dissertation's §5.7.1, after
+// Gandiva); steps = that time x its throughput there.
 std::vector<Job> random_jobs(const ThroughputMatrix& matrix, int count, std::uint64_t seed,
                              const std::string& reference_gpu = "", bool multi_gpu = false);
 

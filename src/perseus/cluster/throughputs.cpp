@@ -101,24 +101,28 @@ void validate(const ThroughputMatrix& t) {
   }
 }
 
-std::string bundled_gavel_throughputs() {
-  return find_bundled(std::filesystem::path("data") / "gavel" / "simulation_throughputs.json",
+namespace {
+
+std::string bundled_file(const std::filesystem::path& relative, const std::string& what) {
+  return find_bundled(relative,
                       [](const std::filesystem::path& p) {
                         std::error_code error;
                         return std::filesystem::is_regular_file(p, error);
                       },
-                      "Gavel's throughput matrix (data/gavel/simulation_throughputs.json)")
+                      what)
       .string();
 }
 
+}  // namespace
+
+std::string bundled_gavel_throughputs() {
+  return bundled_file(std::filesystem::path("data") / "gavel" / "simulation_throughputs.json",
+                      "Gavel's throughput matrix (data/gavel/simulation_throughputs.json)");
+}
+
 std::string bundled_planned_throughputs() {
-  return find_bundled(std::filesystem::path("data") / "cluster" / "planned_throughputs.csv",
-                      [](const std::filesystem::path& p) {
-                        std::error_code error;
-                        return std::filesystem::is_regular_file(p, error);
-                      },
-                      "the planned throughput matrix (data/cluster/planned_throughputs.csv)")
-      .string();
+  return bundled_file(std::filesystem::path("data") / "cluster" / "planned_throughputs.csv",
+                      "the planned throughput matrix (data/cluster/planned_throughputs.csv)");
 }
 
 ThroughputMatrix read_gavel_throughputs(const std::string& path, bool unconsolidated) {

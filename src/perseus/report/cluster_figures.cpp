@@ -24,6 +24,13 @@ std::vector<std::string> variants(const std::vector<ExperimentRun>& runs) {
   return out;
 }
 
+// The variant's first run (first seed) at `rate`; nullptr if none.
+const ExperimentRun* first_run(const std::vector<ExperimentRun>& runs, const std::string& variant, double rate) {
+  const auto it = std::find_if(runs.begin(), runs.end(),
+                               [&](const ExperimentRun& r) { return key(r) == variant && r.jobs_per_hour == rate; });
+  return it == runs.end() ? nullptr : &*it;
+}
+
 double highest_rate(const std::vector<ExperimentRun>& runs) {
   double rate = 0.0;
   for (const ExperimentRun& r : runs) rate = std::max(rate, r.jobs_per_hour);
@@ -66,9 +73,8 @@ std::vector<std::pair<std::string, std::string>> cluster_figures(const std::vect
                               : std::string("CDF of job completion times"),
                     "JCT (hours)", "fraction of jobs", {}, true, false, false};
     for (std::size_t v = 0; v < names.size(); ++v) {
-      const auto it = std::find_if(runs.begin(), runs.end(),
-                                   [&](const ExperimentRun& r) { return key(r) == names[v] && r.jobs_per_hour == top; });
-      if (it == runs.end()) continue;
+      const ExperimentRun* it = first_run(runs, names[v], top);
+      if (!it) continue;
       // The measured window only.
       std::vector<double> jct;
       const auto& s = it->result;
@@ -93,9 +99,8 @@ std::vector<std::pair<std::string, std::string>> cluster_figures(const std::vect
                               : std::string("Power of the jobs' GPUs over time"),
                     "time (hours)", "power (kW)", {}, true, false, false};
     for (std::size_t v = 0; v < names.size(); ++v) {
-      const auto it = std::find_if(runs.begin(), runs.end(),
-                                   [&](const ExperimentRun& r) { return key(r) == names[v] && r.jobs_per_hour == top; });
-      if (it == runs.end() || it->result.rounds.empty()) continue;
+      const ExperimentRun* it = first_run(runs, names[v], top);
+      if (!it || it->result.rounds.empty()) continue;
       const auto& rounds = it->result.rounds;
       const std::size_t bucket = std::max<std::size_t>(1, rounds.size() / 300);
       ChartSeries series{names[v], {}, false, static_cast<int>(v)};
@@ -111,9 +116,8 @@ std::vector<std::pair<std::string, std::string>> cluster_figures(const std::vect
   }
 
   for (std::size_t v = 0; v < names.size(); ++v) {
-    const auto it = std::find_if(runs.begin(), runs.end(),
-                                 [&](const ExperimentRun& r) { return key(r) == names[v] && r.jobs_per_hour == top; });
-    if (it == runs.end() || it->result.rounds.empty()) continue;
+    const ExperimentRun* it = first_run(runs, names[v], top);
+    if (!it || it->result.rounds.empty()) continue;
     const auto& rounds = it->result.rounds;
     LineChart chart{"cluster-busy", fmt::format("Busy GPUs per type over time: {}", names[v]), "time (hours)", "busy GPUs", {}, true, false, false};
     const std::size_t bucket = std::max<std::size_t>(1, rounds.size() / 300);  // averaged to at most ~300 points
