@@ -61,8 +61,8 @@ TEST(Throughputs, ACsvWithEnergyHasOperatingPointsFastestFirst) {
   EXPECT_DOUBLE_EQ(t.at(gpt, a100), 3.0);  // the fastest point
   ASSERT_EQ(t.operating_points[gpt][a100].size(), 2u);
   EXPECT_DOUBLE_EQ(t.operating_points[gpt][a100][1].joules_per_step, 300.0);
-  EXPECT_TRUE(t.points(t.job_index("BERT x1"), a100).empty());
-  EXPECT_DOUBLE_EQ(t.points(gpt, h100).front().joules_per_step, 200.0);
+  EXPECT_TRUE(t.operating_points[t.job_index("BERT x1")][a100].empty());
+  EXPECT_DOUBLE_EQ(t.operating_points[gpt][h100].front().joules_per_step, 200.0);
   // Written and read back.
   std::ofstream(path) << throughput_csv(t);
   const ThroughputMatrix back = read_throughput_csv(path);

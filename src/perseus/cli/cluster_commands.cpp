@@ -280,29 +280,16 @@ void run_simulate(const SimulateArgs& a) {
 }
 
 struct ThroughputsArgs {
-  std::vector<std::string> models = default_planned_models();
-  std::vector<std::string> gpu_types = default_planned_gpus();
-  std::vector<int> scales{1, 2, 4, 8};
-  int global_batch = 0;
-  int points = 5;
-  bool refine = false;
+  PlannedMatrixSpec spec;
   std::string out;
   bool force = false, json = false, csv = false, quiet = false;
 };
 
 void run_throughputs(const ThroughputsArgs& a) {
-  PlannedMatrixSpec spec;
-  spec.models = a.models;
-  spec.gpus = a.gpu_types;
-  spec.scale_factors = a.scales;
-  spec.global_batch = a.global_batch;
-  spec.operating_points = a.points;
-  spec.refine = a.refine;
   if (!a.out.empty()) check_replaceable_file(a.out, a.force);
-  const bool terminal = isatty(2) && !a.quiet;
-  if (!a.quiet)
-    spec.progress = [terminal](int done, int total, const std::string& cell) {
-      if (!terminal) return;
+  PlannedMatrixSpec spec = a.spec;
+  if (isatty(2) && !a.quiet)
+    spec.progress = [](int done, int total, const std::string& cell) {
       if (done < total) fmt::print(stderr, "\r  planning {} of {}: {:<40}", done + 1, total, cell);
       else fmt::print(stderr, "\r{:<80}\r", "");
     };
@@ -378,17 +365,17 @@ void add_cluster_commands(CLI::App& app) {
       "--throughputs` and their --energy-slack.\n"
       "Example: perseus cluster throughputs -o planned.csv\n"
       "         perseus cluster simulate --throughputs planned.csv --energy-slack off,0.1 --lambda 2");
-  throughputs_cmd->add_option("--models", thr.models, "Catalogue models, comma-separated (perseus models)")
+  throughputs_cmd->add_option("--models", thr.spec.models, "Catalogue models, comma-separated (perseus models)")
       ->delimiter(',')->capture_default_str();
-  throughputs_cmd->add_option("--gpu-types", thr.gpu_types, "Catalogue GPUs, comma-separated (perseus gpus)")
+  throughputs_cmd->add_option("--gpu-types", thr.spec.gpus, "Catalogue GPUs, comma-separated (perseus gpus)")
       ->delimiter(',')->capture_default_str();
-  throughputs_cmd->add_option("--scales", thr.scales, "Scale factors (GPUs per job), comma-separated")
+  throughputs_cmd->add_option("--scales", thr.spec.scale_factors, "Scale factors (GPUs per job), comma-separated")
       ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
-  throughputs_cmd->add_option("--global-batch", thr.global_batch, "Sequences per iteration (default: each model's published batch)")
+  throughputs_cmd->add_option("--global-batch", thr.spec.global_batch, "Sequences per iteration (default: each model's published batch)")
       ->check(CLI::PositiveNumber);
-  throughputs_cmd->add_option("--points", thr.points, "Operating points per cell, fastest to least energy")
+  throughputs_cmd->add_option("--points", thr.spec.operating_points, "Operating points per cell, fastest to least energy")
       ->capture_default_str()->check(CLI::Range(1, 100));
-  throughputs_cmd->add_flag("--refine", thr.refine, "Refine each frontier (slower; a little less energy)");
+  throughputs_cmd->add_flag("--refine", thr.spec.refine, "Refine each frontier (slower; a little less energy)");
   throughputs_cmd->add_option("-o,--out", thr.out, "Write the matrix CSV here (atomically)");
   throughputs_cmd->add_flag("--force", thr.force, "Replace --out if it exists");
   throughputs_cmd->add_flag("--json", thr.json, "Print every cell as JSON");

@@ -1,25 +1,32 @@
 #include "perseus/cluster/energy_stage.hpp"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "perseus/cluster/linear_program.hpp"
 
 namespace perseus::cluster {
+namespace {
+
+// (steps/s, W) of the job type's fastest point on type j; W is 0 without energy figures.
+std::pair<double, double> fastest_point(const ThroughputMatrix& t, int job_type, std::size_t j) {
+  const double speed = t.at(job_type, static_cast<int>(j));
+  if (!t.has_energy() || speed <= 0.0) return {speed, 0.0};
+  const OperatingPoint& p = t.operating_points[static_cast<std::size_t>(job_type)][j].front();
+  return {speed, p.steps_per_s * p.joules_per_step};
+}
+
+}  // namespace
 
 EnergyStage fastest_points(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<std::vector<double>>& share) {
   const std::size_t J = static_cast<std::size_t>(t.num_gpu_types());
   EnergyStage out{share, std::vector<std::vector<double>>(jobs.size(), std::vector<double>(J, 0.0)),
                   std::vector<std::vector<double>>(jobs.size(), std::vector<double>(J, 0.0))};
   for (std::size_t m = 0; m < jobs.size(); ++m)
-    for (std::size_t j = 0; j < J; ++j) {
-      out.speed[m][j] = t.at(jobs[m].type, static_cast<int>(j));
-      if (t.has_energy() && out.speed[m][j] > 0.0) {
-        const OperatingPoint& p = t.operating_points[static_cast<std::size_t>(jobs[m].type)][j].front();
-        out.power_w[m][j] = p.steps_per_s * p.joules_per_step;
-      }
-    }
+    for (std::size_t j = 0; j < J; ++j) std::tie(out.speed[m][j], out.power_w[m][j]) = fastest_point(t, jobs[m].type, j);
   return out;
 }
 
@@ -42,9 +49,8 @@ EnergyStage minimize_energy(const std::vector<Job>& jobs, const std::vector<doub
   for (std::size_t m = 0; m < M; ++m) {
     const int scale = t.job_types[static_cast<std::size_t>(jobs[m].type)].scale_factor;
     std::vector<std::pair<int, double>> total, work;
-    double floor = 0.0;
+    const double floor = effective_throughput(t, jobs[m].type, share[m]);
     for (std::size_t j = 0; j < J; ++j) {
-      floor += t.at(jobs[m].type, static_cast<int>(j)) * share[m][j];
       if (t.at(jobs[m].type, static_cast<int>(j)) <= 0.0 || workers[j] < scale) continue;
       if (!aware && share[m][j] <= 0.0) continue;
       std::vector<std::pair<int, double>> on_type;
@@ -79,7 +85,6 @@ EnergyStage minimize_energy(const std::vector<Job>& jobs, const std::vector<doub
   }
   // Per type, the mix's averages; where the job no longer runs, its fastest point (a lease the
   // mechanism still gives it runs at full speed).
-  const EnergyStage fastest = fastest_points(jobs, t, out.share);
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t j = 0; j < J; ++j) {
       if (out.share[m][j] > 1e-12) {
@@ -87,8 +92,7 @@ EnergyStage minimize_energy(const std::vector<Job>& jobs, const std::vector<doub
         out.power_w[m][j] /= out.share[m][j];
       } else {
         out.share[m][j] = 0.0;
-        out.speed[m][j] = fastest.speed[m][j];
-        out.power_w[m][j] = fastest.power_w[m][j];
+        std::tie(out.speed[m][j], out.power_w[m][j]) = fastest_point(t, jobs[m].type, j);
       }
       // Within CLP's feasibility tolerance of its bounds: clamp onto them.
       out.share[m][j] = std::min(out.share[m][j], aware ? 1.0 : share[m][j]);

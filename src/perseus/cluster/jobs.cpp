@@ -66,7 +66,7 @@ std::string default_reference_gpu(const ThroughputMatrix& matrix) {
       all = all && (matrix.job_types[static_cast<std::size_t>(m)].scale_factor != 1 || matrix.at(m, j) > 0.0);
     if (all) return matrix.gpu_types[static_cast<std::size_t>(j)];
   }
-  return matrix.gpu_types.empty() ? std::string("v100") : matrix.gpu_types.front();
+  return matrix.gpu_types.front();  // validate() rejects a matrix without GPU types
 }
 
 namespace {

@@ -22,9 +22,15 @@
 
 namespace perseus::cluster {
 
+// The default job mix: small and mid-sized models of five families, each of which fits one
+// 80 GB GPU at least (bert-large, t5-large, gpt3-1.3b, qwen3-1.7b, bloom-3b, llama3.2-3b,
+// wide-resnet50-8), and three GPU generations (a40, a100-sxm, h100-sxm).
+std::vector<std::string> default_planned_models();
+std::vector<std::string> default_planned_gpus();
+
 struct PlannedMatrixSpec {
-  std::vector<std::string> models;          // catalogue names (planner/catalogue.hpp)
-  std::vector<std::string> gpus;
+  std::vector<std::string> models = default_planned_models();  // catalogue names (planner/catalogue.hpp)
+  std::vector<std::string> gpus = default_planned_gpus();
   std::vector<int> scale_factors{1, 2, 4, 8};
   int global_batch = 0;                     // 0: each model's published batch
   int operating_points = 5;                 // per cell at most, T_min to least energy evenly in time (>= 1)
@@ -51,12 +57,6 @@ struct PlannedMatrix {
   std::vector<PlannedCell> cells;           // every cell tried, in spec order
   std::vector<std::string> left_out;        // "gpt3-13b x1" ...
 };
-
-// The default job mix: small and mid-sized models of five families, each of which fits one
-// 80 GB GPU at least (bert-large, t5-large, gpt3-1.3b, qwen3-1.7b, bloom-3b, llama3.2-3b,
-// wide-resnet50-8), and three GPU generations (a40, a100-sxm, h100-sxm).
-std::vector<std::string> default_planned_models();
-std::vector<std::string> default_planned_gpus();
 
 // Throws InputError for an unknown model or GPU, no models, GPUs or scale factors, a scale
 // factor < 1, fewer than 1 operating point, or nothing that fits anywhere.

@@ -53,12 +53,6 @@ int ThroughputMatrix::job_index(const std::string& name) const {
   throw InputError(fmt::format("unknown job type '{}' (e.g. '{}')", name, job_types.empty() ? "" : job_types.front().name()));
 }
 
-std::vector<OperatingPoint> ThroughputMatrix::points(int job_type, int gpu_type) const {
-  if (has_energy()) return operating_points[static_cast<std::size_t>(job_type)][static_cast<std::size_t>(gpu_type)];
-  const double v = at(job_type, gpu_type);
-  return v > 0.0 ? std::vector<OperatingPoint>{{v, 0.0}} : std::vector<OperatingPoint>{};
-}
-
 void validate(const ThroughputMatrix& t) {
   if (t.gpu_types.empty() || t.job_types.empty()) throw InputError("the throughput matrix is empty");
   for (int m = 0; m < t.num_job_types(); ++m) {

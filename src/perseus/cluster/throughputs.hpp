@@ -43,8 +43,6 @@ struct ThroughputMatrix {
     return steps_per_s[static_cast<std::size_t>(job_type)][static_cast<std::size_t>(gpu_type)];
   }
   bool has_energy() const { return !operating_points.empty(); }
-  // The points of (job type, gpu type); one point at steps_per_s without energy figures.
-  std::vector<OperatingPoint> points(int job_type, int gpu_type) const;
   // Index of a GPU type (case-insensitive) or job type name; InputError listing the known ones.
   int gpu_index(const std::string& name) const;
   int job_index(const std::string& name) const;
