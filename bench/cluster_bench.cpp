@@ -8,6 +8,10 @@
 //     with the stage, against the same target.
 //   BM_EnergyTrace: a 5,000-job trace at 6 jobs/hour on the planned matrix, LAS aware, energy
 //     stage off and at 10%.
+//   BM_SpaceSharing: one allocation with space sharing (pairs of jobs on one GPU), per policy, for
+//     128 to 2,048 jobs on Gavel's cluster: the dissertation's Fig. 5.14 scaling (LAS with space
+//     sharing, 512 jobs in under 10 minutes there).
+//   BM_SpaceSharingTrace: the 5,000-job trace at 6 jobs/hour, LAS aware with space sharing.
 //   ./build/bench/cluster_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // (quote the median.)
 #include <benchmark/benchmark.h>
@@ -103,6 +107,37 @@ void BM_EnergyTrace(benchmark::State& state) {
   state.SetLabel(state.range(0) != 0 ? "LAS + energy stage 10%" : "LAS");
 }
 BENCHMARK(BM_EnergyTrace)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_SpaceSharing(benchmark::State& state) {
+  const auto policy = static_cast<PolicyKind>(state.range(0));
+  const std::vector<Job> jobs = random_jobs(gavel(), static_cast<int>(state.range(1)), 1);
+  PolicySpec spec{policy, true, {}, {}, true};
+  Allocation a;
+  for (auto _ : state) a = allocate(jobs, gavel(), {36, 36, 36}, spec);
+  state.counters["pairs"] = static_cast<double>(a.pairs.size());
+  state.counters["lp_solves"] = a.lp_solves;
+  state.SetLabel(std::string(to_string(policy)) + " + space sharing");
+}
+BENCHMARK(BM_SpaceSharing)
+    ->ArgsProduct({{static_cast<int>(PolicyKind::kMaxMinFairness), static_cast<int>(PolicyKind::kFifo),
+                    static_cast<int>(PolicyKind::kMakespan), static_cast<int>(PolicyKind::kFinishTimeFairness)},
+                   {128, 512, 2048}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_SpaceSharingTrace(benchmark::State& state) {
+  SimulationSpec spec;
+  spec.policy = {PolicyKind::kMaxMinFairness, true, {}, {}, true};
+  spec.workers = {36, 36, 36};
+  spec.window_begin = 4000, spec.window_end = 5000;
+  SimulationResult r;
+  for (auto _ : state) r = simulate(poisson_source(gavel(), 6.0, 1), gavel(), spec);
+  state.counters["avg_jct_h"] = r.average_jct_s / 3600.0;
+  state.counters["allocations"] = r.allocations;
+  state.counters["policy_s"] = r.policy_s;
+  state.SetLabel("LAS aware + space sharing");
+}
+BENCHMARK(BM_SpaceSharingTrace)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
 

@@ -93,6 +93,45 @@ TEST(ClusterCli, SimulatesAndWritesAReportThatReplays) {
   EXPECT_NE(fits.out.find("can run on no GPU type"), std::string::npos) << fits.out;
 }
 
+TEST(ClusterCli, SpaceSharingPairsJobsAndBeatsTakingTurns) {
+  // 30 jobs on 6 GPUs: scarce, so pairs pay. The JSON lists the pairs; each job's time alone and
+  // in pairs stays within 1.
+  const auto r = run("cluster allocate --random 30 --gpus k80:2,p100:2,v100:2 --space-sharing --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["space_sharing"], true);
+  ASSERT_FALSE(j["pairs"].empty());
+  std::vector<double> time(30, 0.0);
+  for (const auto& job : j["jobs"])
+    for (const auto& x : job["share"]) time[job["job"].get<std::size_t>()] += x.get<double>();
+  for (const auto& pair : j["pairs"])
+    for (const auto& x : pair["share"])
+      for (const auto& id : pair["jobs"]) time[id.get<std::size_t>()] += x.get<double>();
+  for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
+  const auto turns = nlohmann::json::parse(run("cluster allocate --random 30 --gpus k80:2,p100:2,v100:2 --json").out);
+  EXPECT_GT(j["objective"].get<double>(), turns["objective"].get<double>());
+
+  // Simulated: one run without and one with; only the aware run shares under --compare.
+  const auto sim = run("cluster simulate --gpus k80:2,p100:2,v100:2 --trace static --jobs 12 --space-sharing off,on --compare --json -q");
+  ASSERT_EQ(sim.status, 0) << sim.out;
+  const auto runs = nlohmann::json::parse(sim.out)["runs"];
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[2]["space_sharing"], true);
+  EXPECT_EQ(runs[2]["heterogeneity_aware"], true);
+  EXPECT_EQ(runs[2]["window_unfinished"], 0);
+
+  // No pair throughputs in a CSV matrix; agnostic policies do not share; bad modes are named.
+  const auto planned = run("cluster allocate --throughputs planned --random 4 --space-sharing");
+  EXPECT_NE(planned.status, 0);
+  EXPECT_NE(planned.out.find("throughputs of jobs sharing a GPU"), std::string::npos) << planned.out;
+  const auto agnostic = run("cluster allocate --random 4 --space-sharing --agnostic");
+  EXPECT_NE(agnostic.status, 0);
+  EXPECT_NE(agnostic.out.find("heterogeneity-aware"), std::string::npos) << agnostic.out;
+  const auto mode = run("cluster simulate --space-sharing maybe -q");
+  EXPECT_NE(mode.status, 0);
+  EXPECT_NE(mode.out.find("--space-sharing 'maybe'"), std::string::npos) << mode.out;
+}
+
 TEST(ClusterCli, PlansAMatrixWithEnergyAndSimulatesItsEnergyStage) {
   const perseus::testing::TempDir temp;
   const auto matrix = (temp.path() / "planned.csv").string();

@@ -7,6 +7,7 @@
 
 #include "matrices.hpp"
 
+#include "perseus/cluster/jobs.hpp"
 #include "perseus/cluster/policies.hpp"
 
 namespace perseus::cluster {
@@ -20,23 +21,42 @@ std::vector<Job> one_job_per_type(const ThroughputMatrix& t, double steps = 0.0)
   return jobs;
 }
 
-// Every row and column constraint of a valid allocation.
+// Every row and column constraint of a valid allocation, its pairs of jobs sharing GPUs included
+// (their time counts for both jobs, their GPUs once).
 void expect_valid(const Allocation& a, const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers) {
   ASSERT_EQ(a.share.size(), jobs.size());
-  std::vector<double> used(workers.size(), 0.0);
+  std::vector<double> used(workers.size(), 0.0), time(jobs.size(), 0.0), tput(jobs.size(), 0.0);
   for (std::size_t m = 0; m < jobs.size(); ++m) {
-    double total = 0.0;
     for (std::size_t j = 0; j < workers.size(); ++j) {
       const double x = a.share[m][j];
       EXPECT_GE(x, -1e-9);
       if (t.at(jobs[m].type, static_cast<int>(j)) == 0.0) {
         EXPECT_EQ(x, 0.0);
       }
-      total += x;
+      time[m] += x;
       used[j] += x * t.job_types[jobs[m].type].scale_factor;
     }
-    EXPECT_LE(total, 1.0 + 1e-6) << "job " << m;
-    EXPECT_NEAR(a.throughput[m], effective_throughput(t, jobs[m].type, a.share[m]), 1e-9);
+    tput[m] = effective_throughput(t, jobs[m].type, a.share[m]);
+  }
+  for (const SharedShare& p : a.pairs) {
+    ASSERT_LT(p.first, p.second);
+    const auto first = static_cast<std::size_t>(p.first), second = static_cast<std::size_t>(p.second);
+    EXPECT_EQ(t.job_types[jobs[first].type].scale_factor, t.job_types[jobs[second].type].scale_factor);
+    for (std::size_t j = 0; j < workers.size(); ++j) {
+      EXPECT_GE(p.share[j], 0.0);
+      if (p.share[j] == 0.0) continue;
+      const auto speeds = t.shared_speeds(jobs[first].type, jobs[second].type, static_cast<int>(j));
+      ASSERT_TRUE(speeds) << "pair " << p.first << "," << p.second << " on " << t.gpu_types[j] << " was never measured";
+      EXPECT_EQ(p.first_speed[j], speeds->first);
+      EXPECT_EQ(p.second_speed[j], speeds->second);
+      time[first] += p.share[j], time[second] += p.share[j];
+      tput[first] += p.share[j] * speeds->first, tput[second] += p.share[j] * speeds->second;
+      used[j] += p.share[j] * t.job_types[jobs[first].type].scale_factor;
+    }
+  }
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    EXPECT_LE(time[m], 1.0 + 1e-6) << "job " << m;
+    EXPECT_NEAR(a.throughput[m], tput[m], 1e-9 * std::max(1.0, tput[m])) << "job " << m;
   }
   for (std::size_t j = 0; j < workers.size(); ++j) EXPECT_LE(used[j], workers[j] + 1e-6) << t.gpu_types[j];
 }
@@ -249,6 +269,122 @@ TEST(MinCost, SlosThatCannotBeMetAreNamed) {
   // Prices are needed, one per type, > 0.
   EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {}, {}}), InputError);
   EXPECT_THROW(allocate(jobs, kTwoJobs, {1, 1}, {PolicyKind::kMinCost, true, {3.0, 0.0}, {}}), InputError);
+}
+
+// One V100; job types 0 and 1 run at 1 step/s alone and at `a` and `b` together.
+ThroughputMatrix pair_matrix(double a, double b) {
+  ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
+  t.shared[{0, 1, 0}] = {a, b};
+  return t;
+}
+
+PolicySpec sharing(PolicyKind policy) { return {policy, true, {}, {}, true}; }
+
+TEST(SpaceSharing, MaxMinFairnessSolvedByHand) {
+  // Together z of the time, alone x0 and x1: maximise t with x0 + 0.8 z >= t, x1 + 0.6 z >= t,
+  // x0 + x1 + z <= 1. Adding the first two: t <= (1 + 0.4 z) / 2, growing with z until x0 = 0.5 -
+  // 0.6 z reaches 0: z = 5/6, x1 = 1/6, t = 2/3 (taking turns: 1/2).
+  const ThroughputMatrix t = pair_matrix(0.8, 0.6);
+  const auto jobs = one_job_per_type(t);
+  const Allocation a = allocate(jobs, t, {1}, sharing(PolicyKind::kMaxMinFairness));
+  expect_valid(a, jobs, t, {1});
+  EXPECT_NEAR(a.objective, 2.0 / 3.0, 1e-9);
+  ASSERT_EQ(a.pairs.size(), 1u);
+  EXPECT_EQ(a.pairs[0].first, 0);
+  EXPECT_EQ(a.pairs[0].second, 1);
+  EXPECT_NEAR(a.pairs[0].share[0], 5.0 / 6.0, 1e-7);
+  EXPECT_NEAR(a.share[0][0], 0.0, 1e-7);
+  EXPECT_NEAR(a.share[1][0], 1.0 / 6.0, 1e-7);
+  EXPECT_NEAR(a.throughput[0], 2.0 / 3.0, 1e-7);
+  EXPECT_NEAR(a.throughput[1], 2.0 / 3.0, 1e-7);
+  EXPECT_NEAR(allocate(jobs, t, {1}, {PolicyKind::kMaxMinFairness, true, {}, {}}).objective, 0.5, 1e-9);
+}
+
+TEST(SpaceSharing, APairThatLosesToTakingTurnsIsNotOffered) {
+  // 0.5 + 0.4 < 1: sharing gives less than alternating.
+  const ThroughputMatrix t = pair_matrix(0.5, 0.4);
+  const auto jobs = one_job_per_type(t);
+  for (const PolicyKind p : {PolicyKind::kMaxMinFairness, PolicyKind::kMaxThroughput}) {
+    const Allocation a = allocate(jobs, t, {1}, sharing(p));
+    EXPECT_TRUE(a.pairs.empty()) << to_string(p);
+    EXPECT_NEAR(a.objective, allocate(jobs, t, {1}, {p, true, {}, {}}).objective, 1e-9) << to_string(p);
+  }
+}
+
+TEST(SpaceSharing, JobsOfOneTypeShareInARing) {
+  // Three jobs of one type, 0.7 each when two share: all the GPU's time in pairs gives each job
+  // 2/3 of its time at 0.7, 1.4/3 steps/s (taking turns: 1/3). Max-min fairness solves one class
+  // of three copies; the spread pairs the three in a ring, each pair a third of the time.
+  ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  t.shared[{0, 0, 0}] = {0.7, 0.7};
+  const std::vector<Job> jobs(3, Job{0, 1.0, 100.0, 0.0});
+  const Allocation a = allocate(jobs, t, {1}, sharing(PolicyKind::kMaxMinFairness));
+  expect_valid(a, jobs, t, {1});
+  EXPECT_NEAR(a.objective, 1.4 / 3.0, 1e-9);
+  ASSERT_EQ(a.pairs.size(), 3u);
+  for (const SharedShare& p : a.pairs) EXPECT_NEAR(p.share[0], 1.0 / 3.0, 1e-7);
+  for (double tput : a.throughput) EXPECT_NEAR(tput, 1.4 / 3.0, 1e-7);
+  // Per job (FIFO's LP has a row per job), the same pairing is found without classes.
+  const Allocation fifo = allocate(jobs, t, {1}, sharing(PolicyKind::kMaxThroughput));
+  expect_valid(fifo, jobs, t, {1});
+  EXPECT_NEAR(fifo.objective, 1.4, 1e-9);
+  // One job alone cannot pair with itself.
+  const Allocation one = allocate({jobs[0]}, t, {1}, sharing(PolicyKind::kMaxMinFairness));
+  EXPECT_TRUE(one.pairs.empty());
+  EXPECT_NEAR(one.throughput[0], 1.0, 1e-9);
+}
+
+TEST(SpaceSharing, NeverWorseOnGavelsMatrixAndEveryJobOfAClassAlike) {
+  // The dissertation's §5.4.4: solutions with space sharing are at least as good as without, by
+  // each policy's own objective (taking turns stays feasible). A small cluster, so that GPUs are
+  // scarce and pairs pay.
+  const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
+  const std::vector<int> workers{4, 4, 4};
+  struct Case {
+    PolicyKind policy;
+    bool lower_is_better;
+  };
+  for (const Case c : {Case{PolicyKind::kMaxMinFairness, false}, Case{PolicyKind::kFifo, false}, Case{PolicyKind::kShortestJobFirst, false},
+                       Case{PolicyKind::kMaxThroughput, false}, Case{PolicyKind::kMakespan, true},
+                       Case{PolicyKind::kFinishTimeFairness, true}}) {
+    for (const int count : {12, 40}) {
+      std::vector<Job> jobs = random_jobs(t, count, 3 + static_cast<std::uint64_t>(count));
+      // Two weights: max-min fairness then has two rows (classes) of most types, each side of a
+      // pair of types spread over jobs of unequal time.
+      for (std::size_t m = 0; m < jobs.size(); ++m) jobs[m].elapsed_s = 600.0 * static_cast<double>(m % 4), jobs[m].weight = 1.0 + m % 2;
+      const Allocation alone = allocate(jobs, t, workers, {c.policy, true, {}, {}});
+      const Allocation shared = allocate(jobs, t, workers, sharing(c.policy));
+      expect_valid(shared, jobs, t, workers);
+      const double tolerance = 1e-6 * std::abs(alone.objective);
+      if (c.lower_is_better) EXPECT_LE(shared.objective, alone.objective + tolerance) << to_string(c.policy) << " " << count;
+      else EXPECT_GE(shared.objective, alone.objective - tolerance) << to_string(c.policy) << " " << count;
+      if (c.policy != PolicyKind::kMaxMinFairness) continue;
+      if (count == 40) EXPECT_GT(shared.objective, alone.objective * 1.05);  // 40 jobs on 12 GPUs: pairs pay
+      for (std::size_t m = 0; m < jobs.size(); ++m)
+        for (std::size_t n = m + 1; n < jobs.size(); ++n)
+          if (jobs[m].type == jobs[n].type && jobs[m].weight == jobs[n].weight)
+            EXPECT_NEAR(shared.throughput[m], shared.throughput[n], 1e-7 * shared.throughput[m]) << m << " " << n;
+    }
+  }
+}
+
+TEST(SpaceSharing, BadCombinationsAreNamed) {
+  const ThroughputMatrix t = pair_matrix(0.8, 0.6);
+  const auto jobs = one_job_per_type(t);
+  const auto message = [&](const ThroughputMatrix& matrix, const PolicySpec& spec) {
+    try {
+      allocate(jobs, matrix, {1}, spec);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(t, {PolicyKind::kMaxMinFairness, false, {}, {}, true}).find("heterogeneity-aware"), std::string::npos);
+  EXPECT_NE(message(matrix_of({"v100"}, {{1.0}, {1.0}}), sharing(PolicyKind::kFifo)).find("throughputs of jobs sharing"),
+            std::string::npos);
+  ThroughputMatrix with_energy = t;
+  with_energy.operating_points = {{{{1.0, 100.0}}}, {{{1.0, 100.0}}}};
+  EXPECT_NE(message(with_energy, {PolicyKind::kMaxMinFairness, true, {}, 0.1, true}).find("no energy figures"), std::string::npos);
 }
 
 }  // namespace

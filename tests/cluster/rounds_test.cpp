@@ -112,6 +112,42 @@ TEST(Rounds, ReallocatingEveryRoundStarvesNoOne) {
   EXPECT_NEAR(job1, 20, 1);
 }
 
+TEST(Rounds, PairsShareGpusAndNoJobRunsTwiceInARound) {
+  // One GPU: jobs 0 and 1 together half the time, each alone a quarter. A round runs the pair or
+  // one job alone, never the pair beside one of its jobs; over 40 rounds each combination gets its
+  // share, and the per-job gap (a job's time alone and in pairs) closes.
+  RoundScheduler s({1}, 1);
+  s.set_allocation(std::vector<Combination>{{0, -1, 1, {0.25}}, {0, 1, 1, {0.5}}, {1, -1, 1, {0.25}}});
+  std::map<std::pair<int, int>, int> ran;
+  for (int r = 0; r < 40; ++r) {
+    const auto leases = s.next_round();
+    ASSERT_EQ(leases.size(), 1u) << "round " << r;
+    ++ran[{leases[0].job, leases[0].partner}];
+    s.finish_round(leases, {360.0}, 360.0);
+  }
+  EXPECT_EQ((ran[{0, 1}]), 20);
+  EXPECT_EQ((ran[{0, -1}]), 10);
+  EXPECT_EQ((ran[{1, -1}]), 10);
+  EXPECT_LT(s.allocation_gap(), 1e-9);
+  // Two GPUs: the pair and a third job run side by side; the pair's second job is not leased again.
+  RoundScheduler two({2}, 2);
+  two.set_allocation(std::vector<Combination>{{0, 1, 1, {1.0}}, {1, -1, 1, {0.5}}, {2, -1, 1, {1.0}}});
+  const auto leases = two.next_round();
+  ASSERT_EQ(leases.size(), 2u);
+  std::set<int> jobs;
+  for (const Lease& l : leases) {
+    EXPECT_TRUE(jobs.insert(l.job).second);
+    if (l.partner >= 0) EXPECT_TRUE(jobs.insert(l.partner).second);
+  }
+  EXPECT_EQ(jobs, (std::set<int>{0, 1, 2}));
+  // The pair renews its GPU next round.
+  two.finish_round(leases, {360.0, 360.0}, 360.0);
+  for (const Lease& l : two.next_round())
+    if (l.partner == 1) EXPECT_TRUE(l.renewed);
+  // A partner must be the larger id.
+  EXPECT_THROW(two.set_allocation(std::vector<Combination>{{1, 0, 1, {1.0}}}), InputError);
+}
+
 TEST(Rounds, ZeroShareNeverRunsAndBadInputIsNamed) {
   RoundScheduler s({1, 1}, 1);
   s.set_allocation({0, 1}, {1, 1}, {{1.0, 0.0}, {0.0, 0.0}});

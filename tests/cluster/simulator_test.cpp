@@ -39,6 +39,29 @@ TEST(Simulator, OneJobFinishesAtItsStepsOverItsRate) {
   }
 }
 
+TEST(Simulator, JobsSharingAGpuRunAtThePairsSpeedsAndAloneOnceThePartnerIsDone) {
+  // One GPU, two jobs at 1 step/s alone and 0.8 each together (1.6 > 1: worth sharing).
+  ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
+  t.shared[{0, 1, 0}] = {0.8, 0.8};
+  SimulationSpec s = spec_of({1});
+  s.policy.space_sharing = true;
+  // 2880 steps each: together at 0.8 both finish after 3600 s (taking turns: 5760 s of work).
+  const auto together = simulate(list_source({{0, 0.0, 2880.0, 1.0}, {1, 0.0, 2880.0, 1.0}}), t, s);
+  EXPECT_NEAR(together.jobs[0].completion_s, 3600.0, 1e-6);
+  EXPECT_NEAR(together.jobs[1].completion_s, 3600.0, 1e-6);
+  EXPECT_NEAR(together.utilisation[0], 1.0, 1e-9);
+  EXPECT_NEAR(together.jobs[0].gpu_s[0], 1800.0, 1e-6);  // half the GPU's time each
+  s.policy.space_sharing = false;
+  const auto turns = simulate(list_source({{0, 0.0, 2880.0, 1.0}, {1, 0.0, 2880.0, 1.0}}), t, s);
+  EXPECT_NEAR(turns.makespan_s, 5760.0, 1e-6);
+  // Job 0 has 400 steps: 500 s together, done 140 s into round 2. Job 1 then runs alone at 1 step/s
+  // for the round's last 220 s: 400 + 220 steps by 720 s, the other 2260 alone by 2980 s.
+  s.policy.space_sharing = true;
+  const auto early = simulate(list_source({{0, 0.0, 400.0, 1.0}, {1, 0.0, 2880.0, 1.0}}), t, s);
+  EXPECT_NEAR(early.jobs[0].completion_s, 500.0, 1e-6);
+  EXPECT_NEAR(early.jobs[1].completion_s, 2980.0, 1e-6);
+}
+
 TEST(Simulator, EnergyIsTheStepsTimesTheEnergyPerStepOfThePointsRun) {
   // 1000 steps; fastest 2 steps/s at 1 J/step, slow 1 step/s at 0.5 J/step. Alone the job runs
   // fast: 500 s, 1000 J. Keeping 75% (energy_stage_test: half its time at each point, 1.5 steps/s

@@ -41,6 +41,7 @@ struct AllocateArgs {
   bool agnostic = false;
   std::string prices;
   double energy_slack = -1.0;  // < 0: no energy stage
+  bool space_sharing = false;
   std::string reference_gpu;
   bool json = false;
   bool csv = false;
@@ -63,11 +64,19 @@ void run_allocate(const AllocateArgs& a) {
   PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}, {}};
   spec.prices_per_hour = parse_prices(a.prices, matrix, needs_prices(spec.policy));
   if (a.energy_slack >= 0.0) spec.energy_slack = a.energy_slack;
+  spec.space_sharing = a.space_sharing;
   const bool energy = matrix.has_energy();
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Each job's time spent sharing GPUs, over its pairs.
+  std::vector<double> shared(jobs.size(), 0.0);
+  for (const SharedShare& p : r.pairs)
+    for (double x : p.share) shared[static_cast<std::size_t>(p.first)] += x, shared[static_cast<std::size_t>(p.second)] += x;
   if (a.json) {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const SharedShare& p : r.pairs)
+      pairs.push_back({{"jobs", {p.first, p.second}}, {"share", p.share}, {"speed_steps_per_s", {p.first_speed, p.second_speed}}});
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t m = 0; m < jobs.size(); ++m)
       rows.push_back({{"job", m},
@@ -75,17 +84,20 @@ void run_allocate(const AllocateArgs& a) {
                       {"share", r.share[m]},
                       {"speed_steps_per_s", r.speed[m]},
                       {"power_w", energy ? nlohmann::json(r.power_w[m]) : nlohmann::json(nullptr)},
+                      {"shared_share", shared[m]},
                       {"steps_per_s", r.throughput[m]}});
     std::cout << nlohmann::json{{"policy", to_string(spec.policy)},
                                 {"heterogeneity_aware", spec.heterogeneity_aware},
                                 {"energy_slack", spec.energy_slack ? nlohmann::json(*spec.energy_slack) : nlohmann::json(nullptr)},
+                                {"space_sharing", spec.space_sharing},
                                 {"gpu_types", matrix.gpu_types},
                                 {"workers", workers},
                                 {"objective", r.objective},
                                 {"power_w", energy ? nlohmann::json(r.power_w_total) : nlohmann::json(nullptr)},
                                 {"lp_solves", r.lp_solves},
                                 {"solve_s", seconds},
-                                {"jobs", rows}}
+                                {"jobs", rows},
+                                {"pairs", pairs}}
                      .dump(1)
               << "\n";
     return;
@@ -93,13 +105,13 @@ void run_allocate(const AllocateArgs& a) {
   if (a.csv) {
     fmt::print("job,type");
     for (const std::string& g : matrix.gpu_types) fmt::print(",{}", g);
-    fmt::print(",steps_per_s,power_w\n");
+    fmt::print(",shared,steps_per_s,power_w\n");
     for (std::size_t m = 0; m < jobs.size(); ++m) {
       fmt::print("{},\"{}\"", m, matrix.job_types[jobs[m].type].name());
       for (double x : r.share[m]) fmt::print(",{:.6f}", x);
       double power = 0.0;
       for (std::size_t j = 0; j < r.share[m].size(); ++j) power += r.share[m][j] * r.power_w[m][j];
-      fmt::print(",{:.6g},{}\n", r.throughput[m], energy ? fmt::format("{:.6g}", power) : std::string());
+      fmt::print(",{:.6f},{:.6g},{}\n", shared[m], r.throughput[m], energy ? fmt::format("{:.6g}", power) : std::string());
     }
     return;
   }
@@ -108,17 +120,22 @@ void run_allocate(const AllocateArgs& a) {
   fmt::print("{} ({}) for {} jobs on {}: objective {:.6g}, {} LP solve(s) in {:.3f} s\n", to_string(spec.policy),
              spec.heterogeneity_aware ? "heterogeneity-aware" : "heterogeneity-agnostic", jobs.size(), cluster, r.objective,
              r.lp_solves, seconds);
+  if (spec.space_sharing)
+    fmt::print("space sharing: {} pairs of jobs share GPUs (time together in the 'shared' column; --json lists the pairs)\n",
+               r.pairs.size());
   if (energy)
     fmt::print("cluster power {:.1f} kW{}\n", r.power_w_total / 1000.0,
                spec.energy_slack ? fmt::format(" (energy stage: every job keeps {:g}% of its throughput)", 100.0 * (1.0 - *spec.energy_slack))
                                  : std::string());
   fmt::print("  {:>4}  {:<36}", "job", "type");
   for (const std::string& g : matrix.gpu_types) fmt::print(" {:>7}", g);
+  if (spec.space_sharing) fmt::print(" {:>7}", "shared");
   fmt::print(" {:>10}\n", "steps/s");
   const std::size_t shown = std::min<std::size_t>(jobs.size(), 40);
   for (std::size_t m = 0; m < shown; ++m) {
     fmt::print("  {:>4}  {:<36}", m, matrix.job_types[jobs[m].type].name());
     for (double x : r.share[m]) fmt::print(" {:>7.3f}", x);
+    if (spec.space_sharing) fmt::print(" {:>7.3f}", shared[m]);
     fmt::print(" {:>10.3f}\n", r.throughput[m]);
   }
   if (shown < jobs.size()) fmt::print("  ... {} more (--csv or --json for all)\n", jobs.size() - shown);
@@ -131,6 +148,7 @@ struct SimulateArgs {
   bool agnostic = false, compare = false;
   std::string prices;
   std::string energy_slack = "off";
+  std::string space_sharing = "off";
   std::string reference_gpu;
   std::string trace = "continuous-single";
   std::string lambda = "4";
@@ -182,6 +200,18 @@ std::vector<std::optional<double>> parse_slacks(const std::string& text) {
   return out;
 }
 
+// "off", "on" or "off,on" -> {false}, {true}, {false, true}.
+std::vector<bool> parse_sharing(const std::string& text) {
+  std::vector<bool> out;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item != "off" && item != "on") throw InputError(fmt::format("--space-sharing '{}': '{}' is neither 'off' nor 'on'", text, item));
+    out.push_back(item == "on");
+  }
+  if (out.empty()) throw InputError("--space-sharing: give off, on or off,on");
+  return out;
+}
+
 void run_simulate(const SimulateArgs& a) {
   const ThroughputMatrix matrix = load_matrix(a.throughputs);
   ExperimentSpec spec;
@@ -195,16 +225,19 @@ void run_simulate(const SimulateArgs& a) {
   for (const std::string& p : a.policies) any_costed = any_costed || needs_prices(parse_policy(p));
   const std::vector<double> prices = parse_prices(a.prices, matrix, any_costed);
   const std::vector<std::optional<double>> slacks = parse_slacks(a.energy_slack);
+  const std::vector<bool> sharing = parse_sharing(a.space_sharing);
   for (const std::string& p : a.policies) {
     const PolicyKind kind = parse_policy(p);
-    for (const std::optional<double>& slack : slacks) {
-      if (a.compare) {
-        spec.variants.push_back({kind, true, prices, slack});
-        spec.variants.push_back({kind, false, prices, slack});
-      } else {
-        spec.variants.push_back({kind, !a.agnostic, prices, slack});
+    for (const bool shares : sharing)
+      for (const std::optional<double>& slack : slacks) {
+        // Space sharing is aware only: --compare's agnostic baseline runs without it, once.
+        if (a.compare) {
+          spec.variants.push_back({kind, true, prices, slack, shares});
+          if (!shares) spec.variants.push_back({kind, false, prices, slack, false});
+        } else {
+          spec.variants.push_back({kind, !a.agnostic, prices, slack, shares});
+        }
       }
-    }
   }
   spec.reference_gpu = a.reference_gpu;
   spec.trace = parse_trace(a.trace);
@@ -408,6 +441,8 @@ void add_cluster_commands(CLI::App& app) {
                            "Then minimise the cluster's power, every job keeping 1 - SLACK of its throughput (needs a "
                            "matrix with energy, e.g. from `perseus cluster throughputs`)")
       ->check(CLI::Range(0.0, 0.999999));
+  allocate_cmd->add_flag("--space-sharing", alloc.space_sharing,
+                         "Let pairs of jobs share GPUs where that beats taking turns (aware; needs pair throughputs: Gavel's)");
   allocate_cmd->add_option("--reference-gpu", alloc.reference_gpu,
                            "GPU type --random durations are measured on (default: v100, else the first that runs every "
                            "single-GPU job)");
@@ -446,6 +481,10 @@ void add_cluster_commands(CLI::App& app) {
   simulate_cmd->add_option("--energy-slack", sim.energy_slack,
                            "Energy stage: 'off', or shares of throughput each job may give up so the cluster draws less "
                            "power; comma-separated, one run each (e.g. off,0,0.1; needs a matrix with energy)")
+      ->capture_default_str();
+  simulate_cmd->add_option("--space-sharing", sim.space_sharing,
+                           "'off', 'on' (pairs of jobs share GPUs where that beats taking turns; aware policies, Gavel's "
+                           "matrix) or 'off,on' (one run each)")
       ->capture_default_str();
   simulate_cmd->add_option("--reference-gpu", sim.reference_gpu,
                            "GPU type drawn jobs' durations are measured on (default: v100, else the first that runs every "

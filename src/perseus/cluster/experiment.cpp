@@ -24,8 +24,8 @@ TraceKind parse_trace(std::string_view name) {
 }
 
 std::string variant_name(const PolicySpec& variant) {
-  return fmt::format("{} ({}{})", to_string(variant.policy), variant.heterogeneity_aware ? "aware" : "agnostic",
-                     variant.energy_slack ? fmt::format(", energy {:g}%", 100.0 * *variant.energy_slack) : std::string());
+  return fmt::format("{} ({}{}{})", to_string(variant.policy), variant.heterogeneity_aware ? "aware" : "agnostic",
+                     variant.space_sharing ? ", space sharing" : "", variant.energy_slack ? fmt::format(", energy {:g}%", 100.0 * *variant.energy_slack) : std::string());
 }
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const ThroughputMatrix& matrix) {

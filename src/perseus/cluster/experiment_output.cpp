@@ -15,8 +15,8 @@ std::string quoted(const std::string& s) {
 }
 
 std::string run_key(const ExperimentRun& r) {
-  return fmt::format("{},{},{},{:g},{}", to_string(r.variant.policy), r.variant.heterogeneity_aware ? "true" : "false",
-                     r.variant.energy_slack ? fmt::format("{:g}", *r.variant.energy_slack) : std::string(), r.jobs_per_hour,
+  return fmt::format("{},{},{},{},{:g},{}", to_string(r.variant.policy), r.variant.heterogeneity_aware ? "true" : "false",
+                     r.variant.space_sharing ? "true" : "false", r.variant.energy_slack ? fmt::format("{:g}", *r.variant.energy_slack) : std::string(), r.jobs_per_hour,
                      r.seed);
 }
 
@@ -42,6 +42,7 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
     const SimulationResult& s = r.result;
     rows.push_back({{"policy", std::string(to_string(r.variant.policy))},
                     {"heterogeneity_aware", r.variant.heterogeneity_aware},
+                    {"space_sharing", r.variant.space_sharing},
                     {"energy_slack", r.variant.energy_slack ? nlohmann::json(*r.variant.energy_slack) : nlohmann::json(nullptr)},
                     {"jobs_per_hour", r.jobs_per_hour},
                     {"seed", r.seed},
@@ -69,7 +70,7 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
 }
 
 std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,energy_slack,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
+  std::string out = "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
   for (const std::string& g : matrix.gpu_types) out += ",util_" + g;
   out += ",allocation_gap,cost_dollars,energy_kwh,slo_jobs,slo_violations,rounds,leases,renewals,allocations,policy_s,wall_s\n";
   for (const ExperimentRun& r : runs) {
@@ -87,7 +88,7 @@ std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
 
 std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
   std::string out =
-      "policy,aware,energy_slack,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,start_s,completion_s,jct_s";
+      "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,start_s,completion_s,jct_s";
   for (const std::string& g : matrix.gpu_types) out += ",gpu_s_" + g;
   out += ",energy_j,rounds,preemptions,migrations,measured\n";
   for (const ExperimentRun& r : runs)
@@ -105,7 +106,7 @@ std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
 }
 
 std::string rounds_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,energy_slack,jobs_per_hour,seed,round,start_s,active_jobs";
+  std::string out = "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,round,start_s,active_jobs";
   for (const std::string& g : matrix.gpu_types) out += ",busy_" + g;
   out += ",power_w\n";
   for (const ExperimentRun& r : runs)

@@ -150,10 +150,10 @@ std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, st
 std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix) {
   static constexpr std::string_view kRequired[] = {"job", "steps"};
   // What `perseus cluster simulate` writes in jobs.csv besides; its run columns pick one run.
-  static const std::set<std::string> kWritten = {"policy", "aware", "energy_slack", "jobs_per_hour", "seed", "id",
+  static const std::set<std::string> kWritten = {"policy", "aware", "space_sharing", "energy_slack", "jobs_per_hour", "seed", "id",
                                                  "scale_factor", "start_s", "completion_s", "jct_s", "energy_j", "rounds",
                                                  "preemptions", "migrations", "measured"};
-  static constexpr std::string_view kRunColumns[] = {"policy", "aware", "energy_slack", "jobs_per_hour", "seed"};
+  static constexpr std::string_view kRunColumns[] = {"policy", "aware", "space_sharing", "energy_slack", "jobs_per_hour", "seed"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
     if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && name != "slo_s" &&

@@ -77,11 +77,13 @@ LinearProgram::Solution LinearProgram::solve() {
 }
 
 LinearProgram::Solution LinearProgram::resolve() {
-  if (!model_ || model_->numberColumns() != num_variables()) return solve();
+  if (!model_ || model_->numberColumns() != num_variables() || model_->numberRows() != num_rows()) return solve();
   for (int i = 0; i < num_variables(); ++i) {
     model_->setObjectiveCoefficient(i, objective_[static_cast<std::size_t>(i)]);
     model_->setColumnBounds(i, clp(lower_[static_cast<std::size_t>(i)]), clp(upper_[static_cast<std::size_t>(i)]));
   }
+  for (int i = 0; i < num_rows(); ++i)
+    model_->setRowBounds(i, clp(row_lower_[static_cast<std::size_t>(i)]), clp(row_upper_[static_cast<std::size_t>(i)]));
   model_->primal(1);  // 1: start from the current basis
   return solution_of(*model_, num_variables());
 }

@@ -41,9 +41,9 @@ class LinearProgram {
   };
   // Dual simplex from scratch. O(simplex): polynomial in practice for these sizes.
   Solution solve();
-  // After solve(), with only objective coefficients and variable bounds changed since: primal
-  // simplex from the last basis (a lexicographic second objective costs a few pivots, not a
-  // second solve). Rows added since solve() are not seen: call solve().
+  // After solve(), with only objective coefficients and variable and row bounds changed since:
+  // primal simplex from the last basis (a lexicographic second objective costs a few pivots, not
+  // a second solve). With rows or variables added since solve(), solves from scratch.
   Solution resolve();
   // After solve(), with only row bounds changed since (the objective kept, so the last basis
   // stays dual feasible): dual simplex from it, as a bisection over a right-hand side wants.

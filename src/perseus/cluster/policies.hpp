@@ -22,6 +22,12 @@
 //                     c_j the price per hour of type j (§6.4.2, per type, as Gavel computes it);
 //   min-cost-slo      the same subject to tput(m, X) >= steps_m / slo_m for every job with an SLO
 //                     (§6.4.3); an SLO no allocation can meet is an InputError naming the job.
+// Space sharing (aware policies, a matrix with pair throughputs: Gavel's file): X also has a row
+// per pair of jobs of one scale factor, the time the two spend together on scale_factor GPUs of a
+// type, each at its shared speed; tput(m, X) adds its pairs' terms, sum_j X[m][j] adds its pairs'
+// time, and a pair takes its GPUs once in the capacity rows (the dissertation's §5.4). A pair is
+// offered on a type only where sharing beats taking turns, T_ab / T_a + T_ba / T_b > 1 (else
+// time-slicing the two alone gives each as much for no more time and no more GPUs).
 // An LP's optimum is a vertex that may leave GPUs idle once the objective's bottleneck is met, so
 // every policy then spends what is left: with its objective held at the optimum, a second LP
 // maximises the work done, sum_m tput(m, X) / max_j T[m][j] (FIFO's objective already does; FTF's
@@ -76,6 +82,9 @@ struct PolicySpec {
   // cluster's power with every job keeping (1 - slack) of its throughput. Needs a matrix with
   // energy figures; not for the cost policies (their objective is not made of throughputs).
   std::optional<double> energy_slack;
+  // Let pairs of jobs share GPUs (see above). Heterogeneity-aware only; needs pair throughputs;
+  // not with the energy stage (no energy figures for jobs sharing a GPU).
+  bool space_sharing = false;
 };
 
 // On-demand prices of Gavel's GPU types in $/GPU-hour (AWS p2.xlarge K80 0.90, p3.2xlarge V100
@@ -83,13 +92,21 @@ struct PolicySpec {
 // it has no price for.
 std::vector<double> default_prices(const ThroughputMatrix& matrix);
 
+// Two jobs sharing GPUs: the time they spend together on each type, and each one's speed there.
+struct SharedShare {
+  int first = 0, second = 0;               // job indices, first < second
+  std::vector<double> share;               // [gpu type]: fraction of time, together
+  std::vector<double> first_speed, second_speed;  // [gpu type]: steps/s while sharing
+};
+
 struct Allocation {
-  std::vector<std::vector<double>> share;  // [job][gpu type]: fraction of time
+  std::vector<std::vector<double>> share;  // [job][gpu type]: fraction of time alone
   // [job][gpu type]: steps/s while the job runs on that type, and the power its GPUs draw there
   // (W; 0 without energy figures): the fastest operating point, or the energy stage's mix.
   std::vector<std::vector<double>> speed;
   std::vector<std::vector<double>> power_w;
-  std::vector<double> throughput;          // [job]: effective steps/s, sum_j share x speed
+  std::vector<SharedShare> pairs;          // space sharing: a job's time is its share plus its pairs'
+  std::vector<double> throughput;          // [job]: effective steps/s, sum_j share x speed, plus its pairs'
   double power_w_total = 0.0;              // sum over jobs and types of share x power
   double objective = 0.0;                  // the policy's, as its LP saw it (before the energy stage)
   int lp_solves = 0;
@@ -98,7 +115,8 @@ struct Allocation {
 // Throws InputError for a job type outside the matrix, a negative weight, steps that a policy
 // needs missing (makespan, finish-time fairness, shortest job first, SLOs), workers not one
 // count per GPU type, prices missing or not > 0 for a cost policy, an SLO that cannot be met,
-// or an energy slack outside [0, 1), on a matrix without energy figures or with a cost policy;
+// an energy slack outside [0, 1), on a matrix without energy figures or with a cost policy, or
+// space sharing that is agnostic, on a matrix without pair throughputs, or with energy;
 // SolveError when CLP fails.
 Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& matrix, const std::vector<int>& workers,
                     const PolicySpec& spec);

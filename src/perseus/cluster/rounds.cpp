@@ -4,7 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <unordered_map>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -23,32 +24,59 @@ void RoundScheduler::set_allocation(std::vector<int> ids, std::vector<int> scale
                                     std::vector<std::vector<double>> share) {
   if (ids.size() != scale_factors.size() || ids.size() != share.size())
     throw InputError(fmt::format("{} job ids, {} scale factors and {} allocation rows", ids.size(), scale_factors.size(), share.size()));
-  for (const auto& row : share)
-    if (row.size() != workers_.size())
-      throw InputError(fmt::format("an allocation row has {} GPU types, the cluster {}", row.size(), workers_.size()));
-  if (!std::is_sorted(ids.begin(), ids.end()) || std::adjacent_find(ids.begin(), ids.end()) != ids.end())
-    throw InputError("job ids must be distinct and ascending");
-  // Carry each continuing job's history over (both id lists ascending: one merge).
+  std::vector<Combination> alone;
+  alone.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) alone.push_back({ids[i], -1, scale_factors[i], std::move(share[i])});
+  set_allocation(std::move(alone));
+}
+
+namespace {
+
+bool before(const Combination& a, const Combination& b) { return std::tie(a.job, a.partner) < std::tie(b.job, b.partner); }
+
+}  // namespace
+
+void RoundScheduler::set_allocation(std::vector<Combination> combinations) {
+  for (std::size_t i = 0; i < combinations.size(); ++i) {
+    const Combination& c = combinations[i];
+    if (c.share.size() != workers_.size())
+      throw InputError(fmt::format("the allocation of job {} has {} GPU types, the cluster {}", c.job, c.share.size(), workers_.size()));
+    if (c.partner >= 0 && c.partner <= c.job)
+      throw InputError(fmt::format("job {} paired with job {}: the partner's id must be the larger", c.job, c.partner));
+    if (c.scale_factor < 1) throw InputError(fmt::format("job {}: scale factor {} must be at least 1", c.job, c.scale_factor));
+    if (i > 0 && !before(combinations[i - 1], c))
+      throw InputError("job ids must be distinct and ascending (combinations sorted by job, then partner)");
+  }
+  // Carry each continuing combination's history over (both lists sorted: one merge).
   const std::size_t J = workers_.size();
-  std::vector<double> entitled(ids.size() * J, 0.0), received(ids.size() * J, 0.0);
-  for (std::size_t i = 0, old = 0; i < ids.size(); ++i) {
-    while (old < ids_.size() && ids_[old] < ids[i]) ++old;
-    if (old == ids_.size() || ids_[old] != ids[i]) continue;
+  std::vector<double> entitled(combinations.size() * J, 0.0), received(combinations.size() * J, 0.0);
+  for (std::size_t i = 0, old = 0; i < combinations.size(); ++i) {
+    while (old < combinations_.size() && before(combinations_[old], combinations[i])) ++old;
+    if (old == combinations_.size() || before(combinations[i], combinations_[old])) continue;
     std::copy_n(entitled_total_s_.begin() + static_cast<std::ptrdiff_t>(old * J), J, entitled.begin() + static_cast<std::ptrdiff_t>(i * J));
     std::copy_n(received_total_s_.begin() + static_cast<std::ptrdiff_t>(old * J), J, received.begin() + static_cast<std::ptrdiff_t>(i * J));
   }
   entitled_total_s_ = std::move(entitled);
   received_total_s_ = std::move(received);
-  ids_ = std::move(ids);
-  scale_ = std::move(scale_factors);
-  share_ = std::move(share);
-  received_s_.assign(ids_.size() * J, 0.0);
+  combinations_ = std::move(combinations);
+  jobs_.clear();
+  for (const Combination& c : combinations_) {
+    jobs_.push_back(c.job);
+    if (c.partner >= 0) jobs_.push_back(c.partner);
+  }
+  std::sort(jobs_.begin(), jobs_.end());
+  jobs_.erase(std::unique(jobs_.begin(), jobs_.end()), jobs_.end());
+  const auto slot = [&](int id) { return static_cast<int>(std::lower_bound(jobs_.begin(), jobs_.end(), id) - jobs_.begin()); };
+  slots_.clear();
+  for (const Combination& c : combinations_) slots_.emplace_back(slot(c.job), c.partner >= 0 ? slot(c.partner) : -1);
+  received_s_.assign(combinations_.size() * J, 0.0);
   elapsed_s_ = 0.0;
 }
 
-std::size_t RoundScheduler::row_of(int id) const {
-  const auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
-  return it != ids_.end() && *it == id ? static_cast<std::size_t>(it - ids_.begin()) : ids_.size();
+std::size_t RoundScheduler::row_of(int job, int partner) const {
+  const Combination key{job, partner, 1, {}};
+  const auto it = std::lower_bound(combinations_.begin(), combinations_.end(), key, before);
+  return it != combinations_.end() && !before(key, *it) ? static_cast<std::size_t>(it - combinations_.begin()) : combinations_.size();
 }
 
 namespace {
@@ -57,7 +85,7 @@ constexpr double kNoShare = 1e-6;  // an X below this is the LP's rounding, not 
 
 struct Candidate {
   double priority, entitled, share;
-  int row, gpu_type, id;
+  int row, gpu_type, id, partner;
 };
 
 }  // namespace
@@ -65,49 +93,53 @@ struct Candidate {
 std::vector<Lease> RoundScheduler::next_round() {
   const int J = static_cast<int>(workers_.size());
   std::vector<Candidate> candidates;
-  for (std::size_t i = 0; i < ids_.size(); ++i)
+  for (std::size_t i = 0; i < combinations_.size(); ++i)
     for (int j = 0; j < J; ++j) {
-      const double x = share_[i][j];
-      if (x < kNoShare || scale_[i] > workers_[j]) continue;
+      const Combination& c = combinations_[i];
+      const double x = c.share[j];
+      if (x < kNoShare || c.scale_factor > workers_[j]) continue;
       const double entitled = entitled_total_s_[i * workers_.size() + j], received = received_total_s_[i * workers_.size() + j];
       const double priority = received > 0.0 ? entitled / received : std::numeric_limits<double>::infinity();
-      candidates.push_back({priority, entitled, x, static_cast<int>(i), j, ids_[i]});
+      candidates.push_back({priority, entitled, x, static_cast<int>(i), j, c.job, c.partner});
     }
   // A heap, popped only until the GPUs run out: O(M J + leases log(M J)) rather than a full sort.
   const auto lower = [](const Candidate& a, const Candidate& b) {
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.entitled != b.entitled) return a.entitled < b.entitled;
     if (a.share != b.share) return a.share < b.share;
-    return a.id > b.id;
+    return std::tie(a.id, a.partner) > std::tie(b.id, b.partner);
   };
   std::make_heap(candidates.begin(), candidates.end(), lower);
 
   // Algorithm 2: the highest priority first, one lease per job, while GPUs of the type are free.
   std::vector<int> free = workers_;
   int free_total = std::accumulate(free.begin(), free.end(), 0);
-  std::vector<char> picked(ids_.size(), 0);
+  std::vector<char> picked(jobs_.size(), 0);  // by job: one combination holding it per round
   std::vector<Lease> leases;
   std::vector<int> lease_scale;
   for (auto end = candidates.end(); end != candidates.begin() && free_total > 0; --end) {
     std::pop_heap(candidates.begin(), end, lower);
     const Candidate& c = *(end - 1);
-    if (picked[c.row] || scale_[c.row] > free[c.gpu_type]) continue;
-    picked[c.row] = 1;
-    free[c.gpu_type] -= scale_[c.row];
-    free_total -= scale_[c.row];
-    leases.push_back({c.id, c.gpu_type, {}, false, true});
-    lease_scale.push_back(scale_[c.row]);
+    const auto [first, second] = slots_[c.row];
+    const int scale = combinations_[c.row].scale_factor;
+    if (picked[first] || (second >= 0 && picked[second]) || scale > free[c.gpu_type]) continue;
+    picked[first] = 1;
+    if (second >= 0) picked[second] = 1;
+    free[c.gpu_type] -= scale;
+    free_total -= scale;
+    leases.push_back({c.id, c.gpu_type, {}, false, true, c.partner});
+    lease_scale.push_back(scale);
   }
 
   // Placement. Renewals first: a job on the type it held keeps its GPUs.
   std::vector<std::vector<char>> busy(workers_.size());
   for (int j = 0; j < J; ++j) busy[j].assign(static_cast<std::size_t>(workers_[j]), 0);
-  std::unordered_map<int, const Lease*> held;
-  for (const Lease& l : previous_) held.emplace(l.job, &l);
+  std::map<std::pair<int, int>, const Lease*> held;
+  for (const Lease& l : previous_) held.emplace(std::make_pair(l.job, l.partner), &l);
   std::vector<std::size_t> unplaced;
   for (std::size_t k = 0; k < leases.size(); ++k) {
     Lease& l = leases[k];
-    const auto it = held.find(l.job);
+    const auto it = held.find({l.job, l.partner});
     if (it != held.end() && it->second->gpu_type == l.gpu_type) {
       l.gpus = it->second->gpus;
       l.renewed = true;
@@ -149,32 +181,41 @@ void RoundScheduler::finish_round(const std::vector<Lease>& leases, const std::v
     throw InputError(fmt::format("{} leases and {} run times", leases.size(), ran_s.size()));
   const std::size_t J = workers_.size();
   for (std::size_t k = 0; k < leases.size(); ++k) {
-    const std::size_t row = row_of(leases[k].job);
-    if (row == ids_.size()) continue;
+    const std::size_t row = row_of(leases[k].job, leases[k].partner);
+    if (row == combinations_.size()) continue;
     received_s_[row * J + leases[k].gpu_type] += ran_s[k];
     received_total_s_[row * J + leases[k].gpu_type] += ran_s[k];
   }
-  for (std::size_t i = 0; i < ids_.size(); ++i)
-    for (std::size_t j = 0; j < J; ++j) entitled_total_s_[i * J + j] += share_[i][j] * round_s;
+  for (std::size_t i = 0; i < combinations_.size(); ++i)
+    for (std::size_t j = 0; j < J; ++j) entitled_total_s_[i * J + j] += combinations_[i].share[j] * round_s;
   elapsed_s_ += round_s;
   previous_ = leases;
 }
 
 std::vector<std::vector<double>> RoundScheduler::received_share() const {
   const std::size_t J = workers_.size();
-  std::vector<std::vector<double>> f(ids_.size(), std::vector<double>(J, 0.0));
-  for (std::size_t i = 0; i < ids_.size(); ++i)
+  std::vector<std::vector<double>> f(combinations_.size(), std::vector<double>(J, 0.0));
+  for (std::size_t i = 0; i < combinations_.size(); ++i)
     for (std::size_t j = 0; j < J; ++j) f[i][j] = elapsed_s_ > 0.0 ? received_s_[i * J + j] / elapsed_s_ : 0.0;
   return f;
 }
 
 double RoundScheduler::allocation_gap() const {
-  if (ids_.empty() || elapsed_s_ <= 0.0) return 0.0;
+  if (jobs_.empty() || elapsed_s_ <= 0.0) return 0.0;
   const std::size_t J = workers_.size();
+  // Per job: X and f summed over its combinations.
+  std::vector<double> allocated(jobs_.size() * J, 0.0), realised(jobs_.size() * J, 0.0);
+  for (std::size_t i = 0; i < combinations_.size(); ++i)
+    for (const int slot : {slots_[i].first, slots_[i].second}) {
+      if (slot < 0) continue;
+      for (std::size_t j = 0; j < J; ++j) {
+        allocated[slot * J + j] += combinations_[i].share[j];
+        realised[slot * J + j] += received_s_[i * J + j] / elapsed_s_;
+      }
+    }
   double sum = 0.0;
-  for (std::size_t i = 0; i < ids_.size(); ++i)
-    for (std::size_t j = 0; j < J; ++j) sum += std::abs(received_s_[i * J + j] / elapsed_s_ - share_[i][j]);
-  return sum / static_cast<double>(ids_.size());
+  for (std::size_t k = 0; k < allocated.size(); ++k) sum += std::abs(realised[k] - allocated[k]);
+  return sum / static_cast<double>(jobs_.size());
 }
 
 }  // namespace perseus::cluster

@@ -1,22 +1,24 @@
 // Gavel's round-based scheduling mechanism (docs/cluster.md): it turns an allocation X (the
-// fraction of time each job should spend on each GPU type) into rounds of whole-GPU leases whose
-// time-average approaches X.
+// fraction of time each job, or each pair of jobs sharing GPUs, should spend on each GPU type)
+// into rounds of whole-GPU leases whose time-average approaches X.
 //
-// Each round every (job, GPU type) with X[m][j] > 0 gets the priority X[m][j] / f[m][j], f being
-// the fraction of time the job actually ran on type j. As the allocation is recomputed whenever a
-// job arrives or finishes, both sides are kept per job across allocations: the priority is
-// entitled / received, entitled[m][j] summing X[m][j] x each round's length since the job arrived
-// (X / f while X stays put). Restarting the count at every new allocation instead would leave
-// every job at "never ran" in a busy cluster and starve the classes with the smaller X.
-// Priority is infinite while the job has not run on the type (ties: the longest entitled first).
-// Jobs are taken in decreasing priority (then larger X, then lower id) and
-// given `scale_factor` GPUs of the type when that many are still free, at most one lease per job
-// per round (the dissertation's Algorithm 2, greedy: a round that is off target is corrected by
-// the next). A job picked again on the type it held keeps its GPUs (lease renewal: no checkpoint
-// and restart); the others are placed in decreasing scale factor, each on the one server with the
+// What it schedules are combinations: a job alone, or two jobs sharing scale_factor GPUs (space
+// sharing). Each round every (combination, GPU type) with X > 0 gets the priority X / f, f being
+// the fraction of time the combination actually ran on type j. As the allocation is recomputed
+// whenever a job arrives or finishes, both sides are kept per combination across allocations: the
+// priority is entitled / received, entitled summing X x each round's length since the combination
+// was first allocated (X / f while X stays put). Restarting the count at every new allocation
+// instead would leave every job at "never ran" in a busy cluster and starve the classes with the
+// smaller X. Priority is infinite while the combination has not run on the type (ties: the longest
+// entitled first). Combinations are taken in decreasing priority (then larger X, then lower ids)
+// and given `scale_factor` GPUs of the type when that many are still free, at most one lease per
+// job per round: once a combination is picked, every other holding one of its jobs is passed over
+// (the dissertation's Algorithm 2, greedy: a round that is off target is corrected by the next). A
+// combination picked again on the type it held keeps its GPUs (lease renewal: no checkpoint and
+// restart); the others are placed in decreasing scale factor, each on the one server with the
 // fewest free GPUs that still holds it whole, else spread over the servers with the most free.
 //
-// next_round: O(J M log(J M)) for M jobs and J GPU types, plus O(G) placement for G GPUs.
+// next_round: O(J C log(J C)) for C combinations and J GPU types, plus O(G) placement for G GPUs.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +26,21 @@
 
 namespace perseus::cluster {
 
+// A job alone (partner -1) or two jobs sharing GPUs, and its share of each GPU type's time.
+struct Combination {
+  int job = 0;
+  int partner = -1;           // -1: alone; else the other job's id, > job
+  int scale_factor = 1;       // GPUs it uses at once (both jobs of a pair use the same)
+  std::vector<double> share;  // [gpu type]
+};
+
 struct Lease {
   int job = 0;                // the id given to set_allocation
   int gpu_type = 0;
   std::vector<int> gpus;      // indices among that type's GPUs, server s holding [s g, (s+1) g)
-  bool renewed = false;       // the same GPUs as the job's previous round
+  bool renewed = false;       // the same GPUs as the combination's previous round
   bool consolidated = true;   // all on one server
+  int partner = -1;           // the job sharing these GPUs, or -1
 };
 
 class RoundScheduler {
@@ -38,10 +49,12 @@ class RoundScheduler {
   // smaller). InputError for a negative count or gpus_per_server < 1.
   RoundScheduler(std::vector<int> workers, int gpus_per_server);
 
-  // A new allocation: `share[i]` for job `ids[i]` (ids ascending), which uses `scale_factors[i]`
-  // GPUs at once.
-  // Jobs seen before keep their entitled and received time; jobs left out are forgotten. The
-  // leases of the previous round are kept for renewal.
+  // A new allocation, combinations sorted by (job, partner), distinct. Combinations seen before
+  // keep their entitled and received time; those left out are forgotten. The leases of the
+  // previous round are kept for renewal. InputError for rows of the wrong width, unsorted or
+  // repeated combinations, a partner not above its job, or a scale factor < 1.
+  void set_allocation(std::vector<Combination> combinations);
+  // Jobs alone: `share[i]` for job `ids[i]` (ids ascending), which uses `scale_factors[i]` GPUs.
   void set_allocation(std::vector<int> ids, std::vector<int> scale_factors, std::vector<std::vector<double>> share);
 
   // The leases of the coming round.
@@ -52,9 +65,10 @@ class RoundScheduler {
   void finish_round(const std::vector<Lease>& leases, const std::vector<double>& ran_s, double round_s);
 
   // The gap between the allocation and what the rounds realised since it was set: the mean over
-  // jobs of sum_j |f[m][j] - X[m][j]|, f counted since set_allocation (0: exact; at most 2).
+  // jobs of sum_j |f[m][j] - X[m][j]|, X and f a job's time on type j alone and in its pairs
+  // together, f counted since set_allocation (0: exact; at most 2).
   double allocation_gap() const;
-  // f[i][j] since set_allocation, for the jobs in its order.
+  // f per combination and type since set_allocation, in set_allocation's order.
   std::vector<std::vector<double>> received_share() const;
 
   const std::vector<int>& workers() const { return workers_; }
@@ -63,13 +77,16 @@ class RoundScheduler {
  private:
   std::vector<int> workers_;
   int gpus_per_server_;
-  std::vector<int> ids_, scale_;
-  std::vector<std::vector<double>> share_;
+  std::vector<Combination> combinations_;
+  // The distinct jobs of the combinations (ascending), and each combination's jobs among them
+  // (partner -1 when alone).
+  std::vector<int> jobs_;
+  std::vector<std::pair<int, int>> slots_;
   // [row * types + type]: received since set_allocation (for the gap), and entitled and received
-  // since the job arrived (for priorities).
+  // since the combination was first allocated (for priorities).
   std::vector<double> received_s_, entitled_total_s_, received_total_s_;
   double elapsed_s_ = 0.0;  // since set_allocation
-  std::size_t row_of(int id) const;  // ids_.size() when absent
+  std::size_t row_of(int job, int partner) const;  // combinations_.size() when absent
   std::vector<Lease> previous_;  // the last round's leases
 };
 

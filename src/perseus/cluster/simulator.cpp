@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -24,6 +25,53 @@ void check(const ThroughputMatrix& matrix, const SimulationSpec& spec) {
   if (spec.window_begin < 0 || (spec.window_end >= 0 && spec.window_end <= spec.window_begin))
     throw InputError(fmt::format("measured jobs [{}, {}): must be a non-empty range of arrival indices", spec.window_begin,
                                  spec.window_end));
+}
+
+// How one job of a lease used it: how long it ran (restart overhead not included), its share of
+// the GPUs' time over that (a pair's time together counts half to each), whether it finished.
+struct LeaseRun {
+  int id = 0;
+  double run_s = 0.0, gpu_time_s = 0.0;
+  bool finished = false;
+};
+
+// Advances the lease's job(s) through `avail_s` seconds of a round. Alone, a job runs at its
+// allocation's speed on the type; a pair runs at the pair's shared speeds until one finishes, the
+// other then alone on the GPUs for the rest of the round.
+std::vector<LeaseRun> run_lease(const Lease& l, double avail_s, const ThroughputMatrix& matrix, const std::vector<JobOutcome>& jobs,
+                                std::vector<double>& steps_left, const std::vector<std::vector<double>>& speed) {
+  const auto alone_rate = [&](int id) { return speed[static_cast<std::size_t>(id)][static_cast<std::size_t>(l.gpu_type)]; };
+  if (l.partner < 0) {
+    double& left = steps_left[static_cast<std::size_t>(l.job)];
+    const double need_s = left / alone_rate(l.job);
+    const double run_s = std::min(avail_s, need_s);
+    left = need_s <= avail_s ? 0.0 : left - run_s * alone_rate(l.job);
+    return {{l.job, run_s, run_s, need_s <= avail_s}};
+  }
+  const int ids[2] = {l.job, l.partner};
+  const auto rates = matrix.shared_speeds(jobs[static_cast<std::size_t>(l.job)].type, jobs[static_cast<std::size_t>(l.partner)].type,
+                                          l.gpu_type);
+  const double shared[2] = {rates ? rates->first : 0.0, rates ? rates->second : 0.0};
+  double need[2];
+  for (int i = 0; i < 2; ++i)
+    need[i] = shared[i] > 0.0 ? steps_left[static_cast<std::size_t>(ids[i])] / shared[i] : std::numeric_limits<double>::infinity();
+  const double together = std::min({avail_s, need[0], need[1]});
+  std::vector<LeaseRun> out(2);
+  for (int i = 0; i < 2; ++i) {
+    double& left = steps_left[static_cast<std::size_t>(ids[i])];
+    out[i] = {ids[i], together, together / 2.0, need[i] <= together};
+    left = out[i].finished ? 0.0 : left - together * shared[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (out[i].finished || !out[1 - i].finished) continue;
+    double& left = steps_left[static_cast<std::size_t>(ids[i])];
+    const double rest = avail_s - together, need_s = left / alone_rate(ids[i]);
+    const double run_s = std::min(rest, need_s);
+    out[i].run_s += run_s, out[i].gpu_time_s += run_s;
+    out[i].finished = need_s <= rest;
+    left = out[i].finished ? 0.0 : left - run_s * alone_rate(ids[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -115,7 +163,14 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
         speed[static_cast<std::size_t>(active[k])] = std::move(a.speed[k]);
         power_w[static_cast<std::size_t>(active[k])] = std::move(a.power_w[k]);
       }
-      scheduler.set_allocation(active, std::move(scales), std::move(a.share));
+      std::vector<Combination> combinations;
+      for (std::size_t k = 0; k < active.size(); ++k) combinations.push_back({active[k], -1, scales[k], std::move(a.share[k])});
+      for (SharedShare& p : a.pairs)
+        combinations.push_back({active[static_cast<std::size_t>(p.first)], active[static_cast<std::size_t>(p.second)],
+                                scales[static_cast<std::size_t>(p.first)], std::move(p.share)});
+      std::sort(combinations.begin(), combinations.end(),
+                [](const Combination& x, const Combination& y) { return std::tie(x.job, x.partner) < std::tie(y.job, y.partner); });
+      scheduler.set_allocation(std::move(combinations));
       allocation_start = t;
       changed = false;
     }
@@ -127,35 +182,38 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
     std::vector<int> finished;
     for (std::size_t k = 0; k < leases.size(); ++k) {
       const Lease& l = leases[k];
-      JobOutcome& o = out.jobs[static_cast<std::size_t>(l.job)];
-      const int scale = matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor;
-      const double rate = speed[static_cast<std::size_t>(l.job)][static_cast<std::size_t>(l.gpu_type)];
       const double overhead = l.renewed ? 0.0 : spec.restart_overhead_s;
-      double& left = steps_left[static_cast<std::size_t>(l.job)];
-      const double need_s = left / rate;
-      const double run_s = std::min(spec.round_s - overhead, need_s);
-      left -= run_s * rate;
-      ran[k] = overhead + run_s;
-      if (o.start_s < 0.0) o.start_s = t;
-      const auto last = last_round.find(l.job);
-      if (!l.renewed && last != last_round.end()) ++o.migrations;
-      last_round[l.job] = round_index;
-      ++o.rounds;
-      o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += ran[k] * scale;
-      // The restart overhead is spent loading, at the same power (an upper bound).
-      const double joules = ran[k] * power_w[static_cast<std::size_t>(l.job)][static_cast<std::size_t>(l.gpu_type)];
-      o.energy_j += joules;
-      record.power_w += joules / spec.round_s;
+      const std::vector<LeaseRun> runs = run_lease(l, spec.round_s - overhead, matrix, out.jobs, steps_left, speed);
+      for (const LeaseRun& r : runs) {
+        JobOutcome& o = out.jobs[static_cast<std::size_t>(r.id)];
+        const int scale = matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor;
+        const double held_s = overhead + r.run_s;
+        ran[k] = std::max(ran[k], held_s);
+        if (o.start_s < 0.0) o.start_s = t;
+        const auto last = last_round.find(r.id);
+        if (!l.renewed && last != last_round.end()) ++o.migrations;
+        last_round[r.id] = round_index;
+        ++o.rounds;
+        // A pair splits its GPUs' time (and the restart) evenly while both run.
+        o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += (overhead / static_cast<double>(runs.size()) + r.gpu_time_s) * scale;
+        // The restart overhead is spent loading, at the same power (an upper bound). Jobs that
+        // share GPUs have no energy figures (policies.hpp).
+        if (l.partner < 0) {
+          const double joules = held_s * power_w[static_cast<std::size_t>(r.id)][static_cast<std::size_t>(l.gpu_type)];
+          o.energy_j += joules;
+          record.power_w += joules / spec.round_s;
+        }
+        if (r.finished) {
+          o.completion_s = t + held_s;
+          finished.push_back(r.id);
+          window_finished += in_window(r.id) ? 1 : 0;
+        }
+      }
+      const int scale = matrix.job_types[static_cast<std::size_t>(out.jobs[static_cast<std::size_t>(l.job)].type)].scale_factor;
       busy_s[static_cast<std::size_t>(l.gpu_type)] += ran[k] * scale;
       record.busy_gpus[static_cast<std::size_t>(l.gpu_type)] += scale;
       out.renewals += l.renewed ? 1 : 0;
       ++out.leases;
-      if (need_s <= spec.round_s - overhead) {
-        left = 0.0;
-        o.completion_s = t + ran[k];
-        finished.push_back(l.job);
-        window_finished += in_window(l.job) ? 1 : 0;
-      }
     }
     // Jobs that ran last round and not this one (leased jobs now say this round) were preempted.
     for (int id : active) {

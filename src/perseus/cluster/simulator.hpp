@@ -1,8 +1,9 @@
 // Gavel's cluster simulator (docs/cluster.md): jobs arrive from a trace, a policy allocates the
 // cluster whenever the set of jobs changes, and the round-based mechanism (rounds.hpp) runs them
 // in rounds (6 minutes by default). A job on GPU type j advances at the allocation's speed there
-// (the matrix's steps/s, or the energy stage's mix of operating points) and draws its power; one
-// that finishes mid-round frees its GPUs for the next round. Energy counts busy GPUs only. This is the emulated backend:
+// (the matrix's steps/s, or the energy stage's mix of operating points) and draws its power; two
+// jobs sharing GPUs (space sharing) run at their shared speeds, the survivor alone once one
+// finishes; one that finishes mid-round frees its GPUs for the next round. Energy counts busy GPUs only. This is the emulated backend:
 // no job runs, time is simulated.
 //
 // Cost: one policy solve per round in which jobs arrived or finished, plus O(M J log(M J)) per
@@ -44,7 +45,7 @@ struct JobOutcome {
   int id = 0, type = 0;
   double arrival_s = 0.0, steps = 0.0, weight = 1.0;
   double start_s = -1.0, completion_s = -1.0;  // -1: not yet
-  std::vector<double> gpu_s;                   // GPU-seconds held on each type (scale factor x time)
+  std::vector<double> gpu_s;                   // GPU-seconds held on each type (scale factor x time; half while sharing)
   double energy_j = 0.0;                       // its GPUs' energy while it ran (0 without energy figures)
   double slo_s = Job::kNoSlo;                  // from its arrival
   int rounds = 0, preemptions = 0, migrations = 0;

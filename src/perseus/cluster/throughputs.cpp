@@ -41,6 +41,12 @@ int intern(std::vector<JobType>& types, std::map<std::string, int>& index, const
 
 }  // namespace
 
+std::optional<std::pair<double, double>> ThroughputMatrix::shared_speeds(int a, int b, int gpu) const {
+  const auto it = shared.find({std::min(a, b), std::max(a, b), gpu});
+  if (it == shared.end()) return std::nullopt;
+  return a <= b ? it->second : std::make_pair(it->second.second, it->second.first);
+}
+
 int ThroughputMatrix::gpu_index(const std::string& name) const {
   for (int j = 0; j < num_gpu_types(); ++j)
     if (lower(gpu_types[static_cast<std::size_t>(j)]) == lower(name)) return j;

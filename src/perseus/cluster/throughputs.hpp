@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -43,6 +44,10 @@ struct ThroughputMatrix {
     return steps_per_s[static_cast<std::size_t>(job_type)][static_cast<std::size_t>(gpu_type)];
   }
   bool has_energy() const { return !operating_points.empty(); }
+  bool has_space_sharing() const { return !shared.empty(); }
+  // Job types a's and b's steps/s while they share a GPU of type `gpu` (a may equal b), in that
+  // order; nullopt where the pair was not measured there.
+  std::optional<std::pair<double, double>> shared_speeds(int a, int b, int gpu) const;
   // Index of a GPU type (case-insensitive) or job type name; InputError listing the known ones.
   int gpu_index(const std::string& name) const;
   int job_index(const std::string& name) const;
