@@ -47,8 +47,6 @@ void expect_valid(const Allocation& a, const std::vector<Job>& jobs, const Throu
       if (p.share[j] == 0.0) continue;
       const auto speeds = t.shared_speeds(jobs[first].type, jobs[second].type, static_cast<int>(j));
       ASSERT_TRUE(speeds) << "pair " << p.first << "," << p.second << " on " << t.gpu_types[j] << " was never measured";
-      EXPECT_EQ(p.first_speed[j], speeds->first);
-      EXPECT_EQ(p.second_speed[j], speeds->second);
       time[first] += p.share[j], time[second] += p.share[j];
       tput[first] += p.share[j] * speeds->first, tput[second] += p.share[j] * speeds->second;
       used[j] += p.share[j] * t.job_types[jobs[first].type].scale_factor;

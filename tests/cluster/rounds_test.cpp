@@ -12,6 +12,14 @@
 namespace perseus::cluster {
 namespace {
 
+// Jobs alone: `share[i]` for job `ids[i]`, which uses `scales[i]` GPUs.
+std::vector<Combination> alone(const std::vector<int>& ids, const std::vector<int>& scales,
+                               const std::vector<std::vector<double>>& share) {
+  std::vector<Combination> out;
+  for (std::size_t i = 0; i < ids.size(); ++i) out.push_back({ids[i], -1, scales[i], share[i]});
+  return out;
+}
+
 // Runs `rounds` full rounds; returns the rounds each job ran on each type.
 std::map<std::pair<int, int>, int> run_rounds(RoundScheduler& s, int rounds, const std::vector<int>& scales = {}) {
   std::map<std::pair<int, int>, int> ran;
@@ -41,7 +49,7 @@ std::map<std::pair<int, int>, int> run_rounds(RoundScheduler& s, int rounds, con
 TEST(Rounds, RealisesAnEqualTimeShare) {
   // 4 jobs, 2 GPUs, X = 1/2 each: over 100 rounds each runs exactly 50.
   RoundScheduler s({2}, 4);
-  s.set_allocation({0, 1, 2, 3}, {1, 1, 1, 1}, {{0.5}, {0.5}, {0.5}, {0.5}});
+  s.set_allocation(alone({0, 1, 2, 3}, {1, 1, 1, 1}, {{0.5}, {0.5}, {0.5}, {0.5}}));
   const auto ran = run_rounds(s, 100);
   for (int m = 0; m < 4; ++m) EXPECT_EQ(ran.at({m, 0}), 50) << m;
   EXPECT_NEAR(s.allocation_gap(), 0.0, 1e-12);
@@ -52,7 +60,7 @@ TEST(Rounds, RealisesAHeterogeneousAllocation) {
   // fraction is within a round's worth of X, so the gap is small.
   const std::vector<std::vector<double>> x = {{0.6, 0.4}, {0.4, 0.0}, {0.0, 0.8}, {1.0, 0.0}, {0.0, 0.8}};
   RoundScheduler s({2, 2}, 4);
-  s.set_allocation({0, 1, 2, 3, 4}, {1, 1, 1, 1, 1}, x);
+  s.set_allocation(alone({0, 1, 2, 3, 4}, {1, 1, 1, 1, 1}, x));
   run_rounds(s, 600);
   const auto f = s.received_share();
   for (std::size_t m = 0; m < x.size(); ++m)
@@ -62,7 +70,7 @@ TEST(Rounds, RealisesAHeterogeneousAllocation) {
 
 TEST(Rounds, AJobWithTheWholeGpuKeepsItsLease) {
   RoundScheduler s({4}, 4);
-  s.set_allocation({7}, {2}, {{1.0}});
+  s.set_allocation(alone({7}, {2}, {{1.0}}));
   auto first = s.next_round();
   ASSERT_EQ(first.size(), 1u);
   EXPECT_FALSE(first[0].renewed);
@@ -79,7 +87,7 @@ TEST(Rounds, AJobWithTheWholeGpuKeepsItsLease) {
 TEST(Rounds, PlacesMultiGpuJobsOnOneServerWhenOneHoldsThem) {
   // 2 servers of 4: jobs of 4, 2 and 2 GPUs fill them without splitting any.
   RoundScheduler s({8}, 4);
-  s.set_allocation({0, 1, 2}, {2, 4, 2}, {{1.0}, {1.0}, {1.0}});
+  s.set_allocation(alone({0, 1, 2}, {2, 4, 2}, {{1.0}, {1.0}, {1.0}}));
   const auto leases = s.next_round();
   ASSERT_EQ(leases.size(), 3u);
   for (const Lease& l : leases) {
@@ -89,7 +97,7 @@ TEST(Rounds, PlacesMultiGpuJobsOnOneServerWhenOneHoldsThem) {
   }
   // 3 servers of 2 with one GPU taken on each: a 3-GPU job has to spread.
   RoundScheduler spread({6}, 2);
-  spread.set_allocation({0, 1, 2, 3}, {1, 1, 1, 3}, {{1.0}, {1.0}, {1.0}, {1.0}});
+  spread.set_allocation(alone({0, 1, 2, 3}, {1, 1, 1, 3}, {{1.0}, {1.0}, {1.0}, {1.0}}));
   const auto l2 = spread.next_round();
   const auto big = std::find_if(l2.begin(), l2.end(), [](const Lease& l) { return l.job == 3; });
   ASSERT_NE(big, l2.end());
@@ -103,7 +111,7 @@ TEST(Rounds, ReallocatingEveryRoundStarvesNoOne) {
   RoundScheduler s({1}, 1);
   int job1 = 0;
   for (int r = 0; r < 200; ++r) {
-    s.set_allocation({0, 1}, {1, 1}, {{0.9}, {0.1}});
+    s.set_allocation(alone({0, 1}, {1, 1}, {{0.9}, {0.1}}));
     const auto leases = s.next_round();
     ASSERT_EQ(leases.size(), 1u);
     job1 += leases[0].job == 1 ? 1 : 0;
@@ -150,12 +158,12 @@ TEST(Rounds, PairsShareGpusAndNoJobRunsTwiceInARound) {
 
 TEST(Rounds, ZeroShareNeverRunsAndBadInputIsNamed) {
   RoundScheduler s({1, 1}, 1);
-  s.set_allocation({0, 1}, {1, 1}, {{1.0, 0.0}, {0.0, 0.0}});
+  s.set_allocation(alone({0, 1}, {1, 1}, {{1.0, 0.0}, {0.0, 0.0}}));
   const auto ran = run_rounds(s, 10);
   EXPECT_EQ(ran.count({1, 0}) + ran.count({1, 1}), 0u);
-  EXPECT_THROW(s.set_allocation({1, 0}, {1, 1}, {{1.0, 0.0}, {0.0, 1.0}}), InputError);  // ids not ascending
-  EXPECT_THROW(s.set_allocation({0}, {1, 1}, {{1.0, 0.0}}), InputError);
-  EXPECT_THROW(s.set_allocation({0}, {1}, {{1.0}}), InputError);  // one type, two in the cluster
+  EXPECT_THROW(s.set_allocation(alone({1, 0}, {1, 1}, {{1.0, 0.0}, {0.0, 1.0}})), InputError);  // ids not ascending
+  EXPECT_THROW(s.set_allocation(alone({0}, {0}, {{1.0, 0.0}})), InputError);  // scale factor 0
+  EXPECT_THROW(s.set_allocation(alone({0}, {1}, {{1.0}})), InputError);  // one type, two in the cluster
   EXPECT_THROW(RoundScheduler({2}, 0), InputError);
   EXPECT_THROW(RoundScheduler({-1}, 4), InputError);
 }

@@ -75,8 +75,14 @@ void run_allocate(const AllocateArgs& a) {
     for (double x : p.share) shared[static_cast<std::size_t>(p.first)] += x, shared[static_cast<std::size_t>(p.second)] += x;
   if (a.json) {
     nlohmann::json pairs = nlohmann::json::array();
-    for (const SharedShare& p : r.pairs)
-      pairs.push_back({{"jobs", {p.first, p.second}}, {"share", p.share}, {"speed_steps_per_s", {p.first_speed, p.second_speed}}});
+    for (const SharedShare& p : r.pairs) {
+      nlohmann::json speeds = nlohmann::json::array();
+      for (int j = 0; j < matrix.num_gpu_types(); ++j) {
+        const auto s = matrix.shared_speeds(jobs[p.first].type, jobs[p.second].type, j);
+        speeds.push_back(s ? nlohmann::json{s->first, s->second} : nlohmann::json(nullptr));
+      }
+      pairs.push_back({{"jobs", {p.first, p.second}}, {"share", p.share}, {"speed_steps_per_s", speeds}});
+    }
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t m = 0; m < jobs.size(); ++m)
       rows.push_back({{"job", m},
@@ -464,6 +470,8 @@ void add_cluster_commands(CLI::App& app) {
       "Energy: with a matrix that has energy per step (--throughputs planned, or `perseus cluster throughputs`), every "
       "run reports its jobs' energy, and --energy-slack off,0.1 adds the energy stage (each job keeps 90% of its "
       "throughput, the cluster's power minimised).\n"
+      "Space sharing: --space-sharing off,on runs each aware policy without and with pairs of jobs sharing a GPU "
+      "(Gavel's matrix has their throughputs).\n"
       "Continuous traces measure the last fifth of --jobs (default 5000: jobs 4000 to 5000, as the dissertation) "
       "and keep jobs arriving until those finish.");
   simulate_cmd->add_option("--throughputs", sim.throughputs, "Throughput matrix: 'gavel' (the default), 'planned' (with energy), Gavel's JSON or a CSV");

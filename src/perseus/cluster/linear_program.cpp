@@ -82,8 +82,14 @@ LinearProgram::Solution LinearProgram::resolve() {
     model_->setObjectiveCoefficient(i, objective_[static_cast<std::size_t>(i)]);
     model_->setColumnBounds(i, clp(lower_[static_cast<std::size_t>(i)]), clp(upper_[static_cast<std::size_t>(i)]));
   }
-  for (int i = 0; i < num_rows(); ++i)
-    model_->setRowBounds(i, clp(row_lower_[static_cast<std::size_t>(i)]), clp(row_upper_[static_cast<std::size_t>(i)]));
+  // Only the rows whose bounds moved: setting a row's bounds tells CLP the problem changed, and
+  // it then redoes work at the start of primal() even when the values are the same.
+  const double* lower = model_->getRowLower();
+  const double* upper = model_->getRowUpper();
+  for (int i = 0; i < num_rows(); ++i) {
+    const double lo = clp(row_lower_[static_cast<std::size_t>(i)]), hi = clp(row_upper_[static_cast<std::size_t>(i)]);
+    if (lo != lower[i] || hi != upper[i]) model_->setRowBounds(i, lo, hi);
+  }
   model_->primal(1);  // 1: start from the current basis
   return solution_of(*model_, num_variables());
 }

@@ -104,12 +104,11 @@ double seen(const ThroughputMatrix& t, const Job& job, int j, bool aware) {
 using PairTimes = std::map<std::pair<std::size_t, std::size_t>, std::vector<double>>;
 
 // Space sharing between job types a <= b on one GPU type, as an LP solution gives it: the time
-// the pairs spend together, and what each LP row (all its copies together) spends in them, on
-// a's side and on b's (for a = b, one side holding twice the time together).
+// each job of an LP row spends in such pairs, on a's side and on b's (for a = b, one side, which
+// sums to twice the time together).
 struct PairGroup {
   int gpu_type = 0;
-  double together = 0.0;
-  std::vector<std::pair<std::size_t, double>> side_a, side_b;  // (row, time)
+  std::vector<std::pair<std::size_t, double>> side_a, side_b;  // (row, time per job of the row)
 };
 
 // An LP's allocation: each row's time alone per type, and its space sharing.
@@ -118,7 +117,7 @@ struct Chosen {
   std::vector<PairGroup> groups;
 };
 
-// Turns each group into pairs of jobs, each copy of a row taking its row's time / copies:
+// Turns each group into pairs of jobs, each job of a row taking the row's time:
 //   a != b: the north-west corner rule of the transportation problem from a's jobs to b's (both
 //           sides sum to the time together): at most |a| + |b| - 1 pairs;
 //   a = b:  the jobs' times laid end to end on a circle of length 2Z, the point x paired with
@@ -126,7 +125,7 @@ struct Chosen {
 // Either way every job gets exactly its time. Jobs are `members[row]`.
 // O(sum over groups of the jobs on its sides).
 PairTimes spread_pairs(const std::vector<PairGroup>& groups, const std::vector<std::vector<std::size_t>>& members,
-                       const std::vector<double>& copies, std::size_t gpu_types) {
+                       std::size_t gpu_types) {
   constexpr double kTiny = 1e-12;  // pieces below this are the LP's rounding
   PairTimes out;
   const auto add = [&](std::size_t a, std::size_t b, int gpu, double time) {
@@ -137,7 +136,7 @@ PairTimes spread_pairs(const std::vector<PairGroup>& groups, const std::vector<s
   const auto jobs_of = [&](const std::vector<std::pair<std::size_t, double>>& side) {
     std::vector<std::pair<std::size_t, double>> jobs;
     for (const auto& [row, time] : side)
-      for (std::size_t m : members[row]) jobs.emplace_back(m, std::max(0.0, time) / copies[row]);
+      for (std::size_t m : members[row]) jobs.emplace_back(m, std::max(0.0, time));
     return jobs;
   };
   for (const PairGroup& g : groups) {
@@ -192,7 +191,7 @@ struct PairVariables {
     int variable;   // w, or Z itself when the row is its type's only one (w = factor Z)
     double factor;  // 1 for w
   };
-  int type_a = 0, type_b = 0, gpu_type = 0;
+  int gpu_type = 0;
   int together = 0;
   std::vector<Side> side_a, side_b;  // b empty when a = b
 };
@@ -270,7 +269,7 @@ struct AllocationLp {
             if (!speeds || speeds->first <= 0.0 || speeds->second <= 0.0 ||
                 speeds->first / alone_a + speeds->second / alone_b <= 1.0 + 1e-9)
               continue;
-            PairVariables group{a, b, j, lp.add_variable(0.0, kInfinity), {}, {}};
+            PairVariables group{j, lp.add_variable(0.0, kInfinity), {}, {}};
             capacity[j].emplace_back(group.together, scale);
             // A type with one row (max-min fairness's classes, mostly) needs no w: its w is Z (2 Z
             // when a = b, where copies >= 2 already keeps each job within Z).
@@ -334,9 +333,9 @@ struct AllocationLp {
     const auto value = [&](int variable) { return s.values[static_cast<std::size_t>(variable)]; };
     for (const PairVariables& p : pairs) {
       if (value(p.together) < kNoPair) continue;
-      PairGroup g{p.gpu_type, value(p.together), {}, {}};
-      for (const auto& side : p.side_a) g.side_a.emplace_back(side.row, side.factor * value(side.variable));
-      for (const auto& side : p.side_b) g.side_b.emplace_back(side.row, side.factor * value(side.variable));
+      PairGroup g{p.gpu_type, {}, {}};
+      for (const auto& side : p.side_a) g.side_a.emplace_back(side.row, side.factor * value(side.variable) / copies[side.row]);
+      for (const auto& side : p.side_b) g.side_b.emplace_back(side.row, side.factor * value(side.variable) / copies[side.row]);
       out.groups.push_back(std::move(g));
     }
     return out;
@@ -454,6 +453,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
                             : fastest_points(stage_jobs, t, chosen.share);
     out.lp_solves += spec.energy_slack ? 1 : 0;
     out.objective = objective;
+    out.share.reserve(M), out.speed.reserve(M), out.power_w.reserve(M), out.throughput.reserve(M);
     for (std::size_t m = 0; m < M; ++m) {
       const std::size_t r = job_row[m];
       out.share.push_back(stage.share[r]);
@@ -466,23 +466,21 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       }
       out.throughput.push_back(tput);
     }
-    if (chosen.groups.empty()) return out;
+    // `out` is allocate()'s, captured: moved out, not copied (it is not used after).
+    if (chosen.groups.empty()) return std::move(out);
     std::vector<std::vector<std::size_t>> members(stage_jobs.size());
     for (std::size_t m = 0; m < M; ++m) members[job_row[m]].push_back(m);
-    const std::vector<double> row_copies = copies.empty() ? std::vector<double>(stage_jobs.size(), 1.0) : copies;
-    for (auto& [key, share] : spread_pairs(chosen.groups, members, row_copies, static_cast<std::size_t>(J))) {
-      SharedShare pair{static_cast<int>(key.first), static_cast<int>(key.second), std::move(share),
-                       std::vector<double>(static_cast<std::size_t>(J), 0.0), std::vector<double>(static_cast<std::size_t>(J), 0.0)};
+    for (auto& [key, share] : spread_pairs(chosen.groups, members, static_cast<std::size_t>(J))) {
+      SharedShare pair{static_cast<int>(key.first), static_cast<int>(key.second), std::move(share)};
       for (int j = 0; j < J; ++j) {
         const auto speeds = t.shared_speeds(jobs[key.first].type, jobs[key.second].type, j);
         if (!speeds) continue;
-        pair.first_speed[j] = speeds->first, pair.second_speed[j] = speeds->second;
         out.throughput[key.first] += pair.share[j] * speeds->first;
         out.throughput[key.second] += pair.share[j] * speeds->second;
       }
       out.pairs.push_back(std::move(pair));
     }
-    return out;
+    return std::move(out);
   };
   std::vector<std::size_t> identity(M);
   std::iota(identity.begin(), identity.end(), std::size_t{0});

@@ -92,11 +92,11 @@ struct PolicySpec {
 // it has no price for.
 std::vector<double> default_prices(const ThroughputMatrix& matrix);
 
-// Two jobs sharing GPUs: the time they spend together on each type, and each one's speed there.
+// Two jobs sharing GPUs and the time they spend together on each type (each at its speed in
+// ThroughputMatrix::shared_speeds).
 struct SharedShare {
   int first = 0, second = 0;               // job indices, first < second
   std::vector<double> share;               // [gpu type]: fraction of time, together
-  std::vector<double> first_speed, second_speed;  // [gpu type]: steps/s while sharing
 };
 
 struct Allocation {

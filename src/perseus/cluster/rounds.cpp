@@ -20,16 +20,6 @@ RoundScheduler::RoundScheduler(std::vector<int> workers, int gpus_per_server)
     if (w < 0) throw InputError(fmt::format("{} GPUs of a type: must be zero or more", w));
 }
 
-void RoundScheduler::set_allocation(std::vector<int> ids, std::vector<int> scale_factors,
-                                    std::vector<std::vector<double>> share) {
-  if (ids.size() != scale_factors.size() || ids.size() != share.size())
-    throw InputError(fmt::format("{} job ids, {} scale factors and {} allocation rows", ids.size(), scale_factors.size(), share.size()));
-  std::vector<Combination> alone;
-  alone.reserve(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) alone.push_back({ids[i], -1, scale_factors[i], std::move(share[i])});
-  set_allocation(std::move(alone));
-}
-
 namespace {
 
 bool before(const Combination& a, const Combination& b) { return std::tie(a.job, a.partner) < std::tie(b.job, b.partner); }
@@ -59,13 +49,20 @@ void RoundScheduler::set_allocation(std::vector<Combination> combinations) {
   entitled_total_s_ = std::move(entitled);
   received_total_s_ = std::move(received);
   combinations_ = std::move(combinations);
+  // The jobs: the combinations' first jobs come sorted; partners (space sharing only) are merged in.
   jobs_.clear();
+  std::vector<int> partners;
   for (const Combination& c : combinations_) {
-    jobs_.push_back(c.job);
-    if (c.partner >= 0) jobs_.push_back(c.partner);
+    if (jobs_.empty() || jobs_.back() != c.job) jobs_.push_back(c.job);
+    if (c.partner >= 0) partners.push_back(c.partner);
   }
-  std::sort(jobs_.begin(), jobs_.end());
-  jobs_.erase(std::unique(jobs_.begin(), jobs_.end()), jobs_.end());
+  if (!partners.empty()) {
+    std::sort(partners.begin(), partners.end());
+    const std::size_t middle = jobs_.size();
+    jobs_.insert(jobs_.end(), partners.begin(), partners.end());
+    std::inplace_merge(jobs_.begin(), jobs_.begin() + static_cast<std::ptrdiff_t>(middle), jobs_.end());
+    jobs_.erase(std::unique(jobs_.begin(), jobs_.end()), jobs_.end());
+  }
   const auto slot = [&](int id) { return static_cast<int>(std::lower_bound(jobs_.begin(), jobs_.end(), id) - jobs_.begin()); };
   slots_.clear();
   for (const Combination& c : combinations_) slots_.emplace_back(slot(c.job), c.partner >= 0 ? slot(c.partner) : -1);
@@ -85,7 +82,7 @@ constexpr double kNoShare = 1e-6;  // an X below this is the LP's rounding, not 
 
 struct Candidate {
   double priority, entitled, share;
-  int row, gpu_type, id, partner;
+  int row, gpu_type;  // rows are in (job, partner) order: the last tie-break
 };
 
 }  // namespace
@@ -100,14 +97,14 @@ std::vector<Lease> RoundScheduler::next_round() {
       if (x < kNoShare || c.scale_factor > workers_[j]) continue;
       const double entitled = entitled_total_s_[i * workers_.size() + j], received = received_total_s_[i * workers_.size() + j];
       const double priority = received > 0.0 ? entitled / received : std::numeric_limits<double>::infinity();
-      candidates.push_back({priority, entitled, x, static_cast<int>(i), j, c.job, c.partner});
+      candidates.push_back({priority, entitled, x, static_cast<int>(i), j});
     }
   // A heap, popped only until the GPUs run out: O(M J + leases log(M J)) rather than a full sort.
   const auto lower = [](const Candidate& a, const Candidate& b) {
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.entitled != b.entitled) return a.entitled < b.entitled;
     if (a.share != b.share) return a.share < b.share;
-    return std::tie(a.id, a.partner) > std::tie(b.id, b.partner);
+    return a.row > b.row;
   };
   std::make_heap(candidates.begin(), candidates.end(), lower);
 
@@ -121,13 +118,14 @@ std::vector<Lease> RoundScheduler::next_round() {
     std::pop_heap(candidates.begin(), end, lower);
     const Candidate& c = *(end - 1);
     const auto [first, second] = slots_[c.row];
-    const int scale = combinations_[c.row].scale_factor;
+    const Combination& combination = combinations_[c.row];
+    const int scale = combination.scale_factor;
     if (picked[first] || (second >= 0 && picked[second]) || scale > free[c.gpu_type]) continue;
     picked[first] = 1;
     if (second >= 0) picked[second] = 1;
     free[c.gpu_type] -= scale;
     free_total -= scale;
-    leases.push_back({c.id, c.gpu_type, {}, false, true, c.partner});
+    leases.push_back({combination.job, c.gpu_type, {}, false, true, combination.partner});
     lease_scale.push_back(scale);
   }
 

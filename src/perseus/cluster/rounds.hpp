@@ -54,8 +54,6 @@ class RoundScheduler {
   // previous round are kept for renewal. InputError for rows of the wrong width, unsorted or
   // repeated combinations, a partner not above its job, or a scale factor < 1.
   void set_allocation(std::vector<Combination> combinations);
-  // Jobs alone: `share[i]` for job `ids[i]` (ids ascending), which uses `scale_factors[i]` GPUs.
-  void set_allocation(std::vector<int> ids, std::vector<int> scale_factors, std::vector<std::vector<double>> share);
 
   // The leases of the coming round.
   std::vector<Lease> next_round();

@@ -1,6 +1,7 @@
 #include "perseus/cluster/simulator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <tuple>
@@ -35,10 +36,18 @@ struct LeaseRun {
   bool finished = false;
 };
 
+// A lease's one or two jobs (a fixed array: this runs for every lease of every round).
+struct LeaseRuns {
+  std::array<LeaseRun, 2> runs;
+  std::size_t count = 1;
+  const LeaseRun* begin() const { return runs.data(); }
+  const LeaseRun* end() const { return runs.data() + count; }
+};
+
 // Advances the lease's job(s) through `avail_s` seconds of a round. Alone, a job runs at its
 // allocation's speed on the type; a pair runs at the pair's shared speeds until one finishes, the
 // other then alone on the GPUs for the rest of the round.
-std::vector<LeaseRun> run_lease(const Lease& l, double avail_s, const ThroughputMatrix& matrix, const std::vector<JobOutcome>& jobs,
+LeaseRuns run_lease(const Lease& l, double avail_s, const ThroughputMatrix& matrix, const std::vector<JobOutcome>& jobs,
                                 std::vector<double>& steps_left, const std::vector<std::vector<double>>& speed) {
   const auto alone_rate = [&](int id) { return speed[static_cast<std::size_t>(id)][static_cast<std::size_t>(l.gpu_type)]; };
   if (l.partner < 0) {
@@ -46,7 +55,7 @@ std::vector<LeaseRun> run_lease(const Lease& l, double avail_s, const Throughput
     const double need_s = left / alone_rate(l.job);
     const double run_s = std::min(avail_s, need_s);
     left = need_s <= avail_s ? 0.0 : left - run_s * alone_rate(l.job);
-    return {{l.job, run_s, run_s, need_s <= avail_s}};
+    return {{LeaseRun{l.job, run_s, run_s, need_s <= avail_s}}, 1};
   }
   const int ids[2] = {l.job, l.partner};
   const auto rates = matrix.shared_speeds(jobs[static_cast<std::size_t>(l.job)].type, jobs[static_cast<std::size_t>(l.partner)].type,
@@ -56,7 +65,8 @@ std::vector<LeaseRun> run_lease(const Lease& l, double avail_s, const Throughput
   for (int i = 0; i < 2; ++i)
     need[i] = shared[i] > 0.0 ? steps_left[static_cast<std::size_t>(ids[i])] / shared[i] : std::numeric_limits<double>::infinity();
   const double together = std::min({avail_s, need[0], need[1]});
-  std::vector<LeaseRun> out(2);
+  LeaseRuns result{{}, 2};
+  std::array<LeaseRun, 2>& out = result.runs;
   for (int i = 0; i < 2; ++i) {
     double& left = steps_left[static_cast<std::size_t>(ids[i])];
     out[i] = {ids[i], together, together / 2.0, need[i] <= together};
@@ -71,7 +81,7 @@ std::vector<LeaseRun> run_lease(const Lease& l, double avail_s, const Throughput
     out[i].finished = need_s <= rest;
     left = out[i].finished ? 0.0 : left - run_s * alone_rate(ids[i]);
   }
-  return out;
+  return result;
 }
 
 }  // namespace
@@ -164,12 +174,14 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
         power_w[static_cast<std::size_t>(active[k])] = std::move(a.power_w[k]);
       }
       std::vector<Combination> combinations;
+      combinations.reserve(active.size() + a.pairs.size());
       for (std::size_t k = 0; k < active.size(); ++k) combinations.push_back({active[k], -1, scales[k], std::move(a.share[k])});
       for (SharedShare& p : a.pairs)
         combinations.push_back({active[static_cast<std::size_t>(p.first)], active[static_cast<std::size_t>(p.second)],
                                 scales[static_cast<std::size_t>(p.first)], std::move(p.share)});
-      std::sort(combinations.begin(), combinations.end(),
-                [](const Combination& x, const Combination& y) { return std::tie(x.job, x.partner) < std::tie(y.job, y.partner); });
+      if (!a.pairs.empty())  // singles come in id order already
+        std::sort(combinations.begin(), combinations.end(),
+                  [](const Combination& x, const Combination& y) { return std::tie(x.job, x.partner) < std::tie(y.job, y.partner); });
       scheduler.set_allocation(std::move(combinations));
       allocation_start = t;
       changed = false;
@@ -183,7 +195,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
     for (std::size_t k = 0; k < leases.size(); ++k) {
       const Lease& l = leases[k];
       const double overhead = l.renewed ? 0.0 : spec.restart_overhead_s;
-      const std::vector<LeaseRun> runs = run_lease(l, spec.round_s - overhead, matrix, out.jobs, steps_left, speed);
+      const LeaseRuns runs = run_lease(l, spec.round_s - overhead, matrix, out.jobs, steps_left, speed);
       for (const LeaseRun& r : runs) {
         JobOutcome& o = out.jobs[static_cast<std::size_t>(r.id)];
         const int scale = matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor;
@@ -195,7 +207,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
         last_round[r.id] = round_index;
         ++o.rounds;
         // A pair splits its GPUs' time (and the restart) evenly while both run.
-        o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += (overhead / static_cast<double>(runs.size()) + r.gpu_time_s) * scale;
+        o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += (overhead / static_cast<double>(runs.count) + r.gpu_time_s) * scale;
         // The restart overhead is spent loading, at the same power (an upper bound). Jobs that
         // share GPUs have no energy figures (policies.hpp).
         if (l.partner < 0) {

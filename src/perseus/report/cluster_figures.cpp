@@ -196,7 +196,7 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
                         table, {}};
   for (auto& [stem, svg] : cluster_figures(runs, matrix)) results.figures.push_back(std::move(svg));
   return html_page("perseus cluster simulate", "Simulated: jobs advance at the throughput matrix's rate on the GPU type they hold (or the energy stage's "
-                   "slower operating points); "
+                   "slower operating points, or a pair's shared rates with space sharing); "
                    "a policy recomputes the allocation when jobs arrive or finish, and rounds realise it.",
                    facts, {results});
 }
