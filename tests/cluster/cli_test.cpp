@@ -53,6 +53,52 @@ TEST(ClusterCli, ReadsAJobsFileAndNamesBadLines) {
   EXPECT_EQ(nlohmann::json::parse(priced.out)["policy"], "min-cost");
 }
 
+TEST(ClusterCli, HierarchicalSharesAcrossEntitiesFromAJobsFile) {
+  // One GPU type in use (ResNet-50 on V100s only), research (FIFO) weighs 3 and product 1: the
+  // agnostic policy splits the 4 V100s 3:1, research's first three jobs whole and the fourth none.
+  const perseus::testing::TempDir temp;
+  const auto path = (temp.path() / "jobs.csv").string();
+  std::ofstream jobs(path);
+  jobs << "job,entity\n";
+  for (int k = 0; k < 4; ++k) jobs << "ResNet-50 (batch size 64) x1,research\nResNet-50 (batch size 64) x1,product\n";
+  jobs.close();
+  const auto r = run("cluster allocate --jobs " + path +
+                     " --policy hierarchical --agnostic --entities product:1,research:3:fifo --gpus k80:0,p100:0,v100:4 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["entities"].size(), 2u);
+  EXPECT_EQ(j["entities"][1]["policy"], "fifo");
+  EXPECT_NEAR(j["entities"][0]["gpus"].get<double>(), 1.0, 1e-4);
+  EXPECT_NEAR(j["entities"][1]["gpus"].get<double>(), 3.0, 1e-4);
+  EXPECT_EQ(j["jobs"][0]["entity"], "research");
+  EXPECT_NEAR(j["jobs"][6]["share"][2].get<double>(), 0.0, 1e-4);  // research's fourth job waits
+  // Without --entities the file's names are the entities, weight 1 and fairness each.
+  const auto plain = run("cluster allocate --jobs " + path + " --policy hierarchical --gpus k80:0,p100:0,v100:4 --csv");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_NE(plain.out.find(",research,"), std::string::npos) << plain.out;
+  const auto unknown = run("cluster allocate --jobs " + path + " --policy hierarchical --entities product,ops");
+  EXPECT_NE(unknown.status, 0);
+  EXPECT_NE(unknown.out.find("one of the entities given (product, ops)"), std::string::npos) << unknown.out;
+  const auto bad = run("cluster allocate --random 4 --policy hierarchical --entities a:0");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("weight '0' of a must be a number > 0"), std::string::npos) << bad.out;
+  const auto wrong_policy = run("cluster allocate --random 4 --entities a:1");
+  EXPECT_NE(wrong_policy.status, 0);
+  // Simulated: jobs dealt to the entities round-robin, named in jobs.csv, and every job finishes.
+  const auto out = (temp.path() / "sim").string();
+  const auto sim = run("cluster simulate --trace static --jobs 12 --gpus k80:2,p100:2,v100:2 --policy hierarchical "
+                       "--entities a:1,b:2:fifo -q --out " + out);
+  ASSERT_EQ(sim.status, 0) << sim.out;
+  std::ifstream written(out + "/jobs.csv");
+  const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(",\"a\","), std::string::npos);
+  EXPECT_NE(text.find(",\"b\","), std::string::npos);
+  std::ifstream runs(out + "/runs.csv");
+  std::string header, row;
+  std::getline(runs, header), std::getline(runs, row);
+  EXPECT_NE(row.find("hierarchical,true,false,,0,1,12,12,0,"), std::string::npos) << header << "\n" << row;
+}
+
 TEST(ClusterCli, SimulatesAndWritesAReportThatReplays) {
   const perseus::testing::TempDir temp;
   const auto out = (temp.path() / "sim").string();

@@ -4,6 +4,7 @@
 // results printed or written.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -42,6 +43,7 @@ struct AllocateArgs {
   std::string prices;
   double energy_slack = -1.0;  // < 0: no energy stage
   bool space_sharing = false;
+  std::string entities;
   std::string reference_gpu;
   bool json = false;
   bool csv = false;
@@ -59,12 +61,24 @@ void run_allocate(const AllocateArgs& a) {
   const std::vector<int> workers =
       a.gpus.empty() ? std::vector<int>(static_cast<std::size_t>(matrix.num_gpu_types()), 36) : parse_gpu_counts(a.gpus, matrix);
   if (a.jobs.empty() == (a.random == 0)) throw InputError("give the jobs: --jobs FILE or --random N");
-  const std::vector<Job> jobs =
-      a.jobs.empty() ? random_jobs(matrix, a.random, a.seed, a.reference_gpu) : read_jobs_csv(a.jobs, matrix);
-  PolicySpec spec{parse_policy(a.policy), !a.agnostic, {}, {}};
+  PolicySpec spec;
+  spec.policy = parse_policy(a.policy);
+  spec.heterogeneity_aware = !a.agnostic;
   spec.prices_per_hour = parse_prices(a.prices, matrix, needs_prices(spec.policy));
   if (a.energy_slack >= 0.0) spec.energy_slack = a.energy_slack;
   spec.space_sharing = a.space_sharing;
+  const bool hierarchical = spec.policy == PolicyKind::kHierarchical;
+  if (!a.entities.empty() && !hierarchical) throw InputError("--entities is for --policy hierarchical");
+  if (!a.entities.empty()) spec.entities = parse_entities(a.entities);
+  std::vector<Job> jobs = a.jobs.empty() ? random_jobs(matrix, a.random, a.seed, a.reference_gpu)
+                                         : read_jobs_csv(a.jobs, matrix, hierarchical ? &spec.entities : nullptr);
+  // Drawn jobs are dealt to the entities round-robin.
+  if (a.jobs.empty())
+    for (std::size_t m = 0; m < jobs.size(); ++m) jobs[m].entity = static_cast<int>(m % std::max<std::size_t>(1, spec.entities.size()));
+  const auto entity_name = [&](const Job& job) {
+    return static_cast<std::size_t>(job.entity) < spec.entities.size() ? spec.entities[static_cast<std::size_t>(job.entity)].name
+                                                                        : std::string("all");
+  };
   const bool energy = matrix.has_energy();
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
@@ -73,6 +87,25 @@ void run_allocate(const AllocateArgs& a) {
   std::vector<double> shared(jobs.size(), 0.0);
   for (const SharedShare& p : r.pairs)
     for (double x : p.share) shared[static_cast<std::size_t>(p.first)] += x, shared[static_cast<std::size_t>(p.second)] += x;
+  // The hierarchical policy: each entity's GPUs (its jobs' time x scale factor; half a pair's GPUs
+  // per job) against its weight's share of the cluster.
+  std::vector<double> entity_gpus(std::max<std::size_t>(1, spec.entities.size()), 0.0);
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    double time = shared[m] / 2.0;
+    for (double x : r.share[m]) time += x;
+    entity_gpus[static_cast<std::size_t>(jobs[m].entity)] += time * matrix.job_types[jobs[m].type].scale_factor;
+  }
+  nlohmann::json entities_json = nullptr;
+  if (hierarchical) {
+    entities_json = nlohmann::json::array();
+    const std::vector<Entity> listed = spec.entities.empty() ? std::vector<Entity>{{"all"}} : spec.entities;
+    for (std::size_t e = 0; e < listed.size(); ++e)
+      entities_json.push_back({{"name", listed[e].name},
+                               {"weight", listed[e].weight},
+                               {"policy", listed[e].policy == EntityPolicy::kFifo ? "fifo" : "fairness"},
+                               {"jobs", std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.entity == static_cast<int>(e); })},
+                               {"gpus", entity_gpus[e]}});
+  }
   if (a.json) {
     nlohmann::json pairs = nlohmann::json::array();
     for (const SharedShare& p : r.pairs) {
@@ -87,6 +120,7 @@ void run_allocate(const AllocateArgs& a) {
     for (std::size_t m = 0; m < jobs.size(); ++m)
       rows.push_back({{"job", m},
                       {"type", matrix.job_types[jobs[m].type].name()},
+                      {"entity", hierarchical ? nlohmann::json(entity_name(jobs[m])) : nlohmann::json(nullptr)},
                       {"share", r.share[m]},
                       {"speed_steps_per_s", r.speed[m]},
                       {"power_w", energy ? nlohmann::json(r.power_w[m]) : nlohmann::json(nullptr)},
@@ -96,6 +130,7 @@ void run_allocate(const AllocateArgs& a) {
                                 {"heterogeneity_aware", spec.heterogeneity_aware},
                                 {"energy_slack", spec.energy_slack ? nlohmann::json(*spec.energy_slack) : nlohmann::json(nullptr)},
                                 {"space_sharing", spec.space_sharing},
+                                {"entities", entities_json},
                                 {"gpu_types", matrix.gpu_types},
                                 {"workers", workers},
                                 {"objective", r.objective},
@@ -109,11 +144,11 @@ void run_allocate(const AllocateArgs& a) {
     return;
   }
   if (a.csv) {
-    fmt::print("job,type");
+    fmt::print("job,type,entity");
     for (const std::string& g : matrix.gpu_types) fmt::print(",{}", g);
     fmt::print(",shared,steps_per_s,power_w\n");
     for (std::size_t m = 0; m < jobs.size(); ++m) {
-      fmt::print("{},\"{}\"", m, matrix.job_types[jobs[m].type].name());
+      fmt::print("{},\"{}\",{}", m, matrix.job_types[jobs[m].type].name(), hierarchical ? entity_name(jobs[m]) : std::string());
       for (double x : r.share[m]) fmt::print(",{:.6f}", x);
       double power = 0.0;
       for (std::size_t j = 0; j < r.share[m].size(); ++j) power += r.share[m][j] * r.power_w[m][j];
@@ -133,13 +168,22 @@ void run_allocate(const AllocateArgs& a) {
     fmt::print("cluster power {:.1f} kW{}\n", r.power_w_total / 1000.0,
                spec.energy_slack ? fmt::format(" (energy stage: every job keeps {:g}% of its throughput)", 100.0 * (1.0 - *spec.energy_slack))
                                  : std::string());
+  if (hierarchical) {
+    // Aware, weights divide normalised throughput (each job's against an equal share), not GPUs.
+    fmt::print("  {:<16} {:>7} {:>9} {:>5} {:>8}\n", "entity", "weight", "policy", "jobs", "GPUs");
+    for (const auto& e : entities_json)
+      fmt::print("  {:<16} {:>7.3g} {:>9} {:>5} {:>8.2f}\n", e["name"].get<std::string>(), e["weight"].get<double>(),
+                 e["policy"].get<std::string>(), e["jobs"].get<long>(), e["gpus"].get<double>());
+  }
   fmt::print("  {:>4}  {:<36}", "job", "type");
+  if (hierarchical) fmt::print(" {:<12}", "entity");
   for (const std::string& g : matrix.gpu_types) fmt::print(" {:>7}", g);
   if (spec.space_sharing) fmt::print(" {:>7}", "shared");
   fmt::print(" {:>10}\n", "steps/s");
   const std::size_t shown = std::min<std::size_t>(jobs.size(), 40);
   for (std::size_t m = 0; m < shown; ++m) {
     fmt::print("  {:>4}  {:<36}", m, matrix.job_types[jobs[m].type].name());
+    if (hierarchical) fmt::print(" {:<12}", entity_name(jobs[m]));
     for (double x : r.share[m]) fmt::print(" {:>7.3f}", x);
     if (spec.space_sharing) fmt::print(" {:>7.3f}", shared[m]);
     fmt::print(" {:>10.3f}\n", r.throughput[m]);
@@ -155,6 +199,7 @@ struct SimulateArgs {
   std::string prices;
   std::string energy_slack = "off";
   std::string space_sharing = "off";
+  std::string entities;
   std::string reference_gpu;
   std::string trace = "continuous-single";
   std::string lambda = "4";
@@ -245,6 +290,7 @@ void run_simulate(const SimulateArgs& a) {
         }
       }
   }
+  if (!a.entities.empty()) spec.entities = parse_entities(a.entities);
   spec.reference_gpu = a.reference_gpu;
   spec.trace = parse_trace(a.trace);
   if (spec.trace == TraceKind::kFile) spec.trace_file = a.trace;
@@ -427,8 +473,10 @@ void add_cluster_commands(CLI::App& app) {
   allocate_cmd->footer(
       "Example: perseus cluster allocate --random 100 --gpus k80:36,p100:36,v100:36 --policy max-min-fairness\n"
       "         perseus cluster allocate --jobs jobs.csv --policy makespan --agnostic --json\n"
+      "         perseus cluster allocate --random 18 --gpus k80:3,p100:3,v100:3 --policy hierarchical "
+      "--entities product:1,research:2:fifo\n"
       "jobs.csv: a header with job (a type of the matrix, e.g. 'ResNet-50 (batch size 64) x1') and any of weight, "
-      "steps, elapsed_s, slo_s.");
+      "steps, elapsed_s, slo_s, entity (hierarchical: the entity's name; --random deals jobs to entities round-robin).");
   allocate_cmd->add_option("--throughputs", alloc.throughputs,
                            "Throughput matrix: 'gavel' (Gavel's, bundled: the default), 'planned' (catalogue models on A40/A100/H100 "
                            "with energy, bundled), Gavel's JSON or a CSV job,scale_factor,gpu,steps_per_s[,joules_per_step]");
@@ -438,8 +486,11 @@ void add_cluster_commands(CLI::App& app) {
   allocate_cmd->add_option("--seed", alloc.seed, "Seed for --random")->capture_default_str();
   allocate_cmd->add_option("--policy", alloc.policy,
                            "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
-                           "max-throughput, min-cost, min-cost-slo")
+                           "max-throughput, min-cost, min-cost-slo, hierarchical")
       ->capture_default_str();
+  allocate_cmd->add_option("--entities", alloc.entities,
+                           "Hierarchical: NAME[:WEIGHT[:fairness|fifo]],... (weighted fairness across entities, each "
+                           "sharing among its jobs by fairness or FIFO; default: the jobs file's names, weight 1, fairness)");
   allocate_cmd->add_flag("--agnostic", alloc.agnostic, "Heterogeneity-agnostic: every GPU type alike (the baseline)");
   allocate_cmd->add_option("--prices", alloc.prices,
                            "$ per GPU-hour, e.g. k80:0.9,p100:1.46,v100:3.06 (the defaults) for min-cost and min-cost-slo");
@@ -472,6 +523,8 @@ void add_cluster_commands(CLI::App& app) {
       "throughput, the cluster's power minimised).\n"
       "Space sharing: --space-sharing off,on runs each aware policy without and with pairs of jobs sharing a GPU "
       "(Gavel's matrix has their throughputs).\n"
+      "Hierarchical: --policy hierarchical --entities product:1,research:2:fifo shares the cluster across entities by "
+      "weight, each among its jobs by fairness or FIFO (water filling; jobs dealt round-robin).\n"
       "Continuous traces measure the last fifth of --jobs (default 5000: jobs 4000 to 5000, as the dissertation) "
       "and keep jobs arriving until those finish.");
   simulate_cmd->add_option("--throughputs", sim.throughputs, "Throughput matrix: 'gavel' (the default), 'planned' (with energy), Gavel's JSON or a CSV");
@@ -480,8 +533,11 @@ void add_cluster_commands(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1024));
   simulate_cmd->add_option("--policy", sim.policies,
                            "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
-                           "max-throughput, min-cost, min-cost-slo; repeat to compare")
+                           "max-throughput, min-cost, min-cost-slo, hierarchical; repeat to compare")
       ->capture_default_str();
+  simulate_cmd->add_option("--entities", sim.entities,
+                           "Hierarchical: NAME[:WEIGHT[:fairness|fifo]],...; jobs are dealt to them round-robin unless the "
+                           "trace CSV has an entity column");
   simulate_cmd->add_flag("--agnostic", sim.agnostic, "Heterogeneity-agnostic policies (the baselines)");
   simulate_cmd->add_flag("--compare", sim.compare, "Each policy both heterogeneity-aware and -agnostic");
   simulate_cmd->add_option("--prices", sim.prices,

@@ -38,7 +38,8 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const Thro
     throw InputError(fmt::format("measured jobs [{}, {}): must be a non-empty range", spec.window_begin, spec.window_end));
   const std::string reference = spec.reference_gpu.empty() ? default_reference_gpu(matrix) : spec.reference_gpu;
   std::vector<TraceJob> file_jobs;
-  if (spec.trace == TraceKind::kFile) file_jobs = read_trace_csv(spec.trace_file, matrix);
+  std::vector<Entity> entities = spec.entities;
+  if (spec.trace == TraceKind::kFile) file_jobs = read_trace_csv(spec.trace_file, matrix, &entities);
   const std::vector<double> rates = continuous ? spec.jobs_per_hour : std::vector<double>{0.0};
   const int total = static_cast<int>(rates.size()) * spec.seeds * static_cast<int>(spec.variants.size());
 
@@ -49,6 +50,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const Thro
         const std::uint64_t seed = spec.first_seed + static_cast<std::uint64_t>(s);
         SimulationSpec sim = spec.simulation;
         sim.policy = variant;
+        if (variant.policy == PolicyKind::kHierarchical) sim.policy.entities = entities;
         JobSource source;
         switch (spec.trace) {
           case TraceKind::kContinuousSingle:
@@ -70,7 +72,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const Thro
           spec.progress(fmt::format("run {} of {}: {}{}, seed {}", runs.size() + 1, total, variant_name(variant),
                                     continuous ? fmt::format(", {:g} jobs/hour", rate) : "", seed));
         const auto start = std::chrono::steady_clock::now();
-        ExperimentRun run{variant, rate, seed, simulate(std::move(source), matrix, sim), 0.0};
+        ExperimentRun run{sim.policy, rate, seed, simulate(std::move(source), matrix, sim), 0.0};
         run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         runs.push_back(std::move(run));
       }

@@ -19,6 +19,9 @@ TraceKind parse_trace(std::string_view name);
 
 struct ExperimentSpec {
   std::vector<PolicySpec> variants;   // at least one
+  // The hierarchical variants' entities (a trace file's `entity` column names them; empty: its
+  // names, each of weight 1 with fairness, or one entity when it has none).
+  std::vector<Entity> entities;
   TraceKind trace = TraceKind::kContinuousSingle;
   std::string trace_file;             // kFile
   std::vector<double> jobs_per_hour;  // continuous traces: one run per rate

@@ -88,7 +88,7 @@ std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
 
 std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
   std::string out =
-      "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,start_s,completion_s,jct_s";
+      "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,entity,start_s,completion_s,jct_s";
   for (const std::string& g : matrix.gpu_types) out += ",gpu_s_" + g;
   out += ",energy_j,rounds,preemptions,migrations,measured\n";
   for (const ExperimentRun& r : runs)
@@ -96,6 +96,9 @@ std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
       const JobType& type = matrix.job_types[static_cast<std::size_t>(o.type)];
       out += fmt::format("{},{},{},{},{:.3f},{:.6g},{:g},{}", run_key(r), o.id, quoted(type.name()), type.scale_factor,
                          o.arrival_s, o.steps, o.weight, std::isfinite(o.slo_s) ? fmt::format("{:.3f}", o.slo_s) : std::string());
+      const auto& entities = r.variant.entities;
+      out += "," + (static_cast<std::size_t>(o.entity) < entities.size() ? quoted(entities[static_cast<std::size_t>(o.entity)].name)
+                                                                          : std::string());
       out += o.start_s >= 0.0 ? fmt::format(",{:.3f}", o.start_s) : std::string(",");
       out += o.finished() ? fmt::format(",{:.3f},{:.3f}", o.completion_s, o.jct_s()) : std::string(",,");
       for (double g : o.gpu_s) out += fmt::format(",{:.1f}", g);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,16 +25,76 @@ double slo_of(const csv::Table& table, const csv::Row& row, int column) {
   return slo;
 }
 
+// The optional `entity` column: its index in `entities` (read_jobs_csv's rules); 0 without the
+// column (or without `entities`).
+class EntityColumn {
+ public:
+  EntityColumn(const csv::Table& table, std::vector<Entity>* entities)
+      : table_(table), entities_(entities), column_(entities ? table.column("entity") : -1), grow_(entities && entities->empty()) {}
+  // -1 for an empty field.
+  int of(const csv::Row& row) const {
+    if (column_ < 0) return 0;
+    const std::string& name = row.fields[static_cast<std::size_t>(column_)];
+    if (name.empty()) return -1;
+    for (std::size_t e = 0; e < entities_->size(); ++e)
+      if ((*entities_)[e].name == name) return static_cast<int>(e);
+    if (!grow_) {
+      std::string known;
+      for (const Entity& e : *entities_) known += (known.empty() ? "" : ", ") + e.name;
+      throw InputError(table_.field_error(row, column_, fmt::format("one of the entities given ({})", known)));
+    }
+    entities_->push_back({name, 1.0, EntityPolicy::kFairness});
+    return static_cast<int>(entities_->size()) - 1;
+  }
+
+ private:
+  const csv::Table& table_;
+  std::vector<Entity>* entities_;
+  int column_;
+  bool grow_;
+};
+
 }  // namespace
 
-std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix) {
+std::vector<Entity> parse_entities(const std::string& text) {
+  std::vector<Entity> out;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    std::vector<std::string> parts;
+    std::stringstream fields(item);
+    for (std::string part; std::getline(fields, part, ':');) parts.push_back(part);
+    if (parts.empty() || parts[0].empty() || parts.size() > 3)
+      throw InputError(fmt::format("--entities '{}': '{}' is not NAME[:WEIGHT[:fairness|fifo]]", text, item));
+    Entity e{parts[0], 1.0, EntityPolicy::kFairness};
+    if (parts.size() > 1) {
+      char* end = nullptr;
+      e.weight = std::strtod(parts[1].c_str(), &end);
+      if (parts[1].empty() || *end != '\0' || !(e.weight > 0.0) || !std::isfinite(e.weight))
+        throw InputError(fmt::format("--entities '{}': weight '{}' of {} must be a number > 0", text, parts[1], e.name));
+    }
+    if (parts.size() > 2) {
+      if (parts[2] == "fifo") e.policy = EntityPolicy::kFifo;
+      else if (parts[2] != "fairness")
+        throw InputError(fmt::format("--entities '{}': policy '{}' of {} is neither 'fairness' nor 'fifo'", text, parts[2], e.name));
+    }
+    for (const Entity& seen : out)
+      if (seen.name == e.name) throw InputError(fmt::format("--entities '{}': {} given twice", text, e.name));
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) throw InputError("--entities: give at least one NAME[:WEIGHT[:fairness|fifo]]");
+  return out;
+}
+
+std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities) {
   static constexpr std::string_view kRequired[] = {"job"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
-    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s" && name != "slo_s")
-      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s, slo_s)", path, table.header_line, name));
+    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s" && name != "slo_s" && name != "entity")
+      throw InputError(
+          fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s, slo_s, entity)", path, table.header_line, name));
   const int job = table.column("job"), weight = table.column("weight"), steps = table.column("steps"),
             elapsed = table.column("elapsed_s"), slo = table.column("slo_s");
+  const EntityColumn entity(table, entities);
   const auto at_least_zero = [&](const csv::Row& row, int column, double fallback) {
     if (column < 0) return fallback;
     const double value = csv::parse_finite(table, row, column);
@@ -52,6 +113,8 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
     j.steps = at_least_zero(row, steps, 0.0);
     j.elapsed_s = at_least_zero(row, elapsed, 0.0);
     j.slo_s = slo_of(table, row, slo);
+    j.entity = entity.of(row);
+    if (j.entity < 0) throw InputError(fmt::format("{}:{}: no entity named (the column has one per job)", path, row.line));
     jobs.push_back(j);
   }
   return jobs;
@@ -147,7 +210,7 @@ std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, st
   return jobs;
 }
 
-std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix) {
+std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities) {
   static constexpr std::string_view kRequired[] = {"job", "steps"};
   // What `perseus cluster simulate` writes in jobs.csv besides; its run columns pick one run.
   static const std::set<std::string> kWritten = {"policy", "aware", "space_sharing", "energy_slack", "jobs_per_hour", "seed", "id",
@@ -156,9 +219,10 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
   static constexpr std::string_view kRunColumns[] = {"policy", "aware", "space_sharing", "energy_slack", "jobs_per_hour", "seed"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
-    if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && name != "slo_s" &&
+    if (name != "job" && name != "steps" && name != "arrival_s" && name != "weight" && name != "slo_s" && name != "entity" &&
         !kWritten.count(name) && name.rfind("gpu_s_", 0) != 0)
-      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, steps, arrival_s, weight, slo_s)", path, table.header_line, name));
+      throw InputError(
+          fmt::format("{}:{}: unknown column '{}' (job, steps, arrival_s, weight, slo_s, entity)", path, table.header_line, name));
   const int job = table.column("job"), steps = table.column("steps"), arrival = table.column("arrival_s"),
             weight = table.column("weight"), slo = table.column("slo_s");
   const auto run_of = [&](const csv::Row& row) {
@@ -167,6 +231,7 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
       if (const int i = table.column(std::string(c)); i >= 0) key += row.fields[static_cast<std::size_t>(i)] + ",";
     return key;
   };
+  const EntityColumn entity(table, entities);
   const std::string first_run = table.rows.empty() ? "" : run_of(table.rows.front());
   std::vector<TraceJob> jobs;
   for (const csv::Row& row : table.rows) {
@@ -188,6 +253,7 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
       if (j.weight < 0.0) throw InputError(table.field_error(row, weight, "a weight >= 0"));
     }
     j.slo_s = slo_of(table, row, slo);
+    if (entities && table.column("entity") >= 0) j.entity = entity.of(row);  // empty: -1, dealt round-robin
     jobs.push_back(j);
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrival_s < b.arrival_s; });

@@ -13,10 +13,16 @@
 namespace perseus::cluster {
 
 // CSV with a header naming `job` (a job type of the matrix, "<model> xN" or its model when
-// unique) and optionally `weight`, `steps`, `elapsed_s`, `slo_s` (time left to its deadline);
-// rows in arrival order. InputError naming
-// the line for an unknown job type or a bad number.
-std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix);
+// unique) and optionally `weight`, `steps`, `elapsed_s`, `slo_s` (time left to its deadline) and
+// `entity` (the hierarchical policy's: a name in `entities`; when `entities` is empty, each new
+// name is added with weight 1 and fairness; without `entities` the column is ignored); rows in
+// arrival order. InputError naming the line for an unknown job type or entity, or a bad number.
+std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities = nullptr);
+
+// "product:1:fairness,research:2:fifo": each entity as NAME[:WEIGHT[:fairness|fifo]] (weight 1 and
+// fairness when left out). InputError for a repeated or empty name, a weight not > 0 or an
+// unknown policy.
+std::vector<Entity> parse_entities(const std::string& text);
 
 // The GPU type drawn jobs' durations are measured on: "v100" when the matrix has it (Gavel's),
 // else the first type that runs every single-GPU job type (a planned matrix: a100-sxm), else the
@@ -38,6 +44,7 @@ struct TraceJob {
   double steps = 0.0;
   double weight = 1.0;
   double slo_s = Job::kNoSlo;  // it should finish within this long of its arrival (cost policies)
+  int entity = -1;             // the hierarchical policy's entity; -1: the simulator deals jobs round-robin
 };
 
 // Jobs in arrival order, one per call, std::nullopt when the trace ends (a continuous trace does
@@ -55,11 +62,12 @@ JobSource poisson_source(const ThroughputMatrix& matrix, double jobs_per_hour, s
 std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, bool multi_gpu = false,
                                    const std::string& reference_gpu = "");
 
-// A trace CSV: `job` and `steps` required, `arrival_s`, `weight` and `slo_s` optional (0, 1, none); the
-// columns `perseus cluster simulate` writes besides are ignored, so its jobs.csv replays (the
-// first run's jobs, when it holds several). Rows may come in any order (sorted by arrival,
-// stably). InputError naming the line otherwise.
-std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix);
+// A trace CSV: `job` and `steps` required, `arrival_s`, `weight`, `slo_s` optional (0, 1, none) and
+// `entity` as read_jobs_csv reads it; the columns `perseus cluster simulate` writes besides are
+// ignored, so its jobs.csv replays (the first run's jobs, when it holds several). Rows may come
+// in any order (sorted by arrival, stably). InputError naming the line otherwise.
+std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix,
+                                     std::vector<Entity>* entities = nullptr);
 
 // "k80:36,p100:36,v100:36" -> counts in the matrix's GPU order (types left out: 0). InputError
 // for an unknown type or a bad count.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <Cbc_C_Interface.h>
 #include <ClpSimplex.hpp>
 #include <CoinPackedMatrix.hpp>
 
@@ -33,6 +34,7 @@ int LinearProgram::add_variable(double lower, double upper, double objective) {
   lower_.push_back(lower);
   upper_.push_back(upper);
   objective_.push_back(objective);
+  integer_.push_back(0);
   return static_cast<int>(objective_.size()) - 1;
 }
 
@@ -74,6 +76,55 @@ LinearProgram::Solution LinearProgram::solve() {
   model_->setOptimizationDirection(sense_ == Sense::kMaximize ? -1.0 : 1.0);
   model_->dual();
   return solution_of(*model_, num_variables());
+}
+
+LinearProgram::Solution LinearProgram::solve_mixed_integer(double seconds) {
+  // The relaxation first, on CLP: when it is integral it is the MILP's optimum, and CBC (whose
+  // setup alone costs a few of these LPs) is not needed.
+  {
+    Solution relaxed = solve();
+    if (relaxed.infeasible) return relaxed;
+    bool integral = relaxed.optimal;
+    for (std::size_t i = 0; integral && i < integer_.size(); ++i)
+      integral = !integer_[i] || std::abs(relaxed.values[i] - std::round(relaxed.values[i])) <= 1e-9;
+    if (integral) {
+      for (std::size_t i = 0; i < integer_.size(); ++i)
+        if (integer_[i]) relaxed.values[i] = std::round(relaxed.values[i]);
+      return relaxed;
+    }
+  }
+  CoinPackedMatrix matrix(true, entry_row_.data(), entry_column_.data(), entry_value_.data(),
+                          static_cast<CoinBigIndex>(entry_value_.size()));
+  matrix.setDimensions(num_rows(), num_variables());
+  matrix.removeGaps();
+  std::vector<double> col_lo(lower_.size()), col_hi(upper_.size()), row_lo(row_lower_.size()), row_hi(row_upper_.size());
+  for (std::size_t i = 0; i < lower_.size(); ++i) col_lo[i] = clp(lower_[i]), col_hi[i] = clp(upper_[i]);
+  for (std::size_t i = 0; i < row_lower_.size(); ++i) row_lo[i] = clp(row_lower_[i]), row_hi[i] = clp(row_upper_[i]);
+  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+  Cbc_loadProblem(model.get(), num_variables(), num_rows(), matrix.getVectorStarts(), matrix.getIndices(), matrix.getElements(),
+                  col_lo.data(), col_hi.data(), objective_.data(), row_lo.data(), row_hi.data());
+  for (int i = 0; i < num_variables(); ++i)
+    if (integer_[static_cast<std::size_t>(i)]) Cbc_setInteger(model.get(), i);
+  Cbc_setObjSense(model.get(), sense_ == Sense::kMaximize ? -1.0 : 1.0);
+  Cbc_setParameter(model.get(), "logLevel", "0");
+  // The cluster's MILPs are small and mostly integral at the root: CBC's preprocessing, cuts and
+  // root heuristics cost more than they save there (4x on the water filling's).
+  Cbc_setParameter(model.get(), "preprocess", "off");
+  Cbc_setParameter(model.get(), "cuts", "off");
+  Cbc_setParameter(model.get(), "heuristicsOnOff", "off");
+  Cbc_setParameter(model.get(), "strongBranching", "0");
+  Cbc_setParameter(model.get(), "trustPseudoCosts", "0");
+  Cbc_setMaximumSeconds(model.get(), seconds);
+  Cbc_solve(model.get());
+  Solution out;
+  out.optimal = Cbc_isProvenOptimal(model.get()) != 0;
+  out.infeasible = Cbc_isProvenInfeasible(model.get()) != 0;
+  const double* x = Cbc_bestSolution(model.get());
+  if (x) {
+    out.values.assign(x, x + num_variables());
+    out.objective = Cbc_getObjValue(model.get());
+  }
+  return out;
 }
 
 LinearProgram::Solution LinearProgram::resolve() {

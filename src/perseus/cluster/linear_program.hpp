@@ -1,5 +1,5 @@
-// A linear program built row by row and solved by CLP (COIN-OR's simplex), for the cluster
-// policies (docs/cluster.md). Variables have bounds and an objective coefficient; rows are sparse
+// A linear program built row by row and solved by CLP (COIN-OR's simplex), or with integer
+// variables by CBC (COIN-OR's branch and cut), for the cluster policies (docs/cluster.md). Variables have bounds and an objective coefficient; rows are sparse
 // sums with a lower and an upper bound. The wrapper exists so that each policy reads as its
 // formulation, not as CLP's arrays.
 #pragma once
@@ -30,6 +30,8 @@ class LinearProgram {
   void add_objective(int variable, double coefficient) { objective_[static_cast<std::size_t>(variable)] += coefficient; }
   void set_bounds(int variable, double lower, double upper);
   void set_row_bounds(int row, double lower, double upper);
+  // The variable takes integer values in solve_mixed_integer() (solve() relaxes it).
+  void set_integer(int variable) { integer_[static_cast<std::size_t>(variable)] = 1; }
   // lower <= sum(coefficient * variable) <= upper; returns the row's index.
   int add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper);
 
@@ -49,12 +51,18 @@ class LinearProgram {
   // stays dual feasible): dual simplex from it, as a bisection over a right-hand side wants.
   Solution resolve_rows();
 
+  // Branch and cut on CBC for at most `seconds`: `optimal` when proven; otherwise `values` hold
+  // the best solution found (empty when none, `infeasible` when proven so). Exponential in the
+  // integer variables at worst; a MILP whose relaxation is integral at the root costs one LP.
+  Solution solve_mixed_integer(double seconds);
+
   int num_variables() const { return static_cast<int>(objective_.size()); }
   int num_rows() const { return static_cast<int>(row_lower_.size()); }
 
  private:
   Sense sense_;
   std::vector<double> lower_, upper_, objective_;
+  std::vector<char> integer_;
   std::vector<double> row_lower_, row_upper_;
   std::vector<int> entry_row_, entry_column_;
   std::vector<double> entry_value_;

@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "perseus/cluster/allocation_lp.hpp"
 #include "perseus/cluster/energy_stage.hpp"
 #include "perseus/cluster/linear_program.hpp"
+#include "perseus/cluster/water_filling.hpp"
 
 namespace perseus::cluster {
 
@@ -24,6 +26,7 @@ std::string_view to_string(PolicyKind policy) {
     case PolicyKind::kMaxThroughput: return "max-throughput";
     case PolicyKind::kMinCost: return "min-cost";
     case PolicyKind::kMinCostSlo: return "min-cost-slo";
+    case PolicyKind::kHierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -59,8 +62,9 @@ PolicyKind parse_policy(std::string_view name) {
   if (s == "max-throughput") return PolicyKind::kMaxThroughput;
   if (s == "min-cost") return PolicyKind::kMinCost;
   if (s == "min-cost-slo") return PolicyKind::kMinCostSlo;
+  if (s == "hierarchical") return PolicyKind::kHierarchical;
   throw InputError(fmt::format("unknown policy '{}': expected max-min-fairness (las), fifo, makespan, finish-time-fairness "
-                               "(ftf), shortest-job-first (sjf), max-throughput, min-cost or min-cost-slo",
+                               "(ftf), shortest-job-first (sjf), max-throughput, min-cost, min-cost-slo or hierarchical",
                                name));
 }
 
@@ -71,8 +75,6 @@ double effective_throughput(const ThroughputMatrix& matrix, int job_type, const 
 }
 
 namespace {
-
-int scale_of(const ThroughputMatrix& t, const Job& job) { return t.job_types[static_cast<std::size_t>(job.type)].scale_factor; }
 
 void check(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, PolicyKind policy) {
   if (static_cast<int>(workers.size()) != t.num_gpu_types())
@@ -94,285 +96,6 @@ void check(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::v
   }
 }
 
-// The matrix a policy sees: T itself, or (agnostic) 1 wherever the job can run.
-double seen(const ThroughputMatrix& t, const Job& job, int j, bool aware) {
-  const double v = t.at(job.type, j);
-  return aware ? v : (v > 0.0 ? 1.0 : 0.0);
-}
-
-// Pairs' time together per GPU type, by (first, second) job index, first < second.
-using PairTimes = std::map<std::pair<std::size_t, std::size_t>, std::vector<double>>;
-
-// Space sharing between job types a <= b on one GPU type, as an LP solution gives it: the time
-// each job of an LP row spends in such pairs, on a's side and on b's (for a = b, one side, which
-// sums to twice the time together).
-struct PairGroup {
-  int gpu_type = 0;
-  std::vector<std::pair<std::size_t, double>> side_a, side_b;  // (row, time per job of the row)
-};
-
-// An LP's allocation: each row's time alone per type, and its space sharing.
-struct Chosen {
-  std::vector<std::vector<double>> share;
-  std::vector<PairGroup> groups;
-};
-
-// Turns each group into pairs of jobs, each job of a row taking the row's time:
-//   a != b: the north-west corner rule of the transportation problem from a's jobs to b's (both
-//           sides sum to the time together): at most |a| + |b| - 1 pairs;
-//   a = b:  the jobs' times laid end to end on a circle of length 2Z, the point x paired with
-//           x + Z: as no job holds more than Z, no job meets itself; at most 2 |a| pairs.
-// Either way every job gets exactly its time. Jobs are `members[row]`.
-// O(sum over groups of the jobs on its sides).
-PairTimes spread_pairs(const std::vector<PairGroup>& groups, const std::vector<std::vector<std::size_t>>& members,
-                       std::size_t gpu_types) {
-  constexpr double kTiny = 1e-12;  // pieces below this are the LP's rounding
-  PairTimes out;
-  const auto add = [&](std::size_t a, std::size_t b, int gpu, double time) {
-    if (a == b || time <= kTiny) return;
-    auto [it, added] = out.try_emplace({std::min(a, b), std::max(a, b)}, gpu_types, 0.0);
-    it->second[static_cast<std::size_t>(gpu)] += time;
-  };
-  const auto jobs_of = [&](const std::vector<std::pair<std::size_t, double>>& side) {
-    std::vector<std::pair<std::size_t, double>> jobs;
-    for (const auto& [row, time] : side)
-      for (std::size_t m : members[row]) jobs.emplace_back(m, std::max(0.0, time));
-    return jobs;
-  };
-  for (const PairGroup& g : groups) {
-    const auto a = jobs_of(g.side_a);
-    if (!g.side_b.empty()) {
-      const auto b = jobs_of(g.side_b);
-      std::size_t i = 0, k = 0;
-      double left_a = a.empty() ? 0.0 : a[0].second, left_b = b.empty() ? 0.0 : b[0].second;
-      while (i < a.size() && k < b.size()) {
-        const double q = std::min(left_a, left_b);
-        add(a[i].first, b[k].first, g.gpu_type, q);
-        left_a -= q, left_b -= q;
-        if (left_a <= kTiny && ++i < a.size()) left_a = a[i].second;
-        if (left_b <= kTiny && ++k < b.size()) left_b = b[k].second;
-      }
-      continue;
-    }
-    double total = 0.0;
-    for (const auto& [m, time] : a) total += time;
-    const double half = total / 2.0;
-    // Walk [0, half) with p, and [half, total) with q, in step.
-    std::size_t p = 0, q = 0;
-    double end_p = a.empty() ? 0.0 : a[0].second, start_q = 0.0;
-    while (q < a.size() && start_q + a[q].second <= half) start_q += a[q++].second;
-    double end_q = q < a.size() ? start_q + a[q].second : total;
-    for (double x = 0.0; x < half - kTiny && p < a.size() && q < a.size();) {
-      const double next = std::min({end_p, end_q - half, half});
-      add(a[p].first, a[q].first, g.gpu_type, next - x);
-      x = next;
-      if (end_p <= x + kTiny && ++p < a.size()) end_p += a[p].second;
-      if (end_q - half <= x + kTiny && ++q < a.size()) end_q += a[q].second;
-    }
-  }
-  return out;
-}
-
-// What one variable of the allocation LP gives one job: `part` of the job's time per unit of
-// the variable, spent on `gpu_type` at `speed` steps/s (`seen`: as the policy sees it).
-struct Term {
-  int variable = 0;
-  int gpu_type = 0;
-  double part = 0.0;
-  double speed = 0.0;
-  double seen = 0.0;
-};
-
-// Space sharing between job types a <= b on one GPU type: Z, their time together, and for each LP
-// row of type a (and of b) w, the time its copies spend in such pairs.
-struct PairVariables {
-  struct Side {
-    std::size_t row;
-    int variable;   // w, or Z itself when the row is its type's only one (w = factor Z)
-    double factor;  // 1 for w
-  };
-  int gpu_type = 0;
-  int together = 0;
-  std::vector<Side> side_a, side_b;  // b empty when a = b
-};
-
-// The LP over X with its validity rows. X[m][j] = part[m][j] * variable x[m][j]; x[m][j] is -1
-// where job m cannot run on type j.
-//   aware:    a variable per (job, type), part 1; rows sum_j X[m][j] <= 1.
-//   agnostic: one variable per job (its total share, <= 1), split over the types it can run in
-//             proportion to their GPU counts (a scheduler that sees GPUs as alike lands on each
-//             type that often), so the baseline does not depend on the vertex the simplex returns.
-// Both: capacity rows sum_m scale_m X[m][j] <= workers[j].
-// `copies[m]`: job m stands for that many identical jobs, each with the same X (capacity and the
-// work objective count it that often).
-// Space sharing adds, per pair of job types a <= b of one scale factor and GPU type where
-// sharing beats taking turns (policies.hpp), a variable Z (the pairs' time together there, taking
-// scale_factor GPUs per unit) and one w per row of type a or b (the time its copies spend in such
-// pairs, at the shared speed): sum_{rows of a} w = Z = sum_{rows of b} w, or = 2 Z when a = b,
-// where each job also holds at most Z (w <= copies Z), so that it never pairs with itself.
-// spread_pairs turns that into pairs of jobs. Variables grow with rows x job types x GPU types,
-// not with pairs of jobs.
-struct AllocationLp {
-  LinearProgram lp;
-  std::vector<std::vector<int>> x;
-  std::vector<std::vector<double>> part;
-  std::vector<std::vector<Term>> job_terms;  // [row]: singles by type, then its pairs
-  std::vector<PairVariables> pairs;
-  std::vector<double> copies;
-  AllocationLp(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, LinearProgram::Sense sense,
-               bool aware, bool space_sharing = false, std::vector<double> copies_of = {})
-      : lp(sense), copies(std::move(copies_of)) {
-    if (copies.empty()) copies.assign(jobs.size(), 1.0);
-    const int J = t.num_gpu_types();
-    x.assign(jobs.size(), std::vector<int>(static_cast<std::size_t>(J), -1));
-    part.assign(jobs.size(), std::vector<double>(static_cast<std::size_t>(J), 0.0));
-    job_terms.resize(jobs.size());
-    std::vector<std::vector<std::pair<int, double>>> capacity(static_cast<std::size_t>(J));
-    for (std::size_t m = 0; m < jobs.size(); ++m) {
-      std::vector<int> types;
-      double usable = 0.0;
-      for (int j = 0; j < J; ++j)
-        if (t.at(jobs[m].type, j) > 0.0 && workers[j] >= scale_of(t, jobs[m])) types.push_back(j), usable += workers[j];
-      if (types.empty()) continue;
-      if (aware) {
-        std::vector<std::pair<int, double>> total;
-        for (int j : types) {
-          x[m][j] = lp.add_variable(0.0, 1.0);
-          part[m][j] = 1.0;
-          total.emplace_back(x[m][j], 1.0);
-        }
-        if (!space_sharing) lp.add_row(total, -kInfinity, 1.0);  // with pairs: below, once they are known
-      } else {
-        const int share = lp.add_variable(0.0, 1.0);
-        for (int j : types) x[m][j] = share, part[m][j] = workers[j] / usable;
-      }
-      for (int j : types) {
-        const double speed = t.at(jobs[m].type, j);
-        job_terms[m].push_back({x[m][j], j, part[m][j], speed, aware ? speed : 1.0});
-        capacity[j].emplace_back(x[m][j], part[m][j] * scale_of(t, jobs[m]) * copies[m]);
-      }
-    }
-    if (space_sharing) {
-      std::map<int, std::vector<std::size_t>> rows_of_type;
-      std::map<int, double> copies_of_type;
-      for (std::size_t m = 0; m < jobs.size(); ++m)
-        if (!job_terms[m].empty()) rows_of_type[jobs[m].type].push_back(m), copies_of_type[jobs[m].type] += copies[m];
-      for (const auto& [a, rows_a] : rows_of_type)
-        for (auto it = rows_of_type.find(a); it != rows_of_type.end(); ++it) {
-          const int b = it->first;
-          const int scale = t.job_types[static_cast<std::size_t>(a)].scale_factor;
-          if (scale != t.job_types[static_cast<std::size_t>(b)].scale_factor || (a == b && copies_of_type[a] < 2.0)) continue;
-          for (int j = 0; j < J; ++j) {
-            const double alone_a = t.at(a, j), alone_b = t.at(b, j);
-            if (workers[j] < scale || alone_a <= 0.0 || alone_b <= 0.0) continue;
-            const auto speeds = t.shared_speeds(a, b, j);
-            if (!speeds || speeds->first <= 0.0 || speeds->second <= 0.0 ||
-                speeds->first / alone_a + speeds->second / alone_b <= 1.0 + 1e-9)
-              continue;
-            PairVariables group{j, lp.add_variable(0.0, kInfinity), {}, {}};
-            capacity[j].emplace_back(group.together, scale);
-            // A type with one row (max-min fairness's classes, mostly) needs no w: its w is Z (2 Z
-            // when a = b, where copies >= 2 already keeps each job within Z).
-            const auto side = [&](const std::vector<std::size_t>& rows, double speed, double sides) {
-              std::vector<PairVariables::Side> out;
-              if (rows.size() == 1) {
-                const std::size_t m = rows.front();
-                job_terms[m].push_back({group.together, j, sides / copies[m], speed, speed});
-                out.push_back({m, group.together, sides});
-                return out;
-              }
-              std::vector<std::pair<int, double>> sum{{group.together, -sides}};
-              for (std::size_t m : rows) {
-                const int w = lp.add_variable(0.0, copies[m]);
-                job_terms[m].push_back({w, j, 1.0 / copies[m], speed, speed});
-                sum.emplace_back(w, 1.0);
-                out.push_back({m, w, 1.0});
-                if (a == b) lp.add_row({{w, 1.0}, {group.together, -copies[m]}}, -kInfinity, 0.0);
-              }
-              lp.add_row(sum, 0.0, 0.0);
-              return out;
-            };
-            group.side_a = side(rows_a, speeds->first, a == b ? 2.0 : 1.0);
-            if (a != b) group.side_b = side(it->second, speeds->second, 1.0);
-            pairs.push_back(std::move(group));
-          }
-        }
-      for (std::size_t m = 0; m < jobs.size(); ++m)
-        if (!job_terms[m].empty()) lp.add_row(terms(m, [](const Term&) { return 1.0; }), -kInfinity, 1.0);
-    }
-    for (int j = 0; j < J; ++j)
-      if (!capacity[j].empty()) lp.add_row(capacity[j], -kInfinity, workers[j]);
-  }
-  // sum over the job's terms of coefficient(term) x the time it gives the job, as terms over
-  // variables. coefficient(term) = term.seen gives tput_seen(m, X).
-  template <typename F>
-  std::vector<std::pair<int, double>> terms(std::size_t m, F coefficient) const {
-    std::vector<std::pair<int, double>> out;
-    for (const Term& term : job_terms[m]) {
-      const double c = coefficient(term) * term.part;
-      if (!out.empty() && out.back().first == term.variable) out.back().second += c;
-      else out.emplace_back(term.variable, c);
-    }
-    return out;
-  }
-  // Adds sum over the job's terms of coefficient(term) x time to the objective.
-  template <typename F>
-  void add_objective(std::size_t m, F coefficient) {
-    for (const auto& [variable, c] : terms(m, coefficient)) lp.add_objective(variable, c);
-  }
-  std::vector<std::vector<double>> shares(const LinearProgram::Solution& s) const {
-    std::vector<std::vector<double>> out(x.size(), std::vector<double>(x.empty() ? 0 : x.front().size(), 0.0));
-    for (std::size_t m = 0; m < x.size(); ++m)
-      for (std::size_t j = 0; j < x[m].size(); ++j)
-        if (x[m][j] >= 0) out[m][j] = std::clamp(s.values[static_cast<std::size_t>(x[m][j])] * part[m][j], 0.0, 1.0);
-    return out;
-  }
-  // The rows' shares alone and their space sharing.
-  Chosen chosen(const LinearProgram::Solution& s) const {
-    Chosen out{shares(s), {}};
-    const auto value = [&](int variable) { return s.values[static_cast<std::size_t>(variable)]; };
-    for (const PairVariables& p : pairs) {
-      if (value(p.together) < kNoPair) continue;
-      PairGroup g{p.gpu_type, {}, {}};
-      for (const auto& side : p.side_a) g.side_a.emplace_back(side.row, side.factor * value(side.variable) / copies[side.row]);
-      for (const auto& side : p.side_b) g.side_b.emplace_back(side.row, side.factor * value(side.variable) / copies[side.row]);
-      out.groups.push_back(std::move(g));
-    }
-    return out;
-  }
-  // Below this a pair's time is the simplex's rounding, not an allocation.
-  static constexpr double kNoPair = 1e-9;
-};
-
-// max_j T_seen[m][j]: the job's best speed as the policy sees it.
-double fastest_seen(const ThroughputMatrix& t, const Job& job, bool aware) {
-  double fastest = 0.0;
-  for (int j = 0; j < t.num_gpu_types(); ++j) fastest = std::max(fastest, seen(t, job, j, aware));
-  return fastest;
-}
-
-// Sets the objective to sum_m tput_seen(m, X) / max_j T_seen[m][j]: the work done, each job's
-// best speed counting 1.
-void maximize_work(AllocationLp& a, const std::vector<Job>& jobs, const ThroughputMatrix& t, bool aware) {
-  for (std::size_t m = 0; m < jobs.size(); ++m) {
-    const double fastest = fastest_seen(t, jobs[m], aware);
-    a.add_objective(m, [&](const Term& term) { return a.copies[m] * term.seen / fastest; });
-  }
-}
-
-// The optimum of a policy's objective variable held (to kHold relative), the second LP spends what
-// is left on work (maximize_work), so that no GPU idles while a job could use it. Warm from the
-// first LP's basis; should CLP not prove the second optimal, the first's X stands.
-constexpr double kHold = 1e-9;
-
-LinearProgram::Solution spend_the_rest(AllocationLp& a, int objective_variable, const LinearProgram::Solution& first,
-                                       const std::vector<Job>& jobs, const ThroughputMatrix& t, bool aware) {
-  a.lp.set_objective(objective_variable, 0.0);
-  a.lp.set_bounds(objective_variable, first.objective * (1.0 - kHold), kInfinity);
-  maximize_work(a, jobs, t, aware);
-  LinearProgram::Solution second = a.lp.resolve();
-  return second.optimal ? second : first;
-}
 
 LinearProgram::Solution solve_or_throw(LinearProgram& lp, PolicyKind policy) {
   LinearProgram::Solution s = lp.solve();
@@ -428,6 +151,16 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
                        "joules_per_step, e.g. from `perseus cluster throughputs`)");
     if (needs_prices(spec.policy))
       throw InputError(fmt::format("the energy stage keeps throughput-based objectives; {} minimises cost", to_string(spec.policy)));
+  }
+  if (spec.policy == PolicyKind::kHierarchical) {
+    for (const Entity& e : spec.entities)
+      if (!(e.weight > 0.0) || !std::isfinite(e.weight))
+        throw InputError(fmt::format("entity '{}': weight {} must be > 0", e.name, e.weight));
+    const int entities = std::max<int>(1, static_cast<int>(spec.entities.size()));
+    for (std::size_t m = 0; m < jobs.size(); ++m)
+      if (jobs[m].entity < 0 || jobs[m].entity >= entities)
+        throw InputError(fmt::format("job {} ({}): entity {} is not one of the {} given", m, t.job_types[jobs[m].type].name(),
+                                     jobs[m].entity, entities));
   }
   if (spec.space_sharing) {
     if (!spec.heterogeneity_aware)
@@ -517,6 +250,11 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       const auto spent = spend_the_rest(a, level, s, classes, t, aware);
       out.lp_solves = 2;
       return finish_with(classes, copies, a.chosen(spent), job_class, s.objective);
+    }
+    case PolicyKind::kHierarchical: {
+      WaterFilling filled = water_fill(jobs, t, workers, spec);
+      out.lp_solves = filled.lp_solves + filled.milp_solves;
+      return finish_with(filled.classes, filled.copies, filled.chosen, filled.job_class, filled.first_level);
     }
     case PolicyKind::kFifo:
     case PolicyKind::kShortestJobFirst: {

@@ -22,6 +22,11 @@
 //                     c_j the price per hour of type j (§6.4.2, per type, as Gavel computes it);
 //   min-cost-slo      the same subject to tput(m, X) >= steps_m / slo_m for every job with an SLO
 //                     (§6.4.3); an SLO no allocation can meet is an InputError naming the job.
+//   hierarchical      weighted max-min fairness across entities (teams), and within each entity
+//                     fairness or FIFO, by water filling (§5.4.3, water_filling.hpp): LAS's
+//                     normalised throughputs rise together until jobs are bottlenecked (a MILP on
+//                     CBC finds them), the rest rise on. With one entity (none given) it is LAS
+//                     with water filling, Pareto efficient.
 // Space sharing (aware policies, a matrix with pair throughputs: Gavel's file): X also has a row
 // per pair of jobs of one scale factor, the time the two spend together on scale_factor GPUs of a
 // type, each at its shared speed; tput(m, X) adds its pairs' terms, sum_j X[m][j] adds its pairs'
@@ -35,6 +40,7 @@
 // Two LPs (FIFO one, FTF about 50) on CLP; O(simplex) in jobs x GPU types.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -54,11 +60,12 @@ enum class PolicyKind : std::uint8_t {
   kMaxThroughput,
   kMinCost,
   kMinCostSlo,
+  kHierarchical,
 };
 std::string_view to_string(PolicyKind policy);
 // "max-min-fairness" (or "las"), "fifo", "makespan", "finish-time-fairness" (or "ftf"),
-// "shortest-job-first" (or "sjf"), "max-throughput", "min-cost", "min-cost-slo"; InputError
-// listing them.
+// "shortest-job-first" (or "sjf"), "max-throughput", "min-cost", "min-cost-slo",
+// "hierarchical"; InputError listing them.
 PolicyKind parse_policy(std::string_view name);
 // Whether the policy needs each job's steps left, and a price per GPU type.
 bool needs_steps(PolicyKind policy);
@@ -66,11 +73,22 @@ bool needs_prices(PolicyKind policy);
 
 struct Job {
   int type = 0;            // row of the throughput matrix
-  double weight = 1.0;     // max-min fairness
+  double weight = 1.0;     // max-min fairness; hierarchical: within its entity (fairness)
   double steps = 0.0;      // iterations left (makespan, finish-time fairness)
   double elapsed_s = 0.0;  // since it arrived (finish-time fairness)
   double slo_s = kNoSlo;   // time left to its deadline (min-cost-slo); kNoSlo: none
+  int entity = 0;          // hierarchical: index into PolicySpec::entities
   static constexpr double kNoSlo = std::numeric_limits<double>::infinity();
+};
+
+// A party sharing the cluster under the hierarchical policy (a team, a user): its share of the
+// cluster is proportional to its weight, and its jobs divide it by fairness (their weights) or
+// FIFO (the earliest job that can still gain takes all of it).
+enum class EntityPolicy : std::uint8_t { kFairness, kFifo };
+struct Entity {
+  std::string name;
+  double weight = 1.0;
+  EntityPolicy policy = EntityPolicy::kFairness;
 };
 
 struct PolicySpec {
@@ -85,6 +103,8 @@ struct PolicySpec {
   // Let pairs of jobs share GPUs (see above). Heterogeneity-aware only; needs pair throughputs;
   // not with the energy stage (no energy figures for jobs sharing a GPU).
   bool space_sharing = false;
+  // The hierarchical policy's entities; empty: one, with fairness.
+  std::vector<Entity> entities;
 };
 
 // On-demand prices of Gavel's GPU types in $/GPU-hour (AWS p2.xlarge K80 0.90, p3.2xlarge V100
@@ -116,7 +136,8 @@ struct Allocation {
 // needs missing (makespan, finish-time fairness, shortest job first, SLOs), workers not one
 // count per GPU type, prices missing or not > 0 for a cost policy, an SLO that cannot be met,
 // an energy slack outside [0, 1), on a matrix without energy figures or with a cost policy, or
-// space sharing that is agnostic, on a matrix without pair throughputs, or with energy;
+// space sharing that is agnostic, on a matrix without pair throughputs, or with energy, a job of
+// an entity not given or an entity weight not > 0 (hierarchical);
 // SolveError when CLP fails.
 Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& matrix, const std::vector<int>& workers,
                     const PolicySpec& spec);

@@ -141,6 +141,9 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       j.id = static_cast<int>(out.jobs.size());
       j.type = pending->type, j.arrival_s = pending->arrival_s, j.steps = pending->steps, j.weight = pending->weight;
       j.slo_s = pending->slo_s;
+      // Jobs the trace gives no entity are dealt to the entities round-robin.
+      j.entity = pending->entity >= 0 ? pending->entity
+                                      : j.id % std::max<int>(1, static_cast<int>(spec.policy.entities.size()));
       j.gpu_s.assign(static_cast<std::size_t>(J), 0.0);
       j.measured = in_window(j.id);
       out.jobs.push_back(j);
@@ -162,7 +165,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
         // An SLO already missed no longer binds (it is counted as missed).
         const double slo_left = o.arrival_s + o.slo_s - t;
         jobs.push_back({o.type, o.weight, steps_left[static_cast<std::size_t>(id)], t - o.arrival_s,
-                        slo_left > 0.0 ? slo_left : Job::kNoSlo});
+                        slo_left > 0.0 ? slo_left : Job::kNoSlo, o.entity});
         scales.push_back(matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor);
       }
       const auto solve_start = std::chrono::steady_clock::now();

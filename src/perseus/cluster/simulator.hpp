@@ -48,6 +48,7 @@ struct JobOutcome {
   std::vector<double> gpu_s;                   // GPU-seconds held on each type (scale factor x time; half while sharing)
   double energy_j = 0.0;                       // its GPUs' energy while it ran (0 without energy figures)
   double slo_s = Job::kNoSlo;                  // from its arrival
+  int entity = 0;                              // the hierarchical policy's (PolicySpec::entities)
   int rounds = 0, preemptions = 0, migrations = 0;
   bool measured = false;                       // in the window
   bool missed_slo() const { return finished() && jct_s() > slo_s * (1.0 + 1e-12); }

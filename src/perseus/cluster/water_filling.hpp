@@ -1,0 +1,46 @@
+// Hierarchical policies by water filling (the dissertation's §5.4.3; docs/cluster.md). Internal to
+// the cluster module: allocate() calls it for PolicyKind::kHierarchical.
+//
+// Every job m has a normalised throughput n_m(X) = scale_m tput_seen(m, X) / tput_seen(m, X_equal)
+// (LAS's, policies.hpp) and a floor f_m (0 at first). Each round:
+//   1. Weights: an active (not yet bottlenecked) job of entity s gets w_s w_m / sum of its active
+//      peers' w under fairness; under FIFO the entity's first active job gets w_s, the others 0.
+//   2. LP (CLP): maximise L subject to n_m(X) >= f_m + w_job_m L for active jobs with a weight,
+//      n_m(X) >= f_m for every other job; then f_m += w_job_m L*.
+//   3. MILP (CBC): maximise sum_m z_m, z_m binary for those jobs, subject to
+//      n_m(X) >= f_m + delta_m z_m and n_m(X) >= f_m for all: the jobs with z_m = 0 cannot gain
+//      delta_m without another losing; they are bottlenecked and leave the active set.
+// until no active job has a weight. A last LP holds every floor and maximises the work done (jobs
+// of weight 0 take what is left). Shortcuts (docs/cluster.md): the MILP's relaxation is tried on
+// CLP first; a round whose level stops at a job's own most (all its time on its fastest type)
+// freezes it without a MILP; and when nothing can rise, one LP tells whether FIFO's queue can
+// gain at all, so a full cluster ends it in one round. At an LP optimum some weighted job is always bottlenecked
+// (were each able to gain alone, the average of those allocations would raise L: the LP is
+// convex), so there are at most as many rounds as LP rows; in practice one per FIFO job that runs
+// and one or two per fairness class.
+// Jobs of one entity, type and weight under fairness are one class of the LPs (symmetric, like
+// LAS's); FIFO jobs are classes of their own.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "perseus/cluster/allocation_lp.hpp"
+
+namespace perseus::cluster {
+
+struct WaterFilling {
+  std::vector<Job> classes;
+  std::vector<double> copies;          // [class]: jobs it stands for
+  std::vector<std::size_t> job_class;  // [job]
+  Chosen chosen;                       // [class] shares and pairs
+  double first_level = 0.0;            // round 1's L: the top-level max-min objective
+  int lp_solves = 0, milp_solves = 0, rounds = 0;
+};
+
+// Preconditions: check() has passed (job types, weights, entities valid). Throws SolveError
+// when CLP fails on a round's LP.
+WaterFilling water_fill(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
+                        const PolicySpec& spec);
+
+}  // namespace perseus::cluster
