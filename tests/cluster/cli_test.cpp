@@ -155,7 +155,9 @@ TEST(ClusterCli, SpaceSharingPairsJobsAndBeatsTakingTurns) {
       for (const auto& id : pair["jobs"]) time[id.get<std::size_t>()] += x.get<double>();
     ASSERT_EQ(pair["speed_steps_per_s"].size(), 3u);  // per GPU type: [first's, second's] or null
     for (std::size_t k = 0; k < 3; ++k)
-      if (pair["share"][k].get<double>() > 0.0) EXPECT_EQ(pair["speed_steps_per_s"][k].size(), 2u);
+      if (pair["share"][k].get<double>() > 0.0) {
+        EXPECT_EQ(pair["speed_steps_per_s"][k].size(), 2u);
+      }
   }
   for (double t : time) EXPECT_LE(t, 1.0 + 1e-6);
   const auto turns = nlohmann::json::parse(run("cluster allocate --random 30 --gpus k80:2,p100:2,v100:2 --json").out);

@@ -354,14 +354,20 @@ TEST(SpaceSharing, NeverWorseOnGavelsMatrixAndEveryJobOfAClassAlike) {
       const Allocation shared = allocate(jobs, t, workers, sharing(c.policy));
       expect_valid(shared, jobs, t, workers);
       const double tolerance = 1e-6 * std::abs(alone.objective);
-      if (c.lower_is_better) EXPECT_LE(shared.objective, alone.objective + tolerance) << to_string(c.policy) << " " << count;
-      else EXPECT_GE(shared.objective, alone.objective - tolerance) << to_string(c.policy) << " " << count;
+      if (c.lower_is_better) {
+        EXPECT_LE(shared.objective, alone.objective + tolerance) << to_string(c.policy) << " " << count;
+      } else {
+        EXPECT_GE(shared.objective, alone.objective - tolerance) << to_string(c.policy) << " " << count;
+      }
       if (c.policy != PolicyKind::kMaxMinFairness) continue;
-      if (count == 40) EXPECT_GT(shared.objective, alone.objective * 1.05);  // 40 jobs on 12 GPUs: pairs pay
+      if (count == 40) {
+        EXPECT_GT(shared.objective, alone.objective * 1.05);  // 40 jobs on 12 GPUs: pairs pay
+      }
       for (std::size_t m = 0; m < jobs.size(); ++m)
         for (std::size_t n = m + 1; n < jobs.size(); ++n)
-          if (jobs[m].type == jobs[n].type && jobs[m].weight == jobs[n].weight)
+          if (jobs[m].type == jobs[n].type && jobs[m].weight == jobs[n].weight) {
             EXPECT_NEAR(shared.throughput[m], shared.throughput[n], 1e-7 * shared.throughput[m]) << m << " " << n;
+          }
     }
   }
 }

@@ -145,13 +145,17 @@ TEST(Rounds, PairsShareGpusAndNoJobRunsTwiceInARound) {
   std::set<int> jobs;
   for (const Lease& l : leases) {
     EXPECT_TRUE(jobs.insert(l.job).second);
-    if (l.partner >= 0) EXPECT_TRUE(jobs.insert(l.partner).second);
+    if (l.partner >= 0) {
+      EXPECT_TRUE(jobs.insert(l.partner).second);
+    }
   }
   EXPECT_EQ(jobs, (std::set<int>{0, 1, 2}));
   // The pair renews its GPU next round.
   two.finish_round(leases, {360.0, 360.0}, 360.0);
   for (const Lease& l : two.next_round())
-    if (l.partner == 1) EXPECT_TRUE(l.renewed);
+    if (l.partner == 1) {
+      EXPECT_TRUE(l.renewed);
+    }
   // A partner must be the larger id.
   EXPECT_THROW(two.set_allocation(std::vector<Combination>{{1, 0, 1, {1.0}}}), InputError);
 }

@@ -74,11 +74,9 @@ void run_allocate(const AllocateArgs& a) {
                                          : read_jobs_csv(a.jobs, matrix, hierarchical ? &spec.entities : nullptr);
   // Drawn jobs are dealt to the entities round-robin.
   if (a.jobs.empty())
-    for (std::size_t m = 0; m < jobs.size(); ++m) jobs[m].entity = static_cast<int>(m % std::max<std::size_t>(1, spec.entities.size()));
-  const auto entity_name = [&](const Job& job) {
-    return static_cast<std::size_t>(job.entity) < spec.entities.size() ? spec.entities[static_cast<std::size_t>(job.entity)].name
-                                                                        : std::string("all");
-  };
+    for (std::size_t m = 0; m < jobs.size(); ++m) jobs[m].entity = dealt_entity(m, spec);
+  const std::vector<Entity> entities = entities_of(spec);
+  const auto entity_name = [&](const Job& job) { return entities[static_cast<std::size_t>(job.entity)].name; };
   const bool energy = matrix.has_energy();
   const auto start = std::chrono::steady_clock::now();
   const Allocation r = allocate(jobs, matrix, workers, spec);
@@ -87,22 +85,21 @@ void run_allocate(const AllocateArgs& a) {
   std::vector<double> shared(jobs.size(), 0.0);
   for (const SharedShare& p : r.pairs)
     for (double x : p.share) shared[static_cast<std::size_t>(p.first)] += x, shared[static_cast<std::size_t>(p.second)] += x;
-  // The hierarchical policy: each entity's GPUs (its jobs' time x scale factor; half a pair's GPUs
-  // per job) against its weight's share of the cluster.
-  std::vector<double> entity_gpus(std::max<std::size_t>(1, spec.entities.size()), 0.0);
-  for (std::size_t m = 0; m < jobs.size(); ++m) {
-    double time = shared[m] / 2.0;
-    for (double x : r.share[m]) time += x;
-    entity_gpus[static_cast<std::size_t>(jobs[m].entity)] += time * matrix.job_types[jobs[m].type].scale_factor;
-  }
+  // The hierarchical policy: each entity's jobs and GPUs (its jobs' time x scale factor; half a
+  // pair's GPUs per job).
   nlohmann::json entities_json = nullptr;
   if (hierarchical) {
+    std::vector<double> entity_gpus(entities.size(), 0.0);
+    for (std::size_t m = 0; m < jobs.size(); ++m) {
+      double time = shared[m] / 2.0;
+      for (double x : r.share[m]) time += x;
+      entity_gpus[static_cast<std::size_t>(jobs[m].entity)] += time * matrix.job_types[jobs[m].type].scale_factor;
+    }
     entities_json = nlohmann::json::array();
-    const std::vector<Entity> listed = spec.entities.empty() ? std::vector<Entity>{{"all"}} : spec.entities;
-    for (std::size_t e = 0; e < listed.size(); ++e)
-      entities_json.push_back({{"name", listed[e].name},
-                               {"weight", listed[e].weight},
-                               {"policy", listed[e].policy == EntityPolicy::kFifo ? "fifo" : "fairness"},
+    for (std::size_t e = 0; e < entities.size(); ++e)
+      entities_json.push_back({{"name", entities[e].name},
+                               {"weight", entities[e].weight},
+                               {"policy", to_string(entities[e].policy)},
                                {"jobs", std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.entity == static_cast<int>(e); })},
                                {"gpus", entity_gpus[e]}});
   }

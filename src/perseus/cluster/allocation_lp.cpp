@@ -33,6 +33,31 @@ LinearProgram::Solution spend_the_rest(AllocationLp& a, int objective_variable, 
   return second.optimal ? second : first;
 }
 
+JobClasses group_jobs(const std::vector<Job>& jobs, const std::function<ClassKey(const Job&, std::size_t)>& key) {
+  JobClasses out;
+  std::map<ClassKey, std::size_t> class_of;
+  out.job_class.reserve(jobs.size());
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    const auto [it, added] = class_of.emplace(key(jobs[m], m), out.classes.size());
+    if (added) out.classes.push_back(jobs[m]), out.copies.push_back(0.0);
+    out.copies[it->second] += 1.0;
+    out.job_class.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<double> normalising_factors(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
+                                        bool aware) {
+  const auto equal = equal_share(jobs, t, workers);
+  std::vector<double> out(jobs.size(), 0.0);
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    double normal = 0.0;
+    for (int j = 0; j < t.num_gpu_types(); ++j) normal += seen(t, jobs[m], j, aware) * equal[m][static_cast<std::size_t>(j)];
+    if (normal > 0.0) out[m] = scale_of(t, jobs[m]) / normal;
+  }
+  return out;
+}
+
 PairTimes spread_pairs(const std::vector<PairGroup>& groups, const std::vector<std::vector<std::size_t>>& members,
                        std::size_t gpu_types) {
   constexpr double kTiny = 1e-12;  // pieces below this are the LP's rounding

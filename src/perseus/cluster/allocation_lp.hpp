@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -118,6 +120,22 @@ struct AllocationLp {
   // Below this a pair's time is the simplex's rounding, not an allocation.
   static constexpr double kNoPair = 1e-9;
 };
+
+// Jobs that share one LP row. Jobs with identical rows can: averaging any optimum over them keeps
+// it feasible and optimal (the LP is convex and symmetric in them), so one class stands for all.
+struct JobClasses {
+  std::vector<Job> classes;            // each class's first job
+  std::vector<double> copies;          // [class]: jobs it stands for
+  std::vector<std::size_t> job_class;  // [job]
+};
+// Jobs of equal key(job, index) share a class; classes in order of their first job. O(M log M).
+using ClassKey = std::tuple<int, int, double, std::size_t>;
+JobClasses group_jobs(const std::vector<Job>& jobs, const std::function<ClassKey(const Job&, std::size_t)>& key);
+
+// [job]: scale_m / tput_seen(m, X_equal), which turns tput_seen(m, X) into LAS's normalised
+// throughput (equal_share); 0 for a job that runs nowhere.
+std::vector<double> normalising_factors(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
+                                        bool aware);
 
 // max_j T_seen[m][j]: the job's best speed as the policy sees it.
 double fastest_seen(const ThroughputMatrix& t, const Job& job, bool aware);

@@ -25,6 +25,15 @@ std::string kwh_field(const ThroughputMatrix& matrix, double joules) {
   return matrix.has_energy() ? fmt::format("{:.6g}", joules / 3.6e6) : std::string();
 }
 
+// The hierarchical policy's entities; null for other policies.
+nlohmann::json entities_json(const PolicySpec& variant) {
+  if (variant.policy != PolicyKind::kHierarchical) return nullptr;
+  nlohmann::json out = nlohmann::json::array();
+  for (const Entity& e : entities_of(variant))
+    out.push_back({{"name", e.name}, {"weight", e.weight}, {"policy", std::string(to_string(e.policy))}});
+  return out;
+}
+
 }  // namespace
 
 std::string experiment_json(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix, const ExperimentSpec& spec) {
@@ -44,6 +53,7 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
                     {"heterogeneity_aware", r.variant.heterogeneity_aware},
                     {"space_sharing", r.variant.space_sharing},
                     {"energy_slack", r.variant.energy_slack ? nlohmann::json(*r.variant.energy_slack) : nlohmann::json(nullptr)},
+                    {"entities", entities_json(r.variant)},
                     {"jobs_per_hour", r.jobs_per_hour},
                     {"seed", r.seed},
                     {"jobs_arrived", s.jobs.size()},
@@ -97,8 +107,8 @@ std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
       out += fmt::format("{},{},{},{},{:.3f},{:.6g},{:g},{}", run_key(r), o.id, quoted(type.name()), type.scale_factor,
                          o.arrival_s, o.steps, o.weight, std::isfinite(o.slo_s) ? fmt::format("{:.3f}", o.slo_s) : std::string());
       const auto& entities = r.variant.entities;
-      out += "," + (static_cast<std::size_t>(o.entity) < entities.size() ? quoted(entities[static_cast<std::size_t>(o.entity)].name)
-                                                                          : std::string());
+      out += ',';
+      if (static_cast<std::size_t>(o.entity) < entities.size()) out += quoted(entities[static_cast<std::size_t>(o.entity)].name);
       out += o.start_s >= 0.0 ? fmt::format(",{:.3f}", o.start_s) : std::string(",");
       out += o.finished() ? fmt::format(",{:.3f},{:.3f}", o.completion_s, o.jct_s()) : std::string(",,");
       for (double g : o.gpu_s) out += fmt::format(",{:.1f}", g);

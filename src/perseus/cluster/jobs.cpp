@@ -31,6 +31,7 @@ class EntityColumn {
  public:
   EntityColumn(const csv::Table& table, std::vector<Entity>* entities)
       : table_(table), entities_(entities), column_(entities ? table.column("entity") : -1), grow_(entities && entities->empty()) {}
+  bool present() const { return column_ >= 0; }
   // -1 for an empty field.
   int of(const csv::Row& row) const {
     if (column_ < 0) return 0;
@@ -253,7 +254,7 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
       if (j.weight < 0.0) throw InputError(table.field_error(row, weight, "a weight >= 0"));
     }
     j.slo_s = slo_of(table, row, slo);
-    if (entities && table.column("entity") >= 0) j.entity = entity.of(row);  // empty: -1, dealt round-robin
+    if (entity.present()) j.entity = entity.of(row);  // empty: -1, dealt round-robin
     jobs.push_back(j);
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrival_s < b.arrival_s; });

@@ -38,6 +38,16 @@ bool needs_steps(PolicyKind policy) {
 
 bool needs_prices(PolicyKind policy) { return policy == PolicyKind::kMinCost || policy == PolicyKind::kMinCostSlo; }
 
+std::string_view to_string(EntityPolicy policy) { return policy == EntityPolicy::kFifo ? "fifo" : "fairness"; }
+
+std::vector<Entity> entities_of(const PolicySpec& spec) {
+  return spec.entities.empty() ? std::vector<Entity>{{"all", 1.0, EntityPolicy::kFairness}} : spec.entities;
+}
+
+int dealt_entity(std::size_t index, const PolicySpec& spec) {
+  return static_cast<int>(index % std::max<std::size_t>(1, spec.entities.size()));
+}
+
 std::vector<double> default_prices(const ThroughputMatrix& matrix) {
   std::vector<double> out;
   for (const std::string& gpu : matrix.gpu_types) {
@@ -156,7 +166,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
     for (const Entity& e : spec.entities)
       if (!(e.weight > 0.0) || !std::isfinite(e.weight))
         throw InputError(fmt::format("entity '{}': weight {} must be > 0", e.name, e.weight));
-    const int entities = std::max<int>(1, static_cast<int>(spec.entities.size()));
+    const int entities = static_cast<int>(entities_of(spec).size());
     for (std::size_t m = 0; m < jobs.size(); ++m)
       if (jobs[m].entity < 0 || jobs[m].entity >= entities)
         throw InputError(fmt::format("job {} ({}): entity {} is not one of the {} given", m, t.job_types[jobs[m].type].name(),
@@ -221,27 +231,17 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
 
   switch (spec.policy) {
     case PolicyKind::kMaxMinFairness: {
-      // Jobs of one type and weight have the same row; averaging any optimal X over them keeps it
-      // feasible and optimal (the LP is convex and symmetric in them), so one class stands for
-      // them all: the LP has at most (job types x weights) x GPU types variables, whatever M.
-      std::map<std::pair<int, double>, std::size_t> class_of;
-      std::vector<Job> classes;
-      std::vector<double> copies;
-      std::vector<std::size_t> job_class(M);
-      for (std::size_t m = 0; m < M; ++m) {
-        const auto [it, added] = class_of.emplace(std::make_pair(jobs[m].type, jobs[m].weight), classes.size());
-        if (added) classes.push_back(jobs[m]), copies.push_back(0.0);
-        copies[it->second] += 1.0;
-        job_class[m] = it->second;
-      }
-      AllocationLp a(classes, t, workers, LinearProgram::Sense::kMaximize, aware, spec.space_sharing, copies);
+      // Jobs of one type and weight have the same row (group_jobs): the LP has at most
+      // (job types x weights) x GPU types variables, whatever M.
+      const JobClasses grouped =
+          group_jobs(jobs, [](const Job& job, std::size_t) { return ClassKey{0, job.type, job.weight, 0}; });
+      const std::vector<Job>& classes = grouped.classes;
+      AllocationLp a(classes, t, workers, LinearProgram::Sense::kMaximize, aware, spec.space_sharing, grouped.copies);
       const int level = a.lp.add_variable(0.0, kInfinity, 1.0);
-      const auto equal = equal_share(classes, t, workers);
+      const auto normalising = normalising_factors(classes, t, workers, aware);
       for (std::size_t c = 0; c < classes.size(); ++c) {
         if (classes[c].weight <= 0.0) continue;
-        double normal = 0.0;
-        for (int j = 0; j < J; ++j) normal += seen(t, classes[c], j, aware) * equal[c][j];
-        const double factor = scale_of(t, classes[c]) / (classes[c].weight * normal);
+        const double factor = normalising[c] / classes[c].weight;
         auto row = a.terms(c, [&](const Term& term) { return term.seen * factor; });
         row.emplace_back(level, -1.0);
         a.lp.add_row(row, 0.0, kInfinity);
@@ -249,12 +249,13 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       const auto s = solve_or_throw(a.lp, spec.policy);
       const auto spent = spend_the_rest(a, level, s, classes, t, aware);
       out.lp_solves = 2;
-      return finish_with(classes, copies, a.chosen(spent), job_class, s.objective);
+      return finish_with(classes, grouped.copies, a.chosen(spent), grouped.job_class, s.objective);
     }
     case PolicyKind::kHierarchical: {
       WaterFilling filled = water_fill(jobs, t, workers, spec);
       out.lp_solves = filled.lp_solves + filled.milp_solves;
-      return finish_with(filled.classes, filled.copies, filled.chosen, filled.job_class, filled.first_level);
+      return finish_with(filled.grouped.classes, filled.grouped.copies, filled.chosen, filled.grouped.job_class,
+                         filled.first_level);
     }
     case PolicyKind::kFifo:
     case PolicyKind::kShortestJobFirst: {

@@ -45,6 +45,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "perseus/cluster/throughputs.hpp"
@@ -85,6 +86,7 @@ struct Job {
 // cluster is proportional to its weight, and its jobs divide it by fairness (their weights) or
 // FIFO (the earliest job that can still gain takes all of it).
 enum class EntityPolicy : std::uint8_t { kFairness, kFifo };
+std::string_view to_string(EntityPolicy policy);  // "fairness", "fifo"
 struct Entity {
   std::string name;
   double weight = 1.0;
@@ -92,6 +94,17 @@ struct Entity {
 };
 
 struct PolicySpec {
+  // The fields most specs set, in order, so that `{kind, aware, prices, slack}` reads as before
+  // each new field (a constructor, not an aggregate: a field added later needs no edit of
+  // every brace list).
+  PolicySpec(PolicyKind policy = PolicyKind::kMaxMinFairness, bool heterogeneity_aware = true,
+             std::vector<double> prices_per_hour = {}, std::optional<double> energy_slack = {}, bool space_sharing = false)
+      : policy(policy),
+        heterogeneity_aware(heterogeneity_aware),
+        prices_per_hour(std::move(prices_per_hour)),
+        energy_slack(energy_slack),
+        space_sharing(space_sharing) {}
+
   PolicyKind policy = PolicyKind::kMaxMinFairness;
   bool heterogeneity_aware = true;
   // $ per GPU-hour of each type, for the cost policies (and the simulator's cost); empty: none.
@@ -106,6 +119,11 @@ struct PolicySpec {
   // The hierarchical policy's entities; empty: one, with fairness.
   std::vector<Entity> entities;
 };
+
+// The hierarchical policy's entities: spec.entities, or (none given) one, "all", with fairness.
+std::vector<Entity> entities_of(const PolicySpec& spec);
+// The entity the index-th job is dealt to when its input names none: round-robin.
+int dealt_entity(std::size_t index, const PolicySpec& spec);
 
 // On-demand prices of Gavel's GPU types in $/GPU-hour (AWS p2.xlarge K80 0.90, p3.2xlarge V100
 // 3.06; P100 1.46, Google Cloud's GPU price): one per type of `matrix`, InputError naming a type

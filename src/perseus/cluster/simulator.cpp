@@ -142,8 +142,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       j.type = pending->type, j.arrival_s = pending->arrival_s, j.steps = pending->steps, j.weight = pending->weight;
       j.slo_s = pending->slo_s;
       // Jobs the trace gives no entity are dealt to the entities round-robin.
-      j.entity = pending->entity >= 0 ? pending->entity
-                                      : j.id % std::max<int>(1, static_cast<int>(spec.policy.entities.size()));
+      j.entity = pending->entity >= 0 ? pending->entity : dealt_entity(static_cast<std::size_t>(j.id), spec.policy);
       j.gpu_s.assign(static_cast<std::size_t>(J), 0.0);
       j.measured = in_window(j.id);
       out.jobs.push_back(j);

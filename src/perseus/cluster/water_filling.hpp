@@ -30,9 +30,7 @@
 namespace perseus::cluster {
 
 struct WaterFilling {
-  std::vector<Job> classes;
-  std::vector<double> copies;          // [class]: jobs it stands for
-  std::vector<std::size_t> job_class;  // [job]
+  JobClasses grouped;
   Chosen chosen;                       // [class] shares and pairs
   double first_level = 0.0;            // round 1's L: the top-level max-min objective
   int lp_solves = 0, milp_solves = 0, rounds = 0;

@@ -149,6 +149,14 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
   if (spec.trace == cluster::TraceKind::kContinuousSingle || spec.trace == cluster::TraceKind::kContinuousMultiple)
     facts.emplace_back("measured jobs", fmt::format("arrivals {} to {}", spec.window_begin, spec.window_end));
   facts.emplace_back("seeds", fmt::format("{} from {}", spec.seeds, spec.first_seed));
+  for (const ExperimentRun& r : runs) {
+    if (r.variant.policy != cluster::PolicyKind::kHierarchical) continue;
+    std::string entities;
+    for (const cluster::Entity& e : cluster::entities_of(r.variant))
+      entities += fmt::format("{}{} (weight {:g}, {})", entities.empty() ? "" : ", ", e.name, e.weight, to_string(e.policy));
+    facts.emplace_back("entities (hierarchical)", entities);
+    break;
+  }
 
   // One row per variant and rate: means over seeds.
   std::string table = "<table><thead><tr><th>policy</th><th>jobs/hour</th><th>seeds</th><th>average JCT (h)</th>"
