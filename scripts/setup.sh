@@ -17,6 +17,7 @@ PACKAGES=(
   zlib1g-dev                # decodes headless Chromium's screenshots in the report and web page tests
   librsvg2-dev              # the report's figures as PNG and PDF (librsvg on cairo)
   libxgboost-dev            # Kareus's MBO surrogates (gradient-boosted trees, C API)
+  libslurm-dev slurmctld slurmd slurm-client   # the cluster scheduler's Slurm backend; a real local cluster in its test
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -237,4 +237,45 @@ TEST(ClusterCli, PlansAMatrixWithEnergyAndSimulatesItsEnergyStage) {
   EXPECT_NE(unknown.out.find("gpt-17"), std::string::npos) << unknown.out;
 }
 
+TEST(ClusterCli, RunsAJobsFileOnTheEmulatedBackend) {
+  const perseus::testing::TempDir temp;
+  const auto path = (temp.path() / "jobs.csv").string();
+  // Steps: 2 h on a V100 each (ResNet-50 at ~12 steps/s there, A3C at ~6 steps/s there).
+  std::ofstream(path) << "job,steps,weight,command\nResNet-50 (batch size 64) x1,20000,1,train resnet\nA3C x1,50000,1,train a3c\n"
+                      << "ResNet-50 (batch size 64) x1,1000,2,train short\n";
+  const auto r = run("cluster run --jobs " + path + " --gpus k80:1,p100:1,v100:1 --gpus-per-server 1 --json -q");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["backend"], "emulated");
+  ASSERT_EQ(j["jobs"].size(), 3u);
+  double longest = 0.0;
+  for (const auto& job : j["jobs"]) {
+    EXPECT_EQ(job["status"], "finished") << job.dump();
+    EXPECT_EQ(job["steps_done"], job["steps"]);
+    longest = std::max(longest, job["jct_s"].get<double>());
+  }
+  // The short job finishes first, within its first rounds.
+  EXPECT_LT(j["jobs"][2]["jct_s"].get<double>(), 2 * 360.0);
+  EXPECT_EQ(j["time_s"].get<double>(), 360.0 * j["rounds"].get<double>());
+  EXPECT_GT(j["time_s"].get<double>(), longest - 1e-6);
+  // Human output: a line per round on stderr, a table of jobs.
+  const auto human = run("cluster run --jobs " + path + " --gpus k80:1,p100:1,v100:1 --gpus-per-server 1");
+  ASSERT_EQ(human.status, 0) << human.out;
+  EXPECT_NE(human.out.find("round 0 (0 s):"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("3 jobs on the emulated backend"), std::string::npos) << human.out;
+
+  // The slurm backend needs each job's command; a bad backend is named.
+  std::ofstream(path) << "job,steps\nA3C x1,500\n";
+  const auto no_command = run("cluster run --backend slurm --jobs " + path);
+  EXPECT_NE(no_command.status, 0);
+  EXPECT_NE(no_command.out.find("job 0 has no command"), std::string::npos) << no_command.out;
+  const auto backend = run("cluster run --backend kubernetes --jobs " + path);
+  EXPECT_NE(backend.status, 0);
+  EXPECT_NE(backend.out.find("--backend 'kubernetes': emulated or slurm"), std::string::npos) << backend.out;
+  std::ofstream(path) << "job,steps\nA3C x1,0\n";
+  const auto zero = run("cluster run --jobs " + path);
+  EXPECT_NE(zero.status, 0);
+  EXPECT_NE(zero.out.find("job 0: 0 steps"), std::string::npos) << zero.out;
+}
+
 }  // namespace

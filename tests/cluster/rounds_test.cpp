@@ -172,5 +172,29 @@ TEST(Rounds, ZeroShareNeverRunsAndBadInputIsNamed) {
   EXPECT_THROW(RoundScheduler({-1}, 4), InputError);
 }
 
+TEST(Rounds, AClusterThatShrinksKeepsEachJobsHistoryAndRenewsNothing) {
+  // Two jobs on two GPUs: each holds one, renewed every round.
+  RoundScheduler s({2}, 1);
+  s.set_allocation(alone({0, 1}, {1, 1}, {{1.0}, {1.0}}));
+  auto leases = s.next_round();
+  s.finish_round(leases, {360.0, 360.0}, 360.0);
+  leases = s.next_round();
+  ASSERT_EQ(leases.size(), 2u);
+  EXPECT_TRUE(leases[0].renewed && leases[1].renewed);
+  s.finish_round(leases, {360.0, 0.0}, 360.0);  // job 1 got nothing this round
+  // One GPU goes: no lease is a renewal (GPU 0 may not be the GPU 0 it was), and job 1, which
+  // received less, goes first.
+  s.set_workers({1}, 1);
+  s.set_allocation(alone({0, 1}, {1, 1}, {{0.5}, {0.5}}));
+  leases = s.next_round();
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].job, 1);
+  EXPECT_FALSE(leases[0].renewed);
+  EXPECT_EQ(leases[0].gpus, std::vector<int>{0});
+  EXPECT_THROW(s.set_workers({1, 1}, 1), InputError);
+  EXPECT_THROW(s.set_workers({1}, 0), InputError);
+  EXPECT_THROW(s.set_workers({-1}, 1), InputError);
+}
+
 }  // namespace
 }  // namespace perseus::cluster

@@ -18,11 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/cli/commands.hpp"
+#include "perseus/cluster/cluster_scheduler.hpp"
+#include "perseus/cluster/emulated_backend.hpp"
 #include "perseus/cluster/experiment.hpp"
 #include "perseus/cluster/experiment_output.hpp"
 #include "perseus/cluster/jobs.hpp"
 #include "perseus/cluster/planned_matrix.hpp"
 #include "perseus/cluster/policies.hpp"
+#include "perseus/cluster/slurm_backend.hpp"
 #include "perseus/cluster/throughputs.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/report/cluster_figures.hpp"
@@ -432,6 +435,131 @@ void run_throughputs(const ThroughputsArgs& a) {
   if (!a.out.empty()) fmt::print("wrote {} (use it with --throughputs)\n", a.out);
 }
 
+struct RunArgs {
+  std::string backend = "emulated";
+  std::string throughputs;
+  std::string jobs;
+  std::string policy = "max-min-fairness";
+  bool agnostic = false;
+  std::string prices;
+  std::string entities;
+  std::string gpus;           // emulated
+  int gpus_per_server = 4;    // emulated
+  std::string slurm_conf, partition, job_dir = "perseus-jobs";  // slurm
+  double round_s = 360.0;
+  int max_rounds = 100000;
+  bool json = false, csv = false, quiet = false;
+};
+
+void run_live(const RunArgs& a) {
+  const ThroughputMatrix matrix = load_matrix(a.throughputs);
+  PolicySpec spec(parse_policy(a.policy), !a.agnostic);
+  spec.prices_per_hour = parse_prices(a.prices, matrix, needs_prices(spec.policy));
+  const bool hierarchical = spec.policy == PolicyKind::kHierarchical;
+  if (!a.entities.empty() && !hierarchical) throw InputError("--entities is for --policy hierarchical");
+  if (!a.entities.empty()) spec.entities = parse_entities(a.entities);
+  std::vector<std::string> commands;
+  const std::vector<Job> jobs = read_jobs_csv(a.jobs, matrix, hierarchical ? &spec.entities : nullptr, &commands);
+  if (jobs.empty()) throw InputError(fmt::format("{}: no jobs", a.jobs));
+
+  std::unique_ptr<ClusterBackend> backend;
+  if (a.backend == "emulated") {
+    EmulatedCluster c;
+    c.truth = matrix;
+    c.workers = a.gpus.empty() ? std::vector<int>(matrix.gpu_types.size(), 36) : parse_gpu_counts(a.gpus, matrix);
+    c.gpus_per_server = a.gpus_per_server;
+    backend = std::make_unique<EmulatedBackend>(std::move(c));
+  } else if (a.backend == "slurm") {
+    for (std::size_t m = 0; m < jobs.size(); ++m)
+      if (commands[m].empty())
+        throw InputError(fmt::format("{}: job {} has no command (the slurm backend runs each job's `command` column)", a.jobs, m));
+    backend = std::make_unique<SlurmBackend>(matrix.gpu_types, SlurmOptions{a.slurm_conf, a.partition, a.job_dir});
+  } else {
+    throw InputError(fmt::format("--backend '{}': emulated or slurm", a.backend));
+  }
+  ClusterScheduler scheduler(matrix, *backend, {spec, a.round_s});
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    try {
+      scheduler.submit({jobs[m].type, jobs[m].steps, jobs[m].weight, jobs[m].slo_s, jobs[m].entity, commands[m]});
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: job {}: {}", a.jobs, m, e.what()));
+    }
+  }
+  while (!scheduler.idle() && static_cast<int>(scheduler.rounds().size()) < a.max_rounds) {
+    const RoundLog& r = scheduler.run_round();
+    if (a.quiet) continue;
+    int running = 0, finished = 0, failed = 0;
+    for (const ScheduledJob& j : scheduler.jobs()) {
+      running += j.status == JobStatus::kRunning;
+      finished += j.status == JobStatus::kFinished;
+      failed += j.status == JobStatus::kFailed;
+    }
+    std::string gpus;
+    for (std::size_t g = 0; g < matrix.gpu_types.size(); ++g)
+      gpus += fmt::format("{}{} {}", g ? ", " : "", r.topology.workers[g], matrix.gpu_types[g]);
+    fmt::print(stderr, "round {} ({:.0f} s): {} leases on {}{}; {} running, {} finished, {} failed of {}\n", r.index, r.start_s,
+               r.leases.size(), gpus, r.reallocated ? " (reallocated)" : "", running, finished, failed, scheduler.jobs().size());
+  }
+  if (auto* slurm = dynamic_cast<SlurmBackend*>(backend.get()); slurm && !scheduler.idle()) slurm->preempt_all();
+
+  const auto jct = [](const ScheduledJob& j) { return j.finished_s >= 0.0 ? j.finished_s - j.submitted_s : -1.0; };
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ScheduledJob& j : scheduler.jobs())
+      rows.push_back({{"job", j.id},
+                      {"type", matrix.job_types[j.request.type].name()},
+                      {"status", to_string(j.status)},
+                      {"steps", j.request.steps},
+                      {"steps_done", j.steps_done},
+                      {"jct_s", j.finished_s >= 0.0 ? nlohmann::json(jct(j)) : nlohmann::json(nullptr)},
+                      {"rounds", j.rounds},
+                      {"preemptions", j.preemptions},
+                      {"detail", j.detail}});
+    nlohmann::json measured = nlohmann::json::array();
+    for (int m = 0; m < matrix.num_job_types(); ++m)
+      for (int g = 0; g < matrix.num_gpu_types(); ++g)
+        if (scheduler.measurements()[m][g] > 0)
+          measured.push_back({{"type", matrix.job_types[m].name()},
+                              {"gpu", matrix.gpu_types[g]},
+                              {"given_steps_per_s", matrix.at(m, g)},
+                              {"measured_steps_per_s", scheduler.matrix().at(m, g)},
+                              {"measurements", scheduler.measurements()[m][g]}});
+    std::cout << nlohmann::json{{"backend", a.backend},
+                                {"policy", to_string(spec.policy)},
+                                {"heterogeneity_aware", spec.heterogeneity_aware},
+                                {"round_s", a.round_s},
+                                {"rounds", scheduler.rounds().size()},
+                                {"time_s", scheduler.now_s()},
+                                {"gpu_types", matrix.gpu_types},
+                                {"workers", scheduler.topology().workers},
+                                {"jobs", rows},
+                                {"measured", measured}}
+                     .dump(1)
+              << "\n";
+    return;
+  }
+  if (a.csv) {
+    std::cout << "job,type,status,steps,steps_done,jct_s,rounds,preemptions\n";
+    for (const ScheduledJob& j : scheduler.jobs())
+      std::cout << fmt::format("{},\"{}\",{},{},{},{},{},{}\n", j.id, matrix.job_types[j.request.type].name(), to_string(j.status),
+                               j.request.steps, j.steps_done, j.finished_s >= 0.0 ? fmt::format("{}", jct(j)) : "", j.rounds,
+                               j.preemptions);
+    return;
+  }
+  fmt::print("{} jobs on the {} backend, {} ({}), {} rounds of {:.0f} s\n", scheduler.jobs().size(), a.backend,
+             to_string(spec.policy), spec.heterogeneity_aware ? "heterogeneity-aware" : "heterogeneity-agnostic",
+             scheduler.rounds().size(), a.round_s);
+  fmt::print("{:>4}  {:<36} {:>9} {:>12} {:>10} {:>6} {:>11}\n", "job", "type", "status", "steps done", "JCT (h)", "rounds",
+             "preemptions");
+  for (const ScheduledJob& j : scheduler.jobs())
+    fmt::print("{:>4}  {:<36} {:>9} {:>12.1f} {:>10} {:>6} {:>11}\n", j.id, matrix.job_types[j.request.type].name(),
+               to_string(j.status), j.steps_done, j.finished_s >= 0.0 ? fmt::format("{:.2f}", jct(j) / 3600.0) : "-", j.rounds,
+               j.preemptions);
+  for (const ScheduledJob& j : scheduler.jobs())
+    if (j.status == JobStatus::kFailed) fmt::print("job {} failed: {}\n", j.id, j.detail);
+  if (!scheduler.idle()) throw SolveError(fmt::format("jobs still unfinished after --max-rounds {}", a.max_rounds));
+}
+
 }  // namespace
 
 void add_cluster_commands(CLI::App& app) {
@@ -569,6 +697,43 @@ void add_cluster_commands(CLI::App& app) {
   simulate_cmd->add_flag("--csv", sim.csv, "Print one CSV row per run");
   simulate_cmd->add_flag("-q,--quiet", sim.quiet, "No progress messages");
   simulate_cmd->callback([] { run_simulate(sim); });
+  static RunArgs run;
+  CLI::App* run_cmd = cluster->add_subcommand(
+      "run", "Gavel on a live cluster: submit a jobs file, allocate every round, run the leases on Slurm (or an emulated cluster)");
+  run_cmd->footer(
+      "Each round (--round, Gavel's 6 minutes) the policy reallocates when jobs, nodes or measured throughputs changed, the "
+      "round-based mechanism picks leases, and the backend runs them: the slurm backend submits one held batch job per job, "
+      "releases it on the lease's nodes, requeues it (SIGTERM: it checkpoints) when its lease ends; a job that ran through a "
+      "round measures its steps/s, which replaces the matrix's figure. Nodes are read from Slurm (GRES gpu:TYPE:N).\n"
+      "jobs.csv: job, steps (required), weight, slo_s, entity, command (the slurm backend: a shell command line, no commas).\n"
+      "A job's contract (docs/cluster.md): it resumes from its checkpoint in $PERSEUS_JOB_DIR, writes its steps done to "
+      "$PERSEUS_JOB_DIR/progress, checkpoints and exits 0 on SIGTERM, exits 0 after $PERSEUS_STEPS.\n"
+      "Examples:\n"
+      "  perseus cluster run --jobs jobs.csv --gpus k80:4,p100:4,v100:4        (emulated: rounds without waiting)\n"
+      "  perseus cluster run --backend slurm --jobs jobs.csv --job-dir /shared/perseus-jobs --json");
+  run_cmd->add_option("--backend", run.backend, "emulated or slurm")->capture_default_str();
+  run_cmd->add_option("--jobs", run.jobs, "The jobs, a CSV")->required()->check(CLI::ExistingFile);
+  run_cmd->add_option("--throughputs", run.throughputs, "Throughput matrix: 'gavel' (the default), 'planned', Gavel's JSON or a CSV");
+  run_cmd->add_option("--policy", run.policy,
+                      "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
+                      "max-throughput, min-cost, min-cost-slo, hierarchical")
+      ->capture_default_str();
+  run_cmd->add_flag("--agnostic", run.agnostic, "Heterogeneity-agnostic (the baseline)");
+  run_cmd->add_option("--prices", run.prices, "$ per GPU-hour for the cost policies, e.g. k80:0.9,p100:1.46,v100:3.06");
+  run_cmd->add_option("--entities", run.entities, "Hierarchical: NAME[:WEIGHT[:fairness|fifo]],...");
+  run_cmd->add_option("--gpus", run.gpus, "Emulated: GPUs per type, e.g. k80:36,p100:36,v100:36 (the default)");
+  run_cmd->add_option("--gpus-per-server", run.gpus_per_server, "Emulated: GPUs per server")->capture_default_str()->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--slurm-conf", run.slurm_conf, "Slurm: slurm.conf (default: $SLURM_CONF or Slurm's own)");
+  run_cmd->add_option("--partition", run.partition, "Slurm: partition (default: the cluster's default)");
+  run_cmd->add_option("--job-dir", run.job_dir, "Slurm: each job's directory is DIR/job-ID (on a file system the nodes share)")
+      ->capture_default_str();
+  run_cmd->add_option("--round", run.round_s, "Round length (s)")->capture_default_str()->check(CLI::PositiveNumber);
+  run_cmd->add_option("--max-rounds", run.max_rounds, "Stop after this many rounds (unfinished jobs: requeued in hold)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  run_cmd->add_flag("--json", run.json, "Print the jobs and the measured throughputs as JSON");
+  run_cmd->add_flag("--csv", run.csv, "Print one CSV row per job");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "No line per round");
+  run_cmd->callback([] { run_live(run); });
 }
 
 }  // namespace perseus::cli

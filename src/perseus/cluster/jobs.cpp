@@ -86,15 +86,17 @@ std::vector<Entity> parse_entities(const std::string& text) {
   return out;
 }
 
-std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities) {
+std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities,
+                               std::vector<std::string>* commands) {
   static constexpr std::string_view kRequired[] = {"job"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)
-    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s" && name != "slo_s" && name != "entity")
-      throw InputError(
-          fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s, slo_s, entity)", path, table.header_line, name));
+    if (name != "job" && name != "weight" && name != "steps" && name != "elapsed_s" && name != "slo_s" && name != "entity" &&
+        name != "command")
+      throw InputError(fmt::format("{}:{}: unknown column '{}' (job, weight, steps, elapsed_s, slo_s, entity, command)", path,
+                                   table.header_line, name));
   const int job = table.column("job"), weight = table.column("weight"), steps = table.column("steps"),
-            elapsed = table.column("elapsed_s"), slo = table.column("slo_s");
+            elapsed = table.column("elapsed_s"), slo = table.column("slo_s"), command = table.column("command");
   const EntityColumn entity(table, entities);
   const auto at_least_zero = [&](const csv::Row& row, int column, double fallback) {
     if (column < 0) return fallback;
@@ -116,6 +118,7 @@ std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& 
     j.slo_s = slo_of(table, row, slo);
     j.entity = entity.of(row);
     if (j.entity < 0) throw InputError(fmt::format("{}:{}: no entity named (the column has one per job)", path, row.line));
+    if (commands) commands->push_back(command >= 0 ? row.fields[static_cast<std::size_t>(command)] : std::string());
     jobs.push_back(j);
   }
   return jobs;

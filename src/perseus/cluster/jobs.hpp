@@ -15,9 +15,12 @@ namespace perseus::cluster {
 // CSV with a header naming `job` (a job type of the matrix, "<model> xN" or its model when
 // unique) and optionally `weight`, `steps`, `elapsed_s`, `slo_s` (time left to its deadline) and
 // `entity` (the hierarchical policy's: a name in `entities`; when `entities` is empty, each new
-// name is added with weight 1 and fairness; without `entities` the column is ignored); rows in
-// arrival order. InputError naming the line for an unknown job type or entity, or a bad number.
-std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities = nullptr);
+// name is added with weight 1 and fairness; without `entities` the column is ignored) and
+// `command` (what a live cluster runs, `perseus cluster run`: one per job into `commands`, empty
+// where not given); rows in arrival order. InputError naming the line for an unknown job type or
+// entity, or a bad number.
+std::vector<Job> read_jobs_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities = nullptr,
+                               std::vector<std::string>* commands = nullptr);
 
 // "product:1:fairness,research:2:fifo": each entity as NAME[:WEIGHT[:fairness|fifo]] (weight 1 and
 // fairness when left out). InputError for a repeated or empty name, a weight not > 0 or an

@@ -13,11 +13,28 @@
 
 namespace perseus::cluster {
 
+namespace {
+
+void check_workers(const std::vector<int>& workers, int gpus_per_server) {
+  if (gpus_per_server < 1) throw InputError(fmt::format("{} GPUs per server: must be at least 1", gpus_per_server));
+  for (int w : workers)
+    if (w < 0) throw InputError(fmt::format("{} GPUs of a type: must be zero or more", w));
+}
+
+}  // namespace
+
 RoundScheduler::RoundScheduler(std::vector<int> workers, int gpus_per_server)
     : workers_(std::move(workers)), gpus_per_server_(gpus_per_server) {
-  if (gpus_per_server_ < 1) throw InputError(fmt::format("{} GPUs per server: must be at least 1", gpus_per_server_));
-  for (int w : workers_)
-    if (w < 0) throw InputError(fmt::format("{} GPUs of a type: must be zero or more", w));
+  check_workers(workers_, gpus_per_server_);
+}
+
+void RoundScheduler::set_workers(std::vector<int> workers, int gpus_per_server) {
+  check_workers(workers, gpus_per_server);
+  if (workers.size() != workers_.size())
+    throw InputError(fmt::format("the cluster had {} GPU types, now {}", workers_.size(), workers.size()));
+  workers_ = std::move(workers);
+  gpus_per_server_ = gpus_per_server;
+  previous_.clear();
 }
 
 namespace {

@@ -55,6 +55,13 @@ class RoundScheduler {
   // repeated combinations, a partner not above its job, or a scale factor < 1.
   void set_allocation(std::vector<Combination> combinations);
 
+  // The cluster changed (a server went down or came back): `workers` GPUs per type from now on,
+  // the same number of types, servers of `gpus_per_server`. Combinations keep their history; the
+  // previous round's leases are forgotten (GPU indices no longer name the same GPUs), so the next
+  // round renews none. Call set_allocation after it: the allocation was for the old cluster.
+  // InputError as the constructor, or for a different number of types.
+  void set_workers(std::vector<int> workers, int gpus_per_server);
+
   // The leases of the coming round.
   std::vector<Lease> next_round();
 

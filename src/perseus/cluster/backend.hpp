@@ -1,0 +1,66 @@
+// Where the round-based mechanism's leases run (docs/cluster.md, "Running a cluster"): an
+// emulated cluster (emulated_backend.hpp: a clock and the jobs' true speeds, for tests) or a real
+// one (slurm_backend.hpp). The live scheduler (cluster_scheduler.hpp) hands each job over once,
+// then every round the leases RoundScheduler made, and reads back what the jobs did.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perseus/cluster/rounds.hpp"
+
+namespace perseus::cluster {
+
+// The GPUs that are up now, per GPU type of the matrix, on servers of `gpus_per_server` each
+// (RoundScheduler's indexing: GPU g of a type is on that type's server g / gpus_per_server).
+struct ClusterTopology {
+  std::vector<int> workers;
+  int gpus_per_server = 1;
+  friend bool operator==(const ClusterTopology&, const ClusterTopology&) = default;
+};
+
+// A job as a backend runs it.
+struct BackendJob {
+  int id = 0;             // the scheduler's
+  int type = 0;           // job type (row of the matrix)
+  int gpus = 1;           // its scale factor
+  double steps = 0.0;     // to do in all
+  std::string command;    // what runs it (Slurm: the batch script's command line)
+};
+
+enum class JobStatus : std::uint8_t {
+  kWaiting,   // submitted, not running (never leased, preempted, or its lease has not started yet)
+  kRunning,
+  kFinished,  // it ended well (all its steps done)
+  kFailed,    // it ended badly; the backend's detail says how
+};
+std::string_view to_string(JobStatus status);  // "waiting", "running", "finished", "failed"
+
+// One job after a round.
+struct JobProgress {
+  int id = 0;
+  JobStatus status = JobStatus::kWaiting;
+  double steps_done = 0.0;  // as the job last reported (it may fall back to its checkpoint)
+  double ran_s = 0.0;       // how long it ran during the round
+  std::string detail;       // kFailed: why; else where it ran ("n1,n2"), or empty
+};
+
+class ClusterBackend {
+ public:
+  virtual ~ClusterBackend() = default;
+  // The GPUs up now. Called before every round: a change (a server down or back) makes the
+  // scheduler reallocate.
+  virtual ClusterTopology topology() = 0;
+  // A new job; it does not run until leased.
+  virtual void submit(const BackendJob& job) = 0;
+  // The coming round: every job not in `leases` that runs is preempted (it checkpoints and
+  // stops), a renewed lease's job keeps running, every other lease's job starts or resumes (from
+  // its checkpoint) on the lease's GPUs. Leases are RoundScheduler's, jobs alone (no partner).
+  virtual void begin_round(const std::vector<Lease>& leases) = 0;
+  // Lets the round run `round_s` seconds (a real cluster: waits; an emulated one: advances its
+  // clock), then reports every job submitted and not yet reported finished or failed.
+  virtual std::vector<JobProgress> end_round(double round_s) = 0;
+};
+
+}  // namespace perseus::cluster

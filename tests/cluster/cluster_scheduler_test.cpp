@@ -1,0 +1,175 @@
+// The live scheduler on the emulated backend: it finishes a static trace exactly when the
+// simulator does, learns throughputs it was told wrong, survives a server going down (jobs back to
+// their checkpoints, no lease on the lost GPUs), preempted jobs resume where they stopped, and bad
+// input is named.
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "matrices.hpp"
+
+#include "perseus/cluster/cluster_scheduler.hpp"
+#include "perseus/cluster/emulated_backend.hpp"
+#include "perseus/cluster/simulator.hpp"
+
+namespace perseus::cluster {
+namespace {
+
+using testing::matrix_of;
+
+// Gavel's three types, one row per job type, a 2-GPU type among them.
+ThroughputMatrix three_types() {
+  return matrix_of({"k80", "p100", "v100"}, {{0.2, 0.5, 1.0}, {0.4, 0.6, 0.8}, {0.1, 0.3, 0.9}, {0.3, 0.7, 1.2}}, {1, 1, 1, 2});
+}
+
+EmulatedCluster cluster_of(ThroughputMatrix truth, std::vector<int> workers, int per_server = 2) {
+  EmulatedCluster c;
+  c.truth = std::move(truth);
+  c.workers = std::move(workers);
+  c.gpus_per_server = per_server;
+  return c;
+}
+
+// Runs until every job finished or failed (at most `max_rounds`).
+void run_to_the_end(ClusterScheduler& s, int max_rounds = 10000) {
+  for (int r = 0; r < max_rounds && !s.idle(); ++r) s.run_round();
+  ASSERT_TRUE(s.idle()) << "jobs still running after " << max_rounds << " rounds";
+}
+
+TEST(ClusterScheduler, FinishesAStaticTraceWhenTheSimulatorDoes) {
+  const ThroughputMatrix t = three_types();
+  const std::vector<int> workers{2, 2, 4};
+  for (PolicyKind policy : {PolicyKind::kMaxMinFairness, PolicyKind::kFifo, PolicyKind::kMakespan}) {
+    std::vector<TraceJob> trace;
+    for (int i = 0; i < 12; ++i) trace.push_back({i % 4, 0.0, 300.0 + 170.0 * i, 1.0 + i % 3});
+    SimulationSpec sim;
+    sim.workers = workers;
+    sim.gpus_per_server = 2;
+    sim.round_s = 360.0;
+    sim.policy = PolicySpec(policy);
+    const SimulationResult expected = simulate(list_source(trace), t, sim);
+
+    EmulatedBackend backend(cluster_of(t, workers));
+    ClusterScheduler s(t, backend, {PolicySpec(policy), 360.0});
+    for (const TraceJob& j : trace) s.submit({j.type, j.steps, j.weight});
+    run_to_the_end(s);
+    ASSERT_EQ(s.jobs().size(), expected.jobs.size());
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+      EXPECT_EQ(s.jobs()[i].status, JobStatus::kFinished);
+      EXPECT_NEAR(s.jobs()[i].finished_s, expected.jobs[i].completion_s, 1e-6) << to_string(policy) << " job " << i;
+      EXPECT_EQ(s.jobs()[i].preemptions, expected.jobs[i].preemptions) << to_string(policy) << " job " << i;
+      EXPECT_DOUBLE_EQ(s.jobs()[i].steps_done, trace[i].steps);
+    }
+    // The truth is what the matrix said: measuring changed nothing.
+    for (int m = 0; m < t.num_job_types(); ++m)
+      for (int j = 0; j < t.num_gpu_types(); ++j) EXPECT_NEAR(s.matrix().at(m, j), t.at(m, j), 1e-9);
+  }
+}
+
+TEST(ClusterScheduler, MeasuredThroughputsReplaceWhatItWasTold) {
+  // Told the K80 is as fast as the V100 for job type 0; it is 4x slower. Once measured, the
+  // matrix holds the truth and the aware policy moves the job's time to the V100.
+  const ThroughputMatrix truth = matrix_of({"k80", "v100"}, {{0.25, 1.0}});
+  ThroughputMatrix told = truth;
+  told.steps_per_s[0][0] = 1.0;
+  EmulatedBackend backend(cluster_of(truth, {1, 1}, 1));
+  SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 100.0};
+  options.measurement_weight = 1.0;
+  ClusterScheduler s(told, backend, options);
+  for (int i = 0; i < 3; ++i) s.submit({0, 1e6});
+  for (int r = 0; r < 6; ++r) s.run_round();
+  EXPECT_NEAR(s.matrix().at(0, 0), 0.25, 1e-12);
+  EXPECT_NEAR(s.matrix().at(0, 1), 1.0, 1e-12);
+  EXPECT_GT(s.measurements()[0][0], 0);
+  // Reallocated at the start, and again once the K80's figure moved.
+  EXPECT_GE(std::count_if(s.rounds().begin(), s.rounds().end(), [](const RoundLog& r) { return r.reallocated; }), 2);
+  // LAS with the truth known: the three identical jobs get equal true throughputs, a third of the
+  // cluster's 1.25 steps/s each (under the wrong figure they would not).
+  ASSERT_EQ(s.allocation().size(), 3u);
+  for (const auto& row : s.allocation()) EXPECT_NEAR(effective_throughput(truth, 0, row), 1.25 / 3.0, 1e-6);
+}
+
+TEST(ClusterScheduler, AServerDownShrinksTheClusterAndItsJobsResumeFromTheirCheckpoints) {
+  const ThroughputMatrix t = three_types();
+  EmulatedCluster cluster = cluster_of(t, {2, 2, 4});
+  cluster.checkpoint_s = 100.0;
+  EmulatedBackend backend(cluster);
+  ClusterScheduler s(t, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
+  for (int i = 0; i < 8; ++i) s.submit({i % 3, 2000.0});
+  s.run_round();
+  s.run_round();
+  // V100 server 1 (GPUs 2 and 3) goes down; who was there?
+  std::vector<int> on_lost;
+  for (const Lease& l : s.rounds().back().leases)
+    if (l.gpu_type == 2 && std::any_of(l.gpus.begin(), l.gpus.end(), [](int g) { return g >= 2; })) on_lost.push_back(l.job);
+  ASSERT_FALSE(on_lost.empty());
+  std::vector<double> before;
+  for (int id : on_lost) before.push_back(s.jobs()[id].steps_done);
+  backend.set_server_up(2, 1, false);
+  const RoundLog& after = s.run_round();
+  EXPECT_TRUE(after.reallocated);
+  EXPECT_EQ(after.topology.workers, (std::vector<int>{2, 2, 2}));
+  for (const Lease& l : after.leases) {
+    EXPECT_FALSE(l.renewed && l.gpu_type == 2 && std::find(on_lost.begin(), on_lost.end(), l.job) != on_lost.end());
+    for (int g : l.gpus) EXPECT_LT(g, after.topology.workers[l.gpu_type]);
+  }
+  // Each lost job fell back to its last checkpoint (taken every 100 s of running) and went on.
+  for (std::size_t k = 0; k < on_lost.size(); ++k) {
+    const ScheduledJob& j = s.jobs()[on_lost[k]];
+    const bool leased = std::any_of(after.leases.begin(), after.leases.end(), [&](const Lease& l) { return l.job == j.id; });
+    if (!leased) {
+      EXPECT_LT(j.steps_done, before[k]) << "job " << j.id;
+    }
+  }
+  backend.set_server_up(2, 1, true);
+  run_to_the_end(s);
+  for (const ScheduledJob& j : s.jobs()) EXPECT_EQ(j.status, JobStatus::kFinished);
+  EXPECT_EQ(s.topology().workers, (std::vector<int>{2, 2, 4}));
+}
+
+TEST(ClusterScheduler, PreemptedJobsResumeWhereTheyStopped) {
+  const ThroughputMatrix t = three_types();
+  EmulatedBackend backend(cluster_of(t, {1, 1, 1}, 1));
+  ClusterScheduler s(t, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
+  for (int i = 0; i < 6; ++i) s.submit({i % 3, 900.0});
+  std::vector<double> last(6, 0.0);
+  int preempted = 0;
+  while (!s.idle()) {
+    s.run_round();
+    for (const ScheduledJob& j : s.jobs()) {
+      EXPECT_GE(j.steps_done, last[j.id]) << "job " << j.id << " lost progress without a failure";
+      last[j.id] = j.steps_done;
+      preempted += j.preemptions;
+    }
+  }
+  EXPECT_GT(preempted, 0);  // six jobs on three GPUs take turns
+}
+
+TEST(ClusterScheduler, BadInputIsNamed) {
+  const ThroughputMatrix t = matrix_of({"k80", "v100"}, {{0.25, 1.0}, {0.0, 0.0}});
+  EmulatedBackend backend(cluster_of(t, {1, 1}, 1));
+  ClusterScheduler s(t, backend, {});
+  const auto message = [&](JobRequest r) {
+    try {
+      s.submit(r);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({5, 10.0}).find("job type 5"), std::string::npos);
+  EXPECT_NE(message({1, 10.0}).find("no throughput on any GPU type"), std::string::npos);
+  EXPECT_NE(message({0, 0.0}).find("steps"), std::string::npos);
+  EXPECT_NE(message({0, 10.0, -1.0}).find("weight -1"), std::string::npos);
+  EXPECT_NE(message({0, 10.0, 1.0, Job::kNoSlo, 3}).find("entity 3"), std::string::npos);
+  EXPECT_THROW(ClusterScheduler(t, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 0.0}), InputError);
+  PolicySpec sharing;
+  sharing.space_sharing = true;
+  EXPECT_THROW(ClusterScheduler(t, backend, {sharing}), InputError);
+  EXPECT_THROW(backend.set_server_up(0, 3, false), InputError);
+  EXPECT_TRUE(s.jobs().empty());
+}
+
+}  // namespace
+}  // namespace perseus::cluster

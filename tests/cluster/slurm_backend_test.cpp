@@ -1,0 +1,171 @@
+// The live scheduler on a real Slurm cluster, end to end: slurmctld and one slurmd per node,
+// started by the test on this machine (tests/cluster/slurm/local_cluster.sh), GPU types declared
+// as GRES, and jobs that are small programs keeping the backend's contract
+// (tests/cluster/slurm/training_job.py: they checkpoint and resume). More jobs than GPUs, so jobs
+// take turns (preemption by requeue, resumption from the checkpoint); a node dies mid-run; the
+// K80's figure is told wrong and measured right.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include "perseus/cluster/cluster_scheduler.hpp"
+#include "perseus/cluster/slurm_backend.hpp"
+
+namespace perseus::cluster {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kScripts = std::string(PERSEUS_SOURCE_DIR) + "/tests/cluster/slurm";
+
+int shell(const std::string& command) { return std::system(command.c_str()); }
+
+class SlurmCluster : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char pattern[] = "/tmp/perseus-slurm-XXXXXX";
+    dir_ = mkdtemp(pattern);
+    // A failure here would only skip the test: it is reported by the test instead.
+    started_ = shell(kScripts + "/local_cluster.sh start " + dir_ + " n1:v100:2 n2:v100:2 n3:p100:2 n4:k80:2") == 0;
+  }
+  static void TearDownTestSuite() {
+    shell(kScripts + "/local_cluster.sh stop " + dir_);
+    if (passed_) fs::remove_all(dir_);  // else kept for its logs
+  }
+  void SetUp() override {
+    ASSERT_TRUE(started_) << "the local Slurm cluster did not start (Debian's slurmctld and slurmd); its logs: " << dir_ << "/log";
+  }
+  void TearDown() override { passed_ = !HasFailure(); }
+  static std::string dir_;
+  static bool started_, passed_;
+};
+std::string SlurmCluster::dir_;
+bool SlurmCluster::started_ = false, SlurmCluster::passed_ = false;
+
+// A job's log: (event, node, steps) per line, "start", "stop" or "done".
+struct LogLine {
+  std::string event, node;
+  double steps = 0.0;
+};
+std::vector<LogLine> log_of(const std::string& job_dir) {
+  std::vector<LogLine> out;
+  std::ifstream in(job_dir + "/log");
+  for (LogLine l; in >> l.event >> l.node >> l.steps;) out.push_back(l);
+  return out;
+}
+
+TEST_F(SlurmCluster, RunsJobsThroughPreemptionAndANodeFailure) {
+  // Told: the K80 runs the small job at 0.5 steps/s. It runs it at 1.0 (the speeds file).
+  ThroughputMatrix told;
+  told.gpu_types = {"k80", "p100", "v100"};
+  told.job_types = {{"small", 1}, {"large", 2}};
+  told.steps_per_s = {{0.5, 1.0, 2.0}, {1.0, 2.0, 4.0}};
+  {
+    std::ofstream speeds(dir_ + "/speeds");
+    speeds << "n1 small 2.0\nn2 small 2.0\nn3 small 1.0\nn4 small 1.0\n"
+           << "n1 large 4.0\nn2 large 4.0\nn3 large 2.0\nn4 large 1.0\n";
+  }
+  SlurmOptions slurm;
+  slurm.config = dir_ + "/slurm.conf";
+  slurm.job_root = dir_ + "/jobs";
+  SlurmBackend backend(told.gpu_types, slurm);
+  SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 3.0};
+  options.measurement_weight = 1.0;
+  ClusterScheduler scheduler(told, backend, options);
+  EXPECT_EQ(scheduler.topology().workers, (std::vector<int>{0, 0, 0}));  // none asked yet
+
+  // Five 1-GPU and two 2-GPU jobs: 9 GPUs wanted, 8 there.
+  const auto command = [&](const std::string& kind) {
+    return fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds {} 1.0", dir_, kScripts,
+                       dir_, kind);
+  };
+  for (int i = 0; i < 5; ++i) scheduler.submit({0, 14.0, 1.0, Job::kNoSlo, 0, command("small")});
+  for (int i = 0; i < 2; ++i) scheduler.submit({1, 28.0, 1.0, Job::kNoSlo, 0, command("large")});
+
+  scheduler.run_round();
+  EXPECT_EQ(scheduler.topology().workers, (std::vector<int>{2, 2, 4}));
+  EXPECT_EQ(scheduler.topology().gpus_per_server, 2);
+  scheduler.run_round();
+
+  // n1 dies. Who was running there?
+  std::vector<int> on_n1;
+  for (const ScheduledJob& j : scheduler.jobs())
+    if (j.status == JobStatus::kRunning && backend.nodes_of(j.id) == std::vector<std::string>{"n1"}) on_n1.push_back(j.id);
+  ASSERT_EQ(shell(kScripts + "/local_cluster.sh kill-node " + dir_ + " n1"), 0);
+
+  int round_lost = -1;
+  std::string trace;  // printed when the test fails
+  for (int r = 0; r < 80 && !scheduler.idle(); ++r) {
+    const RoundLog& round = scheduler.run_round();
+    if (round_lost < 0 && round.topology.workers[2] == 2) round_lost = round.index;
+    trace += fmt::format("round {}: GPUs {}/{}/{}{}, leases", round.index, round.topology.workers[0], round.topology.workers[1],
+                         round.topology.workers[2], round.reallocated ? " (reallocated)" : "");
+    for (const Lease& l : round.leases) trace += fmt::format(" {}:{}", l.job, fmt::join(backend.nodes_of(l.job), "+"));
+    trace += ";";
+    for (const ScheduledJob& j : scheduler.jobs()) trace += fmt::format(" {}={}@{:.1f}", j.id, to_string(j.status), j.steps_done);
+    trace += "\n";
+    if (round_lost >= 0) {
+      for (const Lease& l : round.leases) EXPECT_NE(backend.nodes_of(l.job), std::vector<std::string>{"n1"}) << "round " << round.index;
+    }
+  }
+  if (::testing::Test::HasFailure() || !scheduler.idle() || std::getenv("PERSEUS_TEST_TRACE")) std::cerr << trace;
+  ASSERT_TRUE(scheduler.idle()) << "jobs unfinished after 80 rounds";
+  ASSERT_GE(round_lost, 0) << "Slurm never reported n1 down";
+  EXPECT_EQ(scheduler.topology().workers, (std::vector<int>{2, 2, 2}));
+
+  int resumptions = 0, preemptions = 0;
+  for (const ScheduledJob& j : scheduler.jobs()) {
+    EXPECT_EQ(j.status, JobStatus::kFinished) << "job " << j.id << ": " << j.detail;
+    preemptions += j.preemptions;
+    const std::vector<LogLine> log = log_of(fmt::format("{}/jobs/job-{}", dir_, j.id));
+    ASSERT_FALSE(log.empty()) << "job " << j.id << " never ran";
+    EXPECT_EQ(log.front().event, "start");
+    EXPECT_EQ(log.front().steps, 0.0);
+    EXPECT_EQ(log.back().event, "done") << "job " << j.id;
+    EXPECT_DOUBLE_EQ(log.back().steps, j.request.steps);
+    // Every restart after a clean stop resumes at the stop's checkpoint, exactly.
+    for (std::size_t k = 1; k < log.size(); ++k)
+      if (log[k].event == "start" && log[k - 1].event == "stop") {
+        EXPECT_DOUBLE_EQ(log[k].steps, log[k - 1].steps) << "job " << j.id << " line " << k;
+        ++resumptions;
+      }
+  }
+  EXPECT_GT(preemptions, 0);
+  EXPECT_GT(resumptions, 0);
+
+  // The jobs on n1 died without a clean stop and went on elsewhere from their last checkpoint.
+  for (int id : on_n1) {
+    const std::vector<LogLine> log = log_of(fmt::format("{}/jobs/job-{}", dir_, id));
+    bool killed = false;
+    for (std::size_t k = 1; k < log.size(); ++k)
+      if (log[k].event == "start" && log[k - 1].event == "start" && log[k - 1].node == "n1") {
+        killed = true;
+        EXPECT_NE(log[k].node, "n1");
+        EXPECT_GE(log[k].steps, log[k - 1].steps);
+      }
+    EXPECT_TRUE(killed) << "job " << id << " was running on n1 when it died";
+  }
+
+  // Jobs that ran through whole rounds measured their speeds: every figure measured is the
+  // speeds file's (the last measurement counts alone), within the noise of 3-s rounds.
+  const std::vector<std::vector<double>> truth{{1.0, 1.0, 2.0}, {1.0, 2.0, 4.0}};
+  int measured = 0;
+  for (int m = 0; m < 2; ++m)
+    for (int g = 0; g < 3; ++g) {
+      if (scheduler.measurements()[m][g] == 0) continue;
+      measured += scheduler.measurements()[m][g];
+      EXPECT_NEAR(scheduler.matrix().at(m, g), truth[m][g], 0.2 * truth[m][g]) << told.job_types[m].model << " on " << told.gpu_types[g];
+    }
+  EXPECT_GT(measured, 0);
+}
+
+}  // namespace
+}  // namespace perseus::cluster
