@@ -264,6 +264,11 @@ TEST(ClusterCli, RunsAJobsFileOnTheEmulatedBackend) {
   EXPECT_NE(human.out.find("round 0 (0 s):"), std::string::npos) << human.out;
   EXPECT_NE(human.out.find("3 jobs on the emulated backend"), std::string::npos) << human.out;
 
+  // Stopped early: the jobs are preempted and the command says so.
+  const auto early = run("cluster run --jobs " + path + " --gpus k80:1,p100:1,v100:1 --gpus-per-server 1 --max-rounds 2 -q");
+  EXPECT_NE(early.status, 0);
+  EXPECT_NE(early.out.find("jobs still unfinished after --max-rounds 2"), std::string::npos) << early.out;
+
   // The slurm backend needs each job's command; a bad backend is named.
   std::ofstream(path) << "job,steps\nA3C x1,500\n";
   const auto no_command = run("cluster run --backend slurm --jobs " + path);

@@ -500,7 +500,7 @@ void run_live(const RunArgs& a) {
     fmt::print(stderr, "round {} ({:.0f} s): {} leases on {}{}; {} running, {} finished, {} failed of {}\n", r.index, r.start_s,
                r.leases.size(), gpus, r.reallocated ? " (reallocated)" : "", running, finished, failed, scheduler.jobs().size());
   }
-  if (auto* slurm = dynamic_cast<SlurmBackend*>(backend.get()); slurm && !scheduler.idle()) slurm->preempt_all();
+  if (!scheduler.idle()) backend->preempt_all();
 
   const auto jct = [](const ScheduledJob& j) { return j.finished_s >= 0.0 ? j.finished_s - j.submitted_s : -1.0; };
   if (a.json) {

@@ -61,6 +61,9 @@ class ClusterBackend {
   // Lets the round run `round_s` seconds (a real cluster: waits; an emulated one: advances its
   // clock), then reports every job submitted and not yet reported finished or failed.
   virtual std::vector<JobProgress> end_round(double round_s) = 0;
+  // Every running job is preempted (it checkpoints and stops) and none starts until leased
+  // again: before the scheduler stops with jobs unfinished.
+  virtual void preempt_all() = 0;
 };
 
 }  // namespace perseus::cluster

@@ -33,6 +33,7 @@ class EmulatedBackend : public ClusterBackend {
   void submit(const BackendJob& job) override;
   void begin_round(const std::vector<Lease>& leases) override;
   std::vector<JobProgress> end_round(double round_s) override;
+  void preempt_all() override { begin_round({}); }
 
   // Server `server` of GPU type `gpu_type` goes down (its jobs fall back to their last
   // checkpoint and stop) or comes back. InputError for a server outside the cluster.

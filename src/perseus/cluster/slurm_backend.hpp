@@ -61,8 +61,8 @@ class SlurmBackend : public ClusterBackend {
   // The Slurm job id of a perseus job (0: not submitted), and the nodes its last lease named.
   unsigned slurm_id(int job) const;
   const std::vector<std::string>& nodes_of(int job) const;
-  // Every job not finished is requeued in hold (checkpointing), e.g. before the scheduler exits.
-  void preempt_all();
+  // Every job not finished is requeued in hold (checkpointing).
+  void preempt_all() override;
 
  private:
   struct Tracked {
