@@ -703,8 +703,8 @@ void add_cluster_commands(CLI::App& app) {
   run_cmd->footer(
       "Each round (--round, Gavel's 6 minutes) the policy reallocates when jobs, nodes or measured throughputs changed, the "
       "round-based mechanism picks leases, and the backend runs them: the slurm backend submits one held batch job per job, "
-      "releases it on the lease's nodes, requeues it (SIGTERM: it checkpoints) when its lease ends; a job that ran through a "
-      "round measures its steps/s, which replaces the matrix's figure. Nodes are read from Slurm (GRES gpu:TYPE:N).\n"
+      "releases it on the lease's nodes, requeues it (SIGTERM: it checkpoints) when its lease ends; a job that ran through a whole "
+      "round measures its steps/s, which moves the matrix's figure (an average over measurements). Nodes are read from Slurm (GRES gpu:TYPE:N).\n"
       "jobs.csv: job, steps (required), weight, slo_s, entity, command (the slurm backend: a shell command line, no commas).\n"
       "A job's contract (docs/cluster.md): it resumes from its checkpoint in $PERSEUS_JOB_DIR, writes its steps done to "
       "$PERSEUS_JOB_DIR/progress, checkpoints and exits 0 on SIGTERM, exits 0 after $PERSEUS_STEPS.\n"

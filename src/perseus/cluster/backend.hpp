@@ -4,6 +4,7 @@
 // then every round the leases RoundScheduler made, and reads back what the jobs did.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,16 @@ enum class JobStatus : std::uint8_t {
   kFinished,  // it ended well (all its steps done)
   kFailed,    // it ended badly; the backend's detail says how
 };
-std::string_view to_string(JobStatus status);  // "waiting", "running", "finished", "failed"
+// "waiting", "running", "finished", "failed".
+inline std::string_view to_string(JobStatus status) {
+  switch (status) {
+    case JobStatus::kWaiting: return "waiting";
+    case JobStatus::kRunning: return "running";
+    case JobStatus::kFinished: return "finished";
+    case JobStatus::kFailed: return "failed";
+  }
+  return "?";
+}
 
 // One job after a round.
 struct JobProgress {

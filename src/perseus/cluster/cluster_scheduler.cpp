@@ -7,23 +7,12 @@
 
 namespace perseus::cluster {
 
-std::string_view to_string(JobStatus status) {
-  switch (status) {
-    case JobStatus::kWaiting: return "waiting";
-    case JobStatus::kRunning: return "running";
-    case JobStatus::kFinished: return "finished";
-    case JobStatus::kFailed: return "failed";
-  }
-  return "?";
-}
-
 ClusterScheduler::ClusterScheduler(ThroughputMatrix matrix, ClusterBackend& backend, SchedulerOptions options)
     : matrix_(std::move(matrix)),
       backend_(backend),
       options_(std::move(options)),
       rounds_scheduler_(std::vector<int>(matrix_.gpu_types.size(), 0), 1) {
-  if (!(options_.round_s > 0.0) || !std::isfinite(options_.round_s))
-    throw InputError(fmt::format("round length {} s: must be a number > 0", options_.round_s));
+  check_round_length(options_.round_s);
   if (!(options_.measurement_weight > 0.0 && options_.measurement_weight <= 1.0))
     throw InputError(fmt::format("measurement weight {}: must be in (0, 1]", options_.measurement_weight));
   if (options_.policy.space_sharing)
@@ -135,19 +124,20 @@ const RoundLog& ClusterScheduler::run_round() {
   const std::vector<JobProgress> progress = backend_.end_round(options_.round_s);
 
   std::vector<double> ran(log.leases.size(), 0.0);
+  std::vector<int> lease_of(jobs_.size(), -1);
+  for (std::size_t k = 0; k < log.leases.size(); ++k) lease_of[log.leases[k].job] = static_cast<int>(k);
   for (const JobProgress& p : progress) {
     if (p.id < 0 || p.id >= static_cast<int>(jobs_.size())) continue;
     ScheduledJob& job = jobs_[p.id];
     if (job.status == JobStatus::kFinished || job.status == JobStatus::kFailed) continue;
-    const double advanced = p.steps_done - job.steps_done;
-    for (std::size_t k = 0; k < log.leases.size(); ++k)
-      if (log.leases[k].job == p.id) {
-        ran[k] = std::min(p.ran_s, options_.round_s);
-        // Only a job that ran through the whole round: a start's time (loading the checkpoint,
-        // warming up) is not its speed, and a backend may know the end of a job only roughly.
-        if (log.leases[k].renewed && job.status == JobStatus::kRunning && p.status == JobStatus::kRunning)
-          measure(job, log.leases[k].gpu_type, advanced, p.ran_s);
-      }
+    if (const int k = lease_of[p.id]; k >= 0) {
+      const Lease& l = log.leases[k];
+      ran[k] = std::min(p.ran_s, options_.round_s);
+      // Only a job that ran through the whole round: a start's time (loading the checkpoint,
+      // warming up) is not its speed, and a backend may know the end of a job only roughly.
+      if (l.renewed && job.status == JobStatus::kRunning && p.status == JobStatus::kRunning)
+        measure(job, l.gpu_type, p.steps_done - job.steps_done, p.ran_s);
+    }
     job.steps_done = p.steps_done;
     job.status = p.status;
     job.detail = p.detail;

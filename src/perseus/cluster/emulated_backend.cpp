@@ -11,10 +11,7 @@ EmulatedBackend::EmulatedBackend(EmulatedCluster cluster) : cluster_(std::move(c
   if (static_cast<int>(cluster_.workers.size()) != cluster_.truth.num_gpu_types())
     throw InputError(fmt::format("the emulated cluster has {} GPU counts, the throughputs {} GPU types", cluster_.workers.size(),
                                  cluster_.truth.num_gpu_types()));
-  if (cluster_.gpus_per_server < 1)
-    throw InputError(fmt::format("{} GPUs per server: must be at least 1", cluster_.gpus_per_server));
-  for (int w : cluster_.workers)
-    if (w < 0) throw InputError(fmt::format("{} GPUs of a type: must be zero or more", w));
+  check_workers(cluster_.workers, cluster_.gpus_per_server);
   if (!(cluster_.restart_s >= 0.0)) throw InputError(fmt::format("restart time {} s: must be >= 0", cluster_.restart_s));
   if (!(cluster_.checkpoint_s > 0.0)) throw InputError(fmt::format("checkpoint period {} s: must be > 0", cluster_.checkpoint_s));
   for (int w : cluster_.workers)

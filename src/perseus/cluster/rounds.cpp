@@ -13,15 +13,16 @@
 
 namespace perseus::cluster {
 
-namespace {
-
 void check_workers(const std::vector<int>& workers, int gpus_per_server) {
   if (gpus_per_server < 1) throw InputError(fmt::format("{} GPUs per server: must be at least 1", gpus_per_server));
   for (int w : workers)
     if (w < 0) throw InputError(fmt::format("{} GPUs of a type: must be zero or more", w));
 }
 
-}  // namespace
+void check_round_length(double round_s) {
+  if (!(round_s > 0.0) || !std::isfinite(round_s))
+    throw InputError(fmt::format("round length {} s: must be a number > 0", round_s));
+}
 
 RoundScheduler::RoundScheduler(std::vector<int> workers, int gpus_per_server)
     : workers_(std::move(workers)), gpus_per_server_(gpus_per_server) {

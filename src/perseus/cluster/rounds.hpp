@@ -43,6 +43,11 @@ struct Lease {
   int partner = -1;           // the job sharing these GPUs, or -1
 };
 
+// InputError for a negative GPU count or gpus_per_server < 1 (every cluster description checks
+// this), and for a round length that is not a number > 0.
+void check_workers(const std::vector<int>& workers, int gpus_per_server);
+void check_round_length(double round_s);
+
 class RoundScheduler {
  public:
   // `workers[j]` GPUs of type j, `gpus_per_server` to a server (the last server of a type may be

@@ -18,8 +18,7 @@ void check(const ThroughputMatrix& matrix, const SimulationSpec& spec) {
   if (static_cast<int>(spec.workers.size()) != matrix.num_gpu_types())
     throw InputError(fmt::format("the cluster has {} GPU counts, the throughputs {} GPU types", spec.workers.size(),
                                  matrix.num_gpu_types()));
-  if (!(spec.round_s > 0.0) || !std::isfinite(spec.round_s))
-    throw InputError(fmt::format("round length {} s: must be a number > 0", spec.round_s));
+  check_round_length(spec.round_s);
   if (!(spec.restart_overhead_s >= 0.0) || spec.restart_overhead_s >= spec.round_s)
     throw InputError(fmt::format("restart overhead {} s: must be >= 0 and shorter than a round ({} s)", spec.restart_overhead_s,
                                  spec.round_s));

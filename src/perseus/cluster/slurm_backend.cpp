@@ -142,7 +142,7 @@ void SlurmBackend::submit(const BackendJob& job) {
   std::error_code ignored;
   fs::remove(t.dir + "/progress", ignored);
 
-  const std::string script = fmt::format("#!/bin/sh\n# perseus job {}\nexec {}\n", job.id, job.command);
+  std::string script = fmt::format("#!/bin/sh\n# perseus job {}\nexec {}\n", job.id, job.command);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (std::string_view(*e).rfind("PERSEUS_", 0) != 0 && std::string_view(*e).rfind("SLURM_", 0) != 0) env.emplace_back(*e);
@@ -152,23 +152,23 @@ void SlurmBackend::submit(const BackendJob& job) {
   std::vector<char*> env_ptrs;
   for (std::string& e : env) env_ptrs.push_back(e.data());
   std::string name = fmt::format("perseus-{}", job.id), out = t.dir + "/slurm-%j.out", tres = fmt::format("gres:gpu:{}", job.gpus);
-  std::string script_copy = script, dir = t.dir, partition = options_.partition;
+  // The descriptor points into these strings (libslurm takes char*): they outlive the call.
   char argv0[] = "perseus-job";
   char* argv[] = {argv0, nullptr};
 
   job_desc_msg_t d;
   slurm_init_job_desc_msg(&d);
   d.name = name.data();
-  d.script = script_copy.data();
+  d.script = script.data();
   d.argc = 1;
   d.argv = argv;
   d.environment = env_ptrs.data();
   d.env_size = static_cast<uint32_t>(env_ptrs.size());
-  d.work_dir = dir.data();
+  d.work_dir = t.dir.data();
   d.std_out = out.data();
   d.std_err = out.data();
   d.tres_per_job = tres.data();
-  d.partition = partition.empty() ? nullptr : partition.data();
+  d.partition = options_.partition.empty() ? nullptr : options_.partition.data();
   d.priority = 0;  // held until its first lease
   d.requeue = 1;
   d.min_nodes = 1;
