@@ -283,4 +283,22 @@ TEST(ClusterCli, RunsAJobsFileOnTheEmulatedBackend) {
   EXPECT_NE(zero.out.find("job 0: 0 steps"), std::string::npos) << zero.out;
 }
 
+TEST(ClusterCli, ServesJobsOverHttpAndPicksThemUpAfterARestart) {
+  // tests/cluster/serve_session.py: submissions (401 without the token, 400 for bad steps), a
+  // job finished, SIGINT while another runs, a restart on the same database that resumes it.
+  const perseus::testing::TempDir temp;
+  const auto r = perseus::testing::run_command("python3 " + std::string(PERSEUS_SOURCE_DIR) + "/tests/cluster/serve_session.py " +
+                                               PERSEUS_BINARY + " " + temp.path().string() + " 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out << "\nthe server's log:\n" << std::ifstream(temp.path() / "serve.log").rdbuf();
+  EXPECT_NE(r.out.find("restarted: job 1 back at"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
+  // Bad options are named before anything starts.
+  const auto bad = run("cluster serve --backend kubernetes");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("--backend 'kubernetes'"), std::string::npos) << bad.out;
+  const auto help = run("cluster serve --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("POST /jobs"), std::string::npos) << help.out;
+}
+
 }  // namespace

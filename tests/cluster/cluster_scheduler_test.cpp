@@ -146,6 +146,74 @@ TEST(ClusterScheduler, PreemptedJobsResumeWhereTheyStopped) {
   EXPECT_GT(preempted, 0);  // six jobs on three GPUs take turns
 }
 
+TEST(ClusterScheduler, ARestoredSchedulerFinishesWhereTheFirstWould) {
+  // Two schedulers in a row (the first stops after 4 rounds, the second restores its jobs, clock
+  // and measurement counts) finish every job with all its steps; a job the first finished is not
+  // handed to the backend again, and the jobs' steps add up to a continuous run's.
+  const ThroughputMatrix t = three_types();
+  const std::vector<int> workers{2, 2, 4};
+  std::vector<JobRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back({i % 4, 100.0 + 400.0 * i});
+  requests[0].steps = 50.0;  // over in the first round
+
+  EmulatedBackend first_backend(cluster_of(t, workers));
+  ClusterScheduler first(t, first_backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
+  for (const JobRequest& r : requests) first.submit(r);
+  for (int r = 0; r < 4; ++r) first.run_round();
+  ASSERT_EQ(first.jobs()[0].status, JobStatus::kFinished);
+  ASSERT_FALSE(first.idle());
+
+  EmulatedBackend second_backend(cluster_of(t, workers));
+  ClusterScheduler second(first.matrix(), second_backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
+  second.restore(first.now_s(), first.jobs(), first.measurements());
+  EXPECT_EQ(second.now_s(), first.now_s());
+  EXPECT_EQ(second.jobs()[0].status, JobStatus::kFinished);
+  EXPECT_EQ(second.jobs()[0].finished_s, first.jobs()[0].finished_s);
+  const RoundLog& round = second.run_round();
+  for (const Lease& l : round.leases) EXPECT_NE(l.job, 0);
+  for (std::size_t i = 1; i < requests.size(); ++i)
+    if (first.jobs()[i].steps_done > 0.0 && second.jobs()[i].status == JobStatus::kRunning) {
+      EXPECT_GE(second.jobs()[i].steps_done, first.jobs()[i].steps_done) << "job " << i << " lost its progress";
+    }
+  run_to_the_end(second);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(second.jobs()[i].status, JobStatus::kFinished) << i;
+    EXPECT_DOUBLE_EQ(second.jobs()[i].steps_done, requests[i].steps) << i;
+    EXPECT_GT(second.jobs()[i].finished_s, second.jobs()[i].submitted_s) << i;
+  }
+
+  // Restoring is for a fresh scheduler, with ids in order.
+  EXPECT_THROW(second.restore(0.0, {}, first.measurements()), InputError);
+  EmulatedBackend third_backend(cluster_of(t, workers));
+  ClusterScheduler third(t, third_backend, {});
+  std::vector<ScheduledJob> shuffled = first.jobs();
+  std::swap(shuffled[1], shuffled[2]);
+  EXPECT_THROW(third.restore(0.0, shuffled, first.measurements()), InputError);
+  EXPECT_THROW(third.restore(0.0, first.jobs(), {}), InputError);
+}
+
+// A backend that refuses every job whose command is "refuse" (as Slurm refuses a bad partition).
+class RefusingBackend : public EmulatedBackend {
+ public:
+  using EmulatedBackend::EmulatedBackend;
+  void submit(const BackendJob& job) override {
+    if (job.command == "refuse") throw SolveError("no such partition");
+    EmulatedBackend::submit(job);
+  }
+};
+
+TEST(ClusterScheduler, AJobTheBackendRefusesFailsAndTheOthersRun) {
+  const ThroughputMatrix t = matrix_of({"k80", "v100"}, {{0.5, 1.0}});
+  RefusingBackend backend(cluster_of(t, {1, 1}, 1));
+  ClusterScheduler s(t, backend, {PolicySpec(PolicyKind::kFifo), 100.0});
+  EXPECT_EQ(s.submit({0, 10.0, 1.0, Job::kNoSlo, 0, "refuse"}), 0);
+  EXPECT_EQ(s.submit({0, 10.0}), 1);
+  EXPECT_EQ(s.jobs()[0].status, JobStatus::kFailed);
+  EXPECT_NE(s.jobs()[0].detail.find("no such partition"), std::string::npos);
+  run_to_the_end(s);
+  EXPECT_EQ(s.jobs()[1].status, JobStatus::kFinished);
+}
+
 TEST(ClusterScheduler, BadInputIsNamed) {
   const ThroughputMatrix t = matrix_of({"k80", "v100"}, {{0.25, 1.0}, {0.0, 0.0}});
   EmulatedBackend backend(cluster_of(t, {1, 1}, 1));

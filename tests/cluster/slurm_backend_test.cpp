@@ -167,5 +167,66 @@ TEST_F(SlurmCluster, RunsJobsThroughPreemptionAndANodeFailure) {
   EXPECT_GT(measured, 0);
 }
 
+TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
+  // A scheduler stops without preempting (a server killed): its jobs run on in Slurm. One restored
+  // from its state submits them again; the old Slurm jobs are cancelled first (they checkpoint on
+  // SIGTERM) and the new ones resume from those checkpoints: never two copies of a job at once.
+  // (Run after the test above, n1 is down; alone, it is up.)
+  ThroughputMatrix m;
+  m.gpu_types = {"k80", "p100", "v100"};
+  m.job_types = {{"small", 1}};
+  m.steps_per_s = {{1.0, 1.0, 2.0}};
+  {
+    std::ofstream speeds(dir_ + "/speeds");
+    speeds << "n1 small 2.0\nn2 small 2.0\nn3 small 1.0\nn4 small 1.0\n";
+  }
+  SlurmOptions slurm;
+  slurm.config = dir_ + "/slurm.conf";
+  slurm.job_root = dir_ + "/restored-jobs";
+  const SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 3.0};
+  const std::string command =
+      fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds small 1.0", dir_, kScripts, dir_);
+  std::vector<ScheduledJob> saved;
+  std::vector<std::vector<int>> counts;
+  double clock_s = 0.0;
+  {
+    SlurmBackend backend(m.gpu_types, slurm);
+    ClusterScheduler first(m, backend, options);
+    for (int i = 0; i < 4; ++i) first.submit({0, 16.0, 1.0, Job::kNoSlo, 0, command});
+    first.run_round();
+    first.run_round();
+    saved = first.jobs();
+    counts = first.measurements();
+    clock_s = first.now_s();
+    int running = 0;
+    for (const ScheduledJob& j : saved) running += j.status == JobStatus::kRunning;
+    ASSERT_GT(running, 0);
+  }  // no preempt_all: the jobs run on
+
+  SlurmBackend backend(m.gpu_types, slurm);
+  ClusterScheduler second(m, backend, options);
+  second.restore(clock_s, saved, counts);
+  for (int r = 0; r < 40 && !second.idle(); ++r) second.run_round();
+  ASSERT_TRUE(second.idle()) << "jobs unfinished after 40 rounds";
+  for (const ScheduledJob& j : second.jobs()) {
+    EXPECT_EQ(j.status, JobStatus::kFinished) << "job " << j.id << ": " << j.detail;
+    const std::vector<LogLine> log = log_of(fmt::format("{}/restored-jobs/job-{}", dir_, j.id));
+    ASSERT_FALSE(log.empty()) << "job " << j.id << " never ran";
+    EXPECT_EQ(log.back().event, "done") << "job " << j.id;
+    EXPECT_DOUBLE_EQ(log.back().steps, 16.0);
+    int starts = 0;
+    for (std::size_t k = 0; k < log.size(); ++k) {
+      if (log[k].event != "start") continue;
+      ++starts;
+      // Every start but the first follows a clean stop, and resumes at its checkpoint.
+      if (k == 0) continue;
+      EXPECT_EQ(log[k - 1].event, "stop") << "job " << j.id << " line " << k << ": two copies ran at once";
+      EXPECT_DOUBLE_EQ(log[k].steps, log[k - 1].steps) << "job " << j.id << " line " << k;
+    }
+    if (saved[static_cast<std::size_t>(j.id)].status == JobStatus::kRunning)
+      EXPECT_GE(starts, 2) << "job " << j.id << " was running when the first scheduler stopped";
+  }
+}
+
 }  // namespace
 }  // namespace perseus::cluster

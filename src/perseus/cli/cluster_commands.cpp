@@ -1,24 +1,31 @@
-// `perseus cluster throughputs`, `allocate` and `simulate`: a throughput matrix planned for the
-// catalogue, Gavel's heterogeneity-aware policies (with the energy stage) and its simulator
-// (docs/cluster.md). The work is in the cluster module; here flags are parsed and
-// results printed or written.
+// `perseus cluster throughputs`, `allocate`, `simulate`, `run` and `serve`: a throughput matrix
+// planned for the catalogue, Gavel's heterogeneity-aware policies (with the energy stage), its
+// simulator, and the live scheduler on a backend, alone or as a server (docs/cluster.md). The
+// work is in the cluster module; here flags are parsed and results printed or written.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "perseus/cli/commands.hpp"
 #include "perseus/cluster/cluster_scheduler.hpp"
+#include "perseus/cluster/cluster_service.hpp"
 #include "perseus/cluster/emulated_backend.hpp"
 #include "perseus/cluster/experiment.hpp"
 #include "perseus/cluster/experiment_output.hpp"
@@ -29,6 +36,7 @@
 #include "perseus/cluster/throughputs.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/report/cluster_figures.hpp"
+#include "perseus/server/http_server.hpp"
 
 namespace perseus::cli {
 namespace {
@@ -435,10 +443,10 @@ void run_throughputs(const ThroughputsArgs& a) {
   if (!a.out.empty()) fmt::print("wrote {} (use it with --throughputs)\n", a.out);
 }
 
-struct RunArgs {
+// What `cluster run` and `cluster serve` share: the matrix, the policy, the backend, the round.
+struct LiveArgs {
   std::string backend = "emulated";
   std::string throughputs;
-  std::string jobs;
   std::string policy = "max-min-fairness";
   bool agnostic = false;
   std::string prices;
@@ -447,36 +455,83 @@ struct RunArgs {
   int gpus_per_server = 4;    // emulated
   std::string slurm_conf, partition, job_dir = "perseus-jobs";  // slurm
   double round_s = 360.0;
+};
+
+struct RunArgs : LiveArgs {
+  std::string jobs;
   int max_rounds = 100000;
   bool json = false, csv = false, quiet = false;
 };
 
-void run_live(const RunArgs& a) {
-  const ThroughputMatrix matrix = load_matrix(a.throughputs);
-  PolicySpec spec(parse_policy(a.policy), !a.agnostic);
-  spec.prices_per_hour = parse_prices(a.prices, matrix, needs_prices(spec.policy));
-  const bool hierarchical = spec.policy == PolicyKind::kHierarchical;
-  if (!a.entities.empty() && !hierarchical) throw InputError("--entities is for --policy hierarchical");
-  if (!a.entities.empty()) spec.entities = parse_entities(a.entities);
-  std::vector<std::string> commands;
-  const std::vector<Job> jobs = read_jobs_csv(a.jobs, matrix, hierarchical ? &spec.entities : nullptr, &commands);
-  if (jobs.empty()) throw InputError(fmt::format("{}: no jobs", a.jobs));
+struct ServeArgs : LiveArgs {
+  std::string host = "127.0.0.1";
+  int port = 7788;
+  std::string db = "perseus-cluster.db";
+  std::string token;
+  double speedup = 1.0;  // emulated
+  std::string log_level = "info";
+};
 
-  std::unique_ptr<ClusterBackend> backend;
-  if (a.backend == "emulated") {
-    EmulatedCluster c;
-    c.truth = matrix;
-    c.workers = a.gpus.empty() ? std::vector<int>(matrix.gpu_types.size(), 36) : parse_gpu_counts(a.gpus, matrix);
-    c.gpus_per_server = a.gpus_per_server;
-    backend = std::make_unique<EmulatedBackend>(std::move(c));
-  } else if (a.backend == "slurm") {
+// The live scheduler's matrix and policy from the shared options.
+struct Live {
+  ThroughputMatrix matrix;
+  PolicySpec spec;
+};
+
+Live make_live(const LiveArgs& a) {
+  Live live;
+  live.matrix = load_matrix(a.throughputs);
+  live.spec = PolicySpec(parse_policy(a.policy), !a.agnostic);
+  live.spec.prices_per_hour = parse_prices(a.prices, live.matrix, needs_prices(live.spec.policy));
+  if (!a.entities.empty() && live.spec.policy != PolicyKind::kHierarchical) throw InputError("--entities is for --policy hierarchical");
+  if (!a.entities.empty()) live.spec.entities = parse_entities(a.entities);
+  if (a.backend != "emulated" && a.backend != "slurm") throw InputError(fmt::format("--backend '{}': emulated or slurm", a.backend));
+  return live;
+}
+
+// The backend (Slurm's connects to slurmctld).
+std::unique_ptr<ClusterBackend> make_backend(const LiveArgs& a, const ThroughputMatrix& matrix) {
+  if (a.backend == "slurm") return std::make_unique<SlurmBackend>(matrix.gpu_types, SlurmOptions{a.slurm_conf, a.partition, a.job_dir});
+  EmulatedCluster c;
+  c.truth = matrix;
+  c.workers = a.gpus.empty() ? std::vector<int>(matrix.gpu_types.size(), 36) : parse_gpu_counts(a.gpus, matrix);
+  c.gpus_per_server = a.gpus_per_server;
+  return std::make_unique<EmulatedBackend>(std::move(c));
+}
+
+// The options of LiveArgs, for both commands.
+void add_live_options(CLI::App* cmd, LiveArgs& a) {
+  cmd->add_option("--backend", a.backend, "emulated or slurm")->capture_default_str();
+  cmd->add_option("--throughputs", a.throughputs, "Throughput matrix: 'gavel' (the default), 'planned', Gavel's JSON or a CSV");
+  cmd->add_option("--policy", a.policy,
+                  "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
+                  "max-throughput, min-cost, min-cost-slo, hierarchical")
+      ->capture_default_str();
+  cmd->add_flag("--agnostic", a.agnostic, "Heterogeneity-agnostic (the baseline)");
+  cmd->add_option("--prices", a.prices, "$ per GPU-hour for the cost policies, e.g. k80:0.9,p100:1.46,v100:3.06");
+  cmd->add_option("--entities", a.entities, "Hierarchical: NAME[:WEIGHT[:fairness|fifo]],...");
+  cmd->add_option("--gpus", a.gpus, "Emulated: GPUs per type, e.g. k80:36,p100:36,v100:36 (the default)");
+  cmd->add_option("--gpus-per-server", a.gpus_per_server, "Emulated: GPUs per server")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--slurm-conf", a.slurm_conf, "Slurm: slurm.conf (default: $SLURM_CONF or Slurm's own)");
+  cmd->add_option("--partition", a.partition, "Slurm: partition (default: the cluster's default)");
+  cmd->add_option("--job-dir", a.job_dir, "Slurm: each job's directory is DIR/job-ID (on a file system the nodes share)")
+      ->capture_default_str();
+  cmd->add_option("--round", a.round_s, "Round length (s)")->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+void run_live(const RunArgs& a) {
+  Live live = make_live(a);
+  const ThroughputMatrix& matrix = live.matrix;
+  const PolicySpec& spec = live.spec;
+  std::vector<std::string> commands;
+  const std::vector<Job> jobs =
+      read_jobs_csv(a.jobs, matrix, spec.policy == PolicyKind::kHierarchical ? &live.spec.entities : nullptr, &commands);
+  if (jobs.empty()) throw InputError(fmt::format("{}: no jobs", a.jobs));
+  if (a.backend == "slurm")
     for (std::size_t m = 0; m < jobs.size(); ++m)
       if (commands[m].empty())
         throw InputError(fmt::format("{}: job {} has no command (the slurm backend runs each job's `command` column)", a.jobs, m));
-    backend = std::make_unique<SlurmBackend>(matrix.gpu_types, SlurmOptions{a.slurm_conf, a.partition, a.job_dir});
-  } else {
-    throw InputError(fmt::format("--backend '{}': emulated or slurm", a.backend));
-  }
+  const std::unique_ptr<ClusterBackend> backend = make_backend(a, matrix);
   ClusterScheduler scheduler(matrix, *backend, {spec, a.round_s});
   for (std::size_t m = 0; m < jobs.size(); ++m) {
     try {
@@ -558,6 +613,59 @@ void run_live(const RunArgs& a) {
   for (const ScheduledJob& j : scheduler.jobs())
     if (j.status == JobStatus::kFailed) fmt::print("job {} failed: {}\n", j.id, j.detail);
   if (!scheduler.idle()) throw SolveError(fmt::format("jobs still unfinished after --max-rounds {}", a.max_rounds));
+}
+
+void run_serve(const ServeArgs& a) {
+  // Signals go to one thread that stops the server; every other thread inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread when serving ends otherwise
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const auto level = spdlog::level::from_str(a.log_level);
+  if (level == spdlog::level::off && a.log_level != "off")
+    throw InputError(fmt::format("--log-level '{}': debug, info, warning, error or off", a.log_level));
+  auto logger = std::make_shared<spdlog::logger>("perseus-cluster", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::info);
+
+  Live live = make_live(a);
+  const std::unique_ptr<ClusterBackend> backend = make_backend(a, live.matrix);
+  ClusterServiceOptions options;
+  options.db_path = a.db;
+  options.token = a.token;
+  options.min_round_wall_s = a.backend == "emulated" ? a.round_s / a.speedup : 0.0;  // Slurm's rounds take their time
+  options.require_command = a.backend == "slurm";
+  options.logger = logger;
+  ClusterService service(live.matrix, *backend, {live.spec, a.round_s}, options);
+  server::HttpOptions http_options;
+  http_options.host = a.host;
+  http_options.port = a.port;
+  server::HttpServer http(service, http_options);
+  http.bind();
+  logger->info("event=listening host={} port={} db={} backend={} policy={} round_s={} jobs={} auth={}", server::logfmt_value(a.host),
+               http.port(), server::logfmt_value(a.db), a.backend, to_string(live.spec.policy), a.round_s, service.job_count(),
+               a.token.empty() ? "none" : "bearer");
+  service.start();
+
+  std::atomic<bool> serving{true};
+  std::thread signal_thread([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (serving) {
+      logger->info("event=stopping signal={}", signal);
+      http.stop();
+    }
+  });
+  http.run();
+  serving = false;
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  service.stop(/*preempt=*/true);
+  logger->info("event=stopped rounds={}", service.rounds_run());
 }
 
 }  // namespace
@@ -711,29 +819,42 @@ void add_cluster_commands(CLI::App& app) {
       "Examples:\n"
       "  perseus cluster run --jobs jobs.csv --gpus k80:4,p100:4,v100:4        (emulated: rounds without waiting)\n"
       "  perseus cluster run --backend slurm --jobs jobs.csv --job-dir /shared/perseus-jobs --json");
-  run_cmd->add_option("--backend", run.backend, "emulated or slurm")->capture_default_str();
+  add_live_options(run_cmd, run);
   run_cmd->add_option("--jobs", run.jobs, "The jobs, a CSV")->required()->check(CLI::ExistingFile);
-  run_cmd->add_option("--throughputs", run.throughputs, "Throughput matrix: 'gavel' (the default), 'planned', Gavel's JSON or a CSV");
-  run_cmd->add_option("--policy", run.policy,
-                      "max-min-fairness (las), fifo, makespan, finish-time-fairness (ftf), shortest-job-first (sjf), "
-                      "max-throughput, min-cost, min-cost-slo, hierarchical")
-      ->capture_default_str();
-  run_cmd->add_flag("--agnostic", run.agnostic, "Heterogeneity-agnostic (the baseline)");
-  run_cmd->add_option("--prices", run.prices, "$ per GPU-hour for the cost policies, e.g. k80:0.9,p100:1.46,v100:3.06");
-  run_cmd->add_option("--entities", run.entities, "Hierarchical: NAME[:WEIGHT[:fairness|fifo]],...");
-  run_cmd->add_option("--gpus", run.gpus, "Emulated: GPUs per type, e.g. k80:36,p100:36,v100:36 (the default)");
-  run_cmd->add_option("--gpus-per-server", run.gpus_per_server, "Emulated: GPUs per server")->capture_default_str()->check(CLI::Range(1, 1024));
-  run_cmd->add_option("--slurm-conf", run.slurm_conf, "Slurm: slurm.conf (default: $SLURM_CONF or Slurm's own)");
-  run_cmd->add_option("--partition", run.partition, "Slurm: partition (default: the cluster's default)");
-  run_cmd->add_option("--job-dir", run.job_dir, "Slurm: each job's directory is DIR/job-ID (on a file system the nodes share)")
-      ->capture_default_str();
-  run_cmd->add_option("--round", run.round_s, "Round length (s)")->capture_default_str()->check(CLI::PositiveNumber);
   run_cmd->add_option("--max-rounds", run.max_rounds, "Stop after this many rounds (unfinished jobs: requeued in hold)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   run_cmd->add_flag("--json", run.json, "Print the jobs and the measured throughputs as JSON");
   run_cmd->add_flag("--csv", run.csv, "Print one CSV row per job");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No line per round");
   run_cmd->callback([] { run_live(run); });
+
+  static ServeArgs serve;
+  CLI::App* serve_cmd = cluster->add_subcommand(
+      "serve", "Gavel on a live cluster as a server: jobs submitted over HTTP/JSON, rounds run while there are jobs, state in SQLite");
+  serve_cmd->footer(
+      "Routes (JSON; POST needs 'Authorization: Bearer TOKEN' when --token is set):\n"
+      "  GET  /healthz, /status (policy, rounds, GPUs up, jobs per status, the last error)\n"
+      "  POST /jobs  {\"type\": \"ResNet-50 (batch size 64) x1\", \"steps\": 20000, \"weight\": 1, \"slo_s\": 86400, "
+      "\"entity\": \"product\", \"command\": \"python train.py\"}  (type and steps required; command: the slurm backend's)\n"
+      "  GET  /jobs[?status=waiting|running|finished|failed], /jobs/ID\n"
+      "  GET  /allocation (each job's share of time per GPU type, the last round's leases), /throughputs (given and measured)\n"
+      "Rounds run while jobs wait or run, as `cluster run` runs them (the emulated backend paced at --round / --speedup of wall "
+      "time). On SIGINT or SIGTERM the server stops, unfinished jobs checkpoint and are held; started again on the same --db it "
+      "picks them up with their progress and the measured throughputs.\n"
+      "Examples:\n"
+      "  perseus cluster serve --gpus k80:4,p100:4,v100:4 --round 60 --speedup 60     (emulated: a round a second)\n"
+      "  perseus cluster serve --backend slurm --job-dir /shared/perseus-jobs --token $TOKEN --host 0.0.0.0\n"
+      "  curl -X POST localhost:7788/jobs -d '{\"type\": \"ResNet-50 (batch size 64) x1\", \"steps\": 20000}'");
+  add_live_options(serve_cmd, serve);
+  serve_cmd->add_option("--host", serve.host, "Address to listen on (0.0.0.0 to listen beyond this host)")->capture_default_str();
+  serve_cmd->add_option("--port", serve.port, "TCP port (0: any free one, logged)")->capture_default_str()->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--db", serve.db, "SQLite database of the jobs and measured throughputs (':memory:' keeps nothing)")
+      ->capture_default_str();
+  serve_cmd->add_option("--token", serve.token, "Bearer token that POST /jobs requires")->envname("PERSEUS_TOKEN");
+  serve_cmd->add_option("--speedup", serve.speedup, "Emulated: rounds run this many times faster than the wall clock")
+      ->capture_default_str()->check(CLI::Range(1e-3, 1e9));
+  serve_cmd->add_option("--log-level", serve.log_level, "debug, info, warning, error or off")->capture_default_str();
+  serve_cmd->callback([] { run_serve(serve); });
 }
 
 }  // namespace perseus::cli

@@ -28,6 +28,7 @@ struct BackendJob {
   int gpus = 1;           // its scale factor
   double steps = 0.0;     // to do in all
   std::string command;    // what runs it (Slurm: the batch script's command line)
+  double steps_done = 0.0;  // a restored job's progress: it resumes from its checkpoint
 };
 
 enum class JobStatus : std::uint8_t {
@@ -74,6 +75,9 @@ class ClusterBackend {
   // Every running job is preempted (it checkpoints and stops) and none starts until leased
   // again: before the scheduler stops with jobs unfinished.
   virtual void preempt_all() = 0;
+  // Makes a round in progress end now: end_round, on another thread, returns early (a real
+  // cluster's round is minutes long; a server stopping should not wait for it). Thread-safe.
+  virtual void interrupt() {}
 };
 
 }  // namespace perseus::cluster

@@ -21,28 +21,72 @@ ClusterScheduler::ClusterScheduler(ThroughputMatrix matrix, ClusterBackend& back
   topology_.workers.assign(matrix_.gpu_types.size(), 0);
 }
 
-int ClusterScheduler::submit(JobRequest request) {
-  if (request.type < 0 || request.type >= matrix_.num_job_types())
-    throw InputError(fmt::format("job type {}: the matrix has {} job types", request.type, matrix_.num_job_types()));
-  const std::vector<double>& row = matrix_.steps_per_s[static_cast<std::size_t>(request.type)];
+void check_job_request(const JobRequest& request, const ThroughputMatrix& matrix, const PolicySpec& policy) {
+  if (request.type < 0 || request.type >= matrix.num_job_types())
+    throw InputError(fmt::format("job type {}: the matrix has {} job types", request.type, matrix.num_job_types()));
+  const std::vector<double>& row = matrix.steps_per_s[static_cast<std::size_t>(request.type)];
   if (std::none_of(row.begin(), row.end(), [](double t) { return t > 0.0; }))
-    throw InputError(fmt::format("job type {} has no throughput on any GPU type", matrix_.job_types[request.type].name()));
+    throw InputError(fmt::format("job type {} has no throughput on any GPU type", matrix.job_types[request.type].name()));
   if (!(request.steps > 0.0) || !std::isfinite(request.steps))
     throw InputError(fmt::format("{} steps: a job needs a number > 0", request.steps));
   if (!(request.weight >= 0.0) || !std::isfinite(request.weight))
     throw InputError(fmt::format("weight {}: must be a number >= 0", request.weight));
-  const int entities = static_cast<int>(entities_of(options_.policy).size());
+  const int entities = static_cast<int>(entities_of(policy).size());
   if (request.entity < 0 || request.entity >= entities)
     throw InputError(fmt::format("entity {}: the policy has {} entities", request.entity, entities));
+}
+
+int ClusterScheduler::submit(JobRequest request) {
+  check_job_request(request, matrix_, options_.policy);
   ScheduledJob job;
   job.id = static_cast<int>(jobs_.size());
   job.submitted_s = now_s_;
   job.request = std::move(request);
-  backend_.submit({job.id, job.request.type, matrix_.job_types[job.request.type].scale_factor, job.request.steps, job.request.command});
   jobs_.push_back(std::move(job));
-  active_.push_back(jobs_.back().id);
-  changed_ = true;
+  hand_over(jobs_.back());
   return jobs_.back().id;
+}
+
+void ClusterScheduler::hand_over(ScheduledJob& job) {
+  try {
+    backend_.submit({job.id, job.request.type, matrix_.job_types[job.request.type].scale_factor, job.request.steps,
+                     job.request.command, job.steps_done});
+  } catch (const SolveError& e) {
+    // The cluster refused it (Slurm: a bad partition or account, say): this job fails, the others go on.
+    job.status = JobStatus::kFailed;
+    job.finished_s = now_s_;
+    job.detail = fmt::format("the backend refused it: {}", e.what());
+    return;
+  }
+  active_.push_back(job.id);
+  changed_ = true;
+}
+
+void ClusterScheduler::restore(double now_s, std::vector<ScheduledJob> jobs, std::vector<std::vector<int>> measurements) {
+  if (!jobs_.empty() || !rounds_.empty()) throw InputError("a scheduler restores before its first job and round");
+  if (!std::isfinite(now_s) || now_s < 0.0) throw InputError(fmt::format("restored clock {} s: must be >= 0", now_s));
+  const bool shaped = measurements.size() == matrix_.job_types.size() &&
+                      std::all_of(measurements.begin(), measurements.end(),
+                                  [&](const std::vector<int>& row) { return row.size() == matrix_.gpu_types.size(); });
+  if (!shaped) throw InputError("restored measurement counts: not one per job type and GPU type of the matrix");
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    ScheduledJob& job = jobs[k];
+    if (job.id != static_cast<int>(k)) throw InputError(fmt::format("restored job {} at position {}: ids must be 0, 1, ...", job.id, k));
+    try {
+      check_job_request(job.request, matrix_, options_.policy);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("restored job {}: {}", job.id, e.what()));
+    }
+    job.gpu_type = -1;
+    if (job.status == JobStatus::kFinished || job.status == JobStatus::kFailed) continue;
+    job.status = JobStatus::kWaiting;
+  }
+  jobs_ = std::move(jobs);
+  for (ScheduledJob& job : jobs_)
+    if (job.status == JobStatus::kWaiting) hand_over(job);
+  measurements_ = std::move(measurements);
+  now_s_ = now_s;
+  changed_ = true;
 }
 
 void ClusterScheduler::reallocate() {

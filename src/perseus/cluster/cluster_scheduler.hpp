@@ -48,6 +48,12 @@ struct JobRequest {
   std::string command;      // what the backend runs
 };
 
+// Throws InputError when `request` cannot be submitted to a scheduler of this matrix and policy:
+// a type outside the matrix or one with no throughput on any GPU type, steps not > 0, a weight
+// not >= 0, an unknown entity. (Measurements never change which figures are > 0, so a request
+// checked against the matrix a scheduler started from is checked against the scheduler's.)
+void check_job_request(const JobRequest& request, const ThroughputMatrix& matrix, const PolicySpec& policy);
+
 struct ScheduledJob {
   int id = 0;
   JobRequest request;
@@ -76,9 +82,18 @@ class ClusterScheduler {
   // rejects fails at the first round.
   ClusterScheduler(ThroughputMatrix matrix, ClusterBackend& backend, SchedulerOptions options);
 
-  // Queues a job; returns its id (0, 1, ...). InputError for a type outside the matrix or one
-  // with no throughput on any GPU type, steps not > 0, a weight not >= 0, an unknown entity.
+  // Queues a job; returns its id (0, 1, ... in submission order). InputError as
+  // check_job_request; a job the backend refuses (SolveError) is failed at once, its detail
+  // saying why.
   int submit(JobRequest request);
+
+  // Picks up where a previous scheduler stopped, from what its caller saved: its clock, its jobs
+  // (ids 0, 1, ... in order) and its measurement counts (the measured figures are the matrix
+  // this one was given). Jobs not over are handed to the backend again, waiting, to resume from
+  // their steps done; the rounds' history (each job's time received) starts afresh. Only before
+  // the first submit and round; InputError for ids out of order, a saved request
+  // check_job_request rejects, or counts not the matrix's shape.
+  void restore(double now_s, std::vector<ScheduledJob> jobs, std::vector<std::vector<int>> measurements);
 
   // One round: topology, allocation when needed, leases, run, progress. A job that fits no GPU
   // type up now (a server down) waits without an allocation. InputError or SolveError from the
@@ -99,6 +114,8 @@ class ClusterScheduler {
   const std::vector<RoundLog>& rounds() const { return rounds_; }
 
  private:
+  // Hands a job to the backend; active unless the backend refuses it.
+  void hand_over(ScheduledJob& job);
   void reallocate();
   void measure(const ScheduledJob& job, int gpu_type, double steps, double ran_s);
 

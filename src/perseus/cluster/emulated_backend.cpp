@@ -49,20 +49,31 @@ int EmulatedBackend::server_up(int gpu_type, int k) const {
 }
 
 void EmulatedBackend::submit(const BackendJob& job) {
-  if (job.id != static_cast<int>(jobs_.size()))
-    throw InputError(fmt::format("job {}: the emulated cluster expects ids in submission order ({} next)", job.id, jobs_.size()));
+  if (job.id < static_cast<int>(jobs_.size()))
+    throw InputError(fmt::format("job {}: the emulated cluster expects ids in increasing order ({} or more next)", job.id,
+                                 jobs_.size()));
   if (job.type < 0 || job.type >= cluster_.truth.num_job_types())
     throw InputError(fmt::format("job {}: no job type {} in the emulated cluster's throughputs", job.id, job.type));
+  if (!(job.steps_done >= 0.0 && job.steps_done < job.steps))
+    throw InputError(fmt::format("job {}: resumes from {} of {} steps", job.id, job.steps_done, job.steps));
+  // Ids a restored scheduler skipped (jobs over before it stopped) are never leased nor reported.
+  while (static_cast<int>(jobs_.size()) < job.id) {
+    RunningJob gap;
+    gap.job.id = static_cast<int>(jobs_.size());
+    gap.done = gap.reported_done = true;
+    jobs_.push_back(std::move(gap));
+  }
   RunningJob r;
   r.job = job;
+  r.steps_done = r.checkpoint = job.steps_done;
   jobs_.push_back(std::move(r));
 }
 
 void EmulatedBackend::begin_round(const std::vector<Lease>& leases) {
   std::vector<char> leased(jobs_.size(), 0);
   for (const Lease& l : leases) {
-    if (l.job < 0 || l.job >= static_cast<int>(jobs_.size()) || l.partner >= 0)
-      throw InputError(fmt::format("lease for job {}: not a job of this cluster, or shared", l.job));
+    if (l.job < 0 || l.job >= static_cast<int>(jobs_.size()) || jobs_[l.job].reported_done || l.partner >= 0)
+      throw InputError(fmt::format("lease for job {}: not a job of this cluster, over, or shared", l.job));
     RunningJob& r = jobs_[l.job];
     leased[l.job] = 1;
     std::vector<int> servers;

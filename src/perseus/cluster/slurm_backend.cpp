@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -139,8 +140,12 @@ void SlurmBackend::submit(const BackendJob& job) {
   t.job = job;
   t.dir = fmt::format("{}/job-{}", options_.job_root, job.id);
   fs::create_directories(t.dir);
+  // A new job's progress starts at 0; a restored one's is its checkpoint's, in its directory.
   std::error_code ignored;
-  fs::remove(t.dir + "/progress", ignored);
+  if (job.steps_done <= 0.0) fs::remove(t.dir + "/progress", ignored);
+  t.steps_done = job.steps_done;
+
+  stop_leftovers(fmt::format("perseus-{}", job.id), t.dir);
 
   std::string script = fmt::format("#!/bin/sh\n# perseus job {}\nexec {}\n", job.id, job.command);
   std::vector<std::string> env;
@@ -180,6 +185,23 @@ void SlurmBackend::submit(const BackendJob& job) {
   t.slurm_id = response->job_id;
   slurm_free_submit_response_response_msg(response);
   jobs_[job.id] = std::move(t);
+}
+
+void SlurmBackend::stop_leftovers(const std::string& name, const std::string& dir) {
+  job_info_msg_t* info = nullptr;
+  if (slurm_load_jobs(0, &info, SHOW_ALL) != SLURM_SUCCESS) throw SolveError(fmt::format("Slurm: cannot list the jobs: {}", slurm_error()));
+  std::vector<unsigned> leftovers;
+  for (uint32_t i = 0; i < info->record_count; ++i) {
+    const slurm_job_info_t& j = info->job_array[i];
+    const uint32_t base = j.job_state & JOB_STATE_BASE;
+    const bool live = base == JOB_PENDING || base == JOB_RUNNING || base == JOB_SUSPENDED || (j.job_state & JOB_COMPLETING);
+    if (live && j.user_id == getuid() && j.name && name == j.name && j.work_dir && dir == j.work_dir) leftovers.push_back(j.job_id);
+  }
+  slurm_free_job_info_msg(info);
+  // As scancel: SIGTERM first (the job checkpoints), SIGKILL after Slurm's KillWait.
+  for (unsigned id : leftovers) slurm_kill_job(id, SIGKILL, 0);
+  if (const std::set<unsigned> left = wait_until_stopped(leftovers); !left.empty())
+    throw SolveError(fmt::format("Slurm: job {} of a previous scheduler in {} is still stopping", *left.begin(), dir));
 }
 
 void SlurmBackend::hold(Tracked& t) {
@@ -294,7 +316,8 @@ double SlurmBackend::read_progress(const Tracked& t) const {
 
 std::vector<JobProgress> SlurmBackend::end_round(double round_s) {
   const double end = round_start_ + round_s;
-  for (double now = wall_s(); now < end; now = wall_s()) std::this_thread::sleep_for(std::chrono::duration<double>(end - now));
+  for (double now = wall_s(); now < end && !interrupted_; now = wall_s())
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(end - now, options_.poll_s)));
   job_info_msg_t* info = nullptr;
   if (slurm_load_jobs(0, &info, SHOW_ALL) != SLURM_SUCCESS)
     throw SolveError(fmt::format("Slurm: cannot list the jobs: {}", slurm_error()));

@@ -26,6 +26,7 @@
 // job.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
@@ -53,7 +54,8 @@ class SlurmBackend : public ClusterBackend {
 
   // InputError naming the nodes when nodes of the matrix's types hold different GPU counts.
   ClusterTopology topology() override;
-  // Submits the job held. SolveError with Slurm's message when it refuses.
+  // Submits the job held (first cancelling a job of the same id and directory that a previous
+  // scheduler left behind). SolveError with Slurm's message when it refuses.
   void submit(const BackendJob& job) override;
   void begin_round(const std::vector<Lease>& leases) override;
   std::vector<JobProgress> end_round(double round_s) override;
@@ -63,6 +65,7 @@ class SlurmBackend : public ClusterBackend {
   const std::vector<std::string>& nodes_of(int job) const;
   // Every job not finished is requeued in hold (checkpointing).
   void preempt_all() override;
+  void interrupt() override { interrupted_ = true; }
 
  private:
   struct Tracked {
@@ -75,6 +78,10 @@ class SlurmBackend : public ClusterBackend {
     bool over = false;               // reported finished or failed
     double steps_done = 0.0;
   };
+  // A job of the same name and directory left by a scheduler that stopped without preempting
+  // (one restored from its database submits its jobs again): cancelled, and waited for (its
+  // checkpoint is what the new one resumes from). SolveError when one does not stop in time.
+  void stop_leftovers(const std::string& name, const std::string& dir);
   void hold(Tracked& t);
   bool requeue_held(Tracked& t);  // false: it was not running
   // The jobs of `slurm_ids` that have not stopped yet after a while.
@@ -88,6 +95,7 @@ class SlurmBackend : public ClusterBackend {
   int gpus_per_server_ = 1;
   std::map<int, Tracked> jobs_;
   double round_start_ = 0.0;  // wall clock, seconds since the epoch
+  std::atomic<bool> interrupted_{false};
 };
 
 }  // namespace perseus::cluster

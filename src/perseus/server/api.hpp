@@ -2,6 +2,7 @@
 // handler can be called from a unit test without sockets.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -49,6 +50,26 @@ struct ApiResponse {
 ApiResponse json_response(int status, const nlohmann::json& body);
 // {"detail": detail}, the error body of the existing server.
 ApiResponse error_response(int status, std::string_view detail);
+
+// What the HTTP front end (http_server.hpp) serves: `perseus serve`'s Service and `perseus
+// cluster serve`'s ClusterService route requests; the front end only reads and writes them.
+class RequestHandler {
+ public:
+  using Responder = std::function<void(ApiResponse)>;
+  virtual ~RequestHandler() = default;
+  // Answers by calling `respond` exactly once, from this thread or another (a request may be
+  // parked and answered later). Must not throw; `respond` must not throw either.
+  virtual void handle_async(const ApiRequest& request, Responder respond) = 0;
+  // Counts a request the HTTP layer refused before routing (oversized, malformed).
+  virtual void record_rejected(const ApiRequest& request, int status) = 0;
+  // Whether the route never blocks, so that the event loop runs it itself instead of handing
+  // it to a worker thread and back.
+  virtual bool runs_on_loop(const ApiRequest& request) const = 0;
+};
+
+// Throws ApiError 401 unless the request's Authorization header is "Bearer <token>" (compared
+// in constant time, so answer times say nothing of the token's bytes).
+void require_bearer_token(const ApiRequest& request, std::string_view token);
 
 // `value` as one logfmt value: bare when it is safe, else quoted with \" \\ \n \r \t and
 // \u00XX escaped, so that user input (job ids carry job_metadata, paths, error texts that

@@ -30,7 +30,6 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/server/api.hpp"
-#include "perseus/server/service.hpp"
 
 namespace perseus::server {
 namespace {
@@ -115,12 +114,12 @@ class Session;
 
 // The event loop: `io_threads` threads run every socket, deadline and parked request (each
 // connection on a strand of its own, so its handlers never run at once); a small pool runs
-// the routes that may block. Shared with the sessions, so that an answer the Service gives
+// the routes that may block. Shared with the sessions, so that an answer the handler gives
 // after the server stopped finds the loop still there (and is dropped).
 class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
  public:
-  Loop(Service& service, HttpOptions options)
-      : service(service),
+  Loop(RequestHandler& handler, HttpOptions options)
+      : handler(handler),
         options(std::move(options)),
         io(static_cast<int>(std::max<std::size_t>(1, this->options.io_threads))),
         acceptor(io),
@@ -143,7 +142,7 @@ class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
     }
   }
 
-  Service& service;
+  RequestHandler& handler;
   const HttpOptions options;  // before io: its thread count sizes the context
   asio::io_context io;
   tcp::acceptor acceptor;
@@ -164,22 +163,9 @@ class HttpServer::Loop : public std::enable_shared_from_this<HttpServer::Loop> {
   std::once_flag workers_joined;
 };
 
-namespace {
-
-// The routes every rank calls every iteration run on the loop: a hop to a worker thread and
-// back costs more than they do. None blocks: the barrier parks instead of waiting, health is
-// a counter, and a result is parsed and counted (written to the database only when it
-// changes a profiling job's state, a few times per job).
-bool runs_on_loop(const ApiRequest& request) {
-  if (request.method == "GET") return request.path == "/healthz" || request.path.rfind("/schedule/", 0) == 0;
-  return request.method == "POST" && request.path.rfind("/result/", 0) == 0;
-}
-
-}  // namespace
-
-// One connection: waits for a request, reads it, hands it to the Service, writes the answer,
+// One connection: waits for a request, reads it, hands it to the handler, writes the answer,
 // and either waits for the next (keep-alive) or closes. Everything runs on the loop thread;
-// the Service's answer is posted back to it from whichever thread gave it.
+// the handler's answer is posted back to it from whichever thread gave it.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   // `socket` runs on a strand of the loop: every handler below runs on it.
@@ -333,7 +319,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void refuse(int status, std::string_view detail) {
     ApiRequest request;
     if (parser_ && parser_->is_header_done()) request = to_api_request(/*with_body=*/false);
-    loop_->service.record_rejected(request, status);
+    loop_->handler.record_rejected(request, status);
     keep_alive_ = false;
     version_ = 11;
     write(error_response(status, detail));
@@ -365,21 +351,21 @@ class Session : public std::enable_shared_from_this<Session> {
     // HEAD is GET without the body, as HTTP has it (probes send it).
     head_only_ = request.method == "HEAD";
     if (head_only_) request.method = "GET";
-    // The answer comes on whichever thread the Service gives it (a worker, or the loop when
+    // The answer comes on whichever thread the handler gives it (a worker, or the loop when
     // another rank's request released the round); it is written on this connection's strand,
     // at once when already there. A round's answers are thus spread over the loop's threads.
-    Service::Responder respond = [self = shared_from_this()](ApiResponse response) {
-      // Answers that come after the server stopped (its Service answering parked requests
+    RequestHandler::Responder respond = [self = shared_from_this()](ApiResponse response) {
+      // Answers that come after the server stopped (its handler answering parked requests
       // as it shuts down) have no connection left to go to.
       if (self->loop_->stopping()) return;
       asio::dispatch(self->socket_.get_executor(),
                      [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
     };
-    if (runs_on_loop(request)) {
-      loop_->service.handle_async(request, std::move(respond));
+    if (loop_->handler.runs_on_loop(request)) {
+      loop_->handler.handle_async(request, std::move(respond));
     } else {
       asio::post(loop_->workers, [loop = loop_, request = std::move(request), respond = std::move(respond)]() mutable {
-        loop->service.handle_async(request, std::move(respond));
+        loop->handler.handle_async(request, std::move(respond));
       });
     }
   }
@@ -566,8 +552,8 @@ void HttpServer::Loop::stop() {
   });
 }
 
-HttpServer::HttpServer(Service& service, HttpOptions options)
-    : loop_(std::make_shared<Loop>(service, std::move(options))) {}
+HttpServer::HttpServer(RequestHandler& handler, HttpOptions options)
+    : loop_(std::make_shared<Loop>(handler, std::move(options))) {}
 
 HttpServer::~HttpServer() {
   stop();

@@ -1,6 +1,6 @@
-// The HTTP layer: an event loop (Boost.Beast on Boost.Asio) in front of a Service. It only
-// reads requests, hands them to the Service and writes its answers; every route lives in the
-// Service. A rank waiting at a schedule barrier is a parked request, holding a socket and a
+// The HTTP layer: an event loop (Boost.Beast on Boost.Asio) in front of a RequestHandler (the
+// server's Service, or the cluster scheduler's). It only reads requests, hands them to the
+// handler and writes its answers; every route lives in the handler. A rank waiting at a schedule barrier is a parked request, holding a socket and a
 // few hundred bytes but no thread: the loop writes every answer of a round when it is released.
 #pragma once
 
@@ -10,10 +10,9 @@
 #include <thread>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/server/api.hpp"
 
 namespace perseus::server {
-
-class Service;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -44,7 +43,7 @@ struct HttpOptions {
 
 class HttpServer {
  public:
-  HttpServer(Service& service, HttpOptions options);
+  HttpServer(RequestHandler& handler, HttpOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

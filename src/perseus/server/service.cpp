@@ -33,14 +33,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Compares without an early exit, so response time says nothing about the token's bytes.
-bool same_secret(std::string_view given, std::string_view expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  const std::size_t n = std::min(given.size(), expected.size());
-  for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-  return diff == 0;
-}
-
 std::optional<std::string> query_value(const ApiRequest& request, const char* name) {
   const auto it = request.query.find(name);
   if (it == request.query.end()) return std::nullopt;
@@ -258,6 +250,11 @@ void Service::record_rejected(const ApiRequest& request, int status) {
              logfmt_value(request.method.substr(0, 16)), route_label(request), status);
 }
 
+bool Service::runs_on_loop(const ApiRequest& request) const {
+  if (request.method == "GET") return request.path == "/healthz" || request.path.rfind("/schedule/", 0) == 0;
+  return request.method == "POST" && request.path.rfind("/result/", 0) == 0;
+}
+
 std::optional<ApiResponse> Service::dispatch(const ApiRequest& request, const std::string& route, Responder* park) {
   auto require = [&](const char* method) {
     if (request.method != method) {
@@ -320,11 +317,7 @@ std::optional<ApiResponse> Service::dispatch(const ApiRequest& request, const st
 void Service::authorize(const ApiRequest& request, bool straggler_route) const {
   if (options_.token.empty()) return;
   if (!straggler_route && options_.token_scope == TokenScope::kStragglerOnly) return;
-  constexpr std::string_view kBearer = "Bearer ";
-  const std::string& header = request.authorization;
-  const bool ok = header.size() > kBearer.size() && header.compare(0, kBearer.size(), kBearer) == 0 &&
-                  same_secret(std::string_view(header).substr(kBearer.size()), options_.token);
-  if (!ok) throw ApiError(401, "this route needs 'Authorization: Bearer <token>' with the server's token");
+  require_bearer_token(request, options_.token);
 }
 
 // With --token-scope straggler the protocol's routes are open, so a job id is all it takes to

@@ -56,7 +56,7 @@ struct ServiceOptions {
   std::function<void(const ApiRequest&)> on_request;
 };
 
-class Service {
+class Service : public RequestHandler {
  public:
   // Locks and opens the store and recovers every job in it (recomputing frontiers that were
   // pending). Throws InputError when the database cannot be opened or another server holds it.
@@ -70,13 +70,15 @@ class Service {
   // (called then from the thread that released it), its wait passes --barrier-timeout (from
   // the housekeeping thread), or the job or the server goes away. Never throws; `respond`
   // must not throw either. Records metrics and logs the request when it is answered.
-  using Responder = std::function<void(ApiResponse)>;
-  void handle_async(const ApiRequest& request, Responder respond);
+  void handle_async(const ApiRequest& request, Responder respond) override;
   // handle_async, waiting for the answer (tests and in-process callers).
   ApiResponse handle(const ApiRequest& request);
 
-  // Counts a request the HTTP layer refused before routing (oversized, malformed).
-  void record_rejected(const ApiRequest& request, int status);
+  void record_rejected(const ApiRequest& request, int status) override;
+  // The routes every rank calls every iteration: GET /schedule (the barrier parks instead of
+  // waiting), /healthz (a counter) and POST /result (parsed and counted; written to the
+  // database only when it changes a profiling job's state, a few times per job).
+  bool runs_on_loop(const ApiRequest& request) const override;
 
   // Wakes every request waiting at a barrier (they get 503) and stops the threads.
   void shutdown();

@@ -1,0 +1,242 @@
+#include "perseus/cluster/cluster_store.hpp"
+
+#include <sqlite3.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "perseus/model/errors.hpp"
+
+namespace perseus::cluster {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS cluster_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cluster_jobs(id INTEGER PRIMARY KEY, job TEXT NOT NULL);
+INSERT OR IGNORE INTO cluster_meta(key, value) VALUES('schema', 'perseus.cluster/1');
+)sql";
+
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The matrix's shape, which a database belongs to: its GPU types and job types in order.
+json shape_of(const ThroughputMatrix& matrix) {
+  json types = json::array();
+  for (const JobType& t : matrix.job_types) types.push_back(t.name());
+  return {{"gpu_types", matrix.gpu_types}, {"job_types", types}};
+}
+
+std::string entity_name(int entity, const PolicySpec& policy) {
+  const std::vector<Entity> entities = entities_of(policy);
+  return entity >= 0 && entity < static_cast<int>(entities.size()) ? entities[static_cast<std::size_t>(entity)].name : "";
+}
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail();
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement& bind(int i, long long value) {
+    sqlite3_bind_int64(stmt_, i, value);
+    return *this;
+  }
+  Statement& bind(int i, const std::string& value) {
+    sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) fail();
+    return false;
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  long long integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+  std::string text(int column) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
+  }
+
+ private:
+  [[noreturn]] void fail() const { throw InputError(fmt::format("cluster database: {}", sqlite3_errmsg(db_))); }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+json job_to_json(const ScheduledJob& job, const ThroughputMatrix& matrix, const PolicySpec& policy) {
+  const JobRequest& r = job.request;
+  const bool over = job.finished_s >= 0.0;
+  return {{"id", job.id},
+          {"type", matrix.job_types[static_cast<std::size_t>(r.type)].name()},
+          {"steps", r.steps},
+          {"weight", r.weight},
+          {"slo_s", r.slo_s == Job::kNoSlo ? json(nullptr) : json(r.slo_s)},
+          {"entity", entity_name(r.entity, policy)},
+          {"command", r.command},
+          {"status", to_string(job.status)},
+          {"steps_done", job.steps_done},
+          {"submitted_s", job.submitted_s},
+          {"finished_s", over ? json(job.finished_s) : json(nullptr)},
+          {"jct_s", job.status == JobStatus::kFinished ? json(job.finished_s - job.submitted_s) : json(nullptr)},
+          {"rounds", job.rounds},
+          {"preemptions", job.preemptions},
+          {"gpu", job.gpu_type >= 0 ? json(matrix.gpu_types[static_cast<std::size_t>(job.gpu_type)]) : json(nullptr)},
+          {"detail", job.detail}};
+}
+
+ScheduledJob job_from_json(const json& j, const ThroughputMatrix& matrix, const PolicySpec& policy) {
+  const auto field = [&](const char* name) -> const json& {
+    if (!j.is_object() || !j.contains(name)) throw InputError(fmt::format("job: no field '{}'", name));
+    return j.at(name);
+  };
+  const auto number = [&](const char* name) {
+    const json& v = field(name);
+    if (!v.is_number()) throw InputError(fmt::format("job: '{}' is not a number", name));
+    return v.get<double>();
+  };
+  const auto text = [&](const char* name) {
+    const json& v = field(name);
+    if (!v.is_string()) throw InputError(fmt::format("job: '{}' is not a string", name));
+    return v.get<std::string>();
+  };
+  ScheduledJob job;
+  job.id = static_cast<int>(number("id"));
+  job.request.type = matrix.job_index(text("type"));
+  job.request.steps = number("steps");
+  job.request.weight = number("weight");
+  job.request.slo_s = field("slo_s").is_null() ? Job::kNoSlo : number("slo_s");
+  const std::string entity = text("entity");
+  const std::vector<Entity> entities = entities_of(policy);
+  job.request.entity = -1;
+  for (std::size_t e = 0; e < entities.size(); ++e)
+    if (entities[e].name == entity) job.request.entity = static_cast<int>(e);
+  if (job.request.entity < 0) throw InputError(fmt::format("job {}: entity '{}' is not one of the policy's", job.id, entity));
+  job.request.command = text("command");
+  const std::string status = text("status");
+  for (JobStatus s : {JobStatus::kWaiting, JobStatus::kRunning, JobStatus::kFinished, JobStatus::kFailed})
+    if (status == to_string(s)) job.status = s;
+  if (status != to_string(job.status)) throw InputError(fmt::format("job {}: status '{}'", job.id, status));
+  job.steps_done = number("steps_done");
+  job.submitted_s = number("submitted_s");
+  job.finished_s = field("finished_s").is_null() ? -1.0 : number("finished_s");
+  job.rounds = static_cast<int>(number("rounds"));
+  job.preemptions = static_cast<int>(number("preemptions"));
+  job.detail = text("detail");
+  return job;
+}
+
+ClusterStore::ClusterStore(const std::string& path, const ThroughputMatrix& matrix) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw InputError(fmt::format("{}: cannot open the database: {}", path, why));
+  }
+  try {
+    sqlite3_busy_timeout(db_, 5000);
+    if (path != ":memory:") exec("PRAGMA journal_mode=WAL");
+    exec(kSchema);
+    Statement schema(db_, "SELECT value FROM cluster_meta WHERE key = 'schema'");
+    if (!schema.step() || schema.text(0) != "perseus.cluster/1")
+      throw InputError(fmt::format("{}: not a perseus cluster database (schema '{}')", path, schema.text(0)));
+    const json shape = shape_of(matrix);
+    Statement get(db_, "SELECT value FROM cluster_meta WHERE key = 'matrix'");
+    if (get.step()) {
+      const json stored = json::parse(get.text(0), nullptr, false);
+      if (stored != shape)
+        throw InputError(fmt::format("{}: written for GPU types {} and job types {}, not this matrix's {} and {}: give the "
+                                     "throughputs it was written with, or another --db",
+                                     path, dump(stored.value("gpu_types", json())), dump(stored.value("job_types", json())),
+                                     dump(shape["gpu_types"]), dump(shape["job_types"])));
+    } else {
+      Statement put(db_, "INSERT INTO cluster_meta(key, value) VALUES('matrix', ?)");
+      put.bind(1, dump(shape)).run();
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    throw;
+  }
+}
+
+ClusterStore::~ClusterStore() { sqlite3_close(db_); }
+
+void ClusterStore::exec(const char* sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string why = error ? error : sqlite3_errmsg(db_);
+    sqlite3_free(error);
+    // A file that is not a database fails its first statement.
+    throw InputError(fmt::format("{}: {}", path_, why));
+  }
+}
+
+void ClusterStore::put_job(int id, const json& job) {
+  Statement put(db_, "INSERT OR REPLACE INTO cluster_jobs(id, job) VALUES(?, ?)");
+  put.bind(1, id).bind(2, dump(job)).run();
+}
+
+void ClusterStore::add_job(int id, const json& job) {
+  std::lock_guard lock(mutex_);
+  put_job(id, job);
+}
+
+void ClusterStore::save_round(const std::vector<std::pair<int, json>>& jobs, const SchedulerState& state) {
+  std::lock_guard lock(mutex_);
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& [id, job] : jobs) put_job(id, job);
+    Statement put(db_, "INSERT OR REPLACE INTO cluster_meta(key, value) VALUES('state', ?)");
+    put.bind(1, dump({{"clock_s", state.clock_s},
+                      {"rounds", state.rounds},
+                      {"steps_per_s", state.steps_per_s},
+                      {"measurements", state.measurements}}))
+        .run();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<json> ClusterStore::load_jobs() const {
+  std::lock_guard lock(mutex_);
+  std::vector<json> jobs;
+  Statement all(db_, "SELECT id, job FROM cluster_jobs ORDER BY id");
+  while (all.step()) {
+    if (all.integer(0) != static_cast<long long>(jobs.size()))
+      throw InputError(fmt::format("{}: job {} missing (ids must be 0, 1, ...)", path_, jobs.size()));
+    json job = json::parse(all.text(1), nullptr, false);
+    if (job.is_discarded()) throw InputError(fmt::format("{}: job {} is not valid JSON", path_, jobs.size()));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+SchedulerState ClusterStore::load_state() const {
+  std::lock_guard lock(mutex_);
+  SchedulerState state;
+  Statement get(db_, "SELECT value FROM cluster_meta WHERE key = 'state'");
+  if (!get.step()) return state;
+  const json j = json::parse(get.text(0), nullptr, false);
+  try {
+    state.clock_s = j.at("clock_s").get<double>();
+    state.rounds = j.at("rounds").get<int>();
+    state.steps_per_s = j.at("steps_per_s").get<std::vector<std::vector<double>>>();
+    state.measurements = j.at("measurements").get<std::vector<std::vector<int>>>();
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: the scheduler's saved state is malformed: {}", path_, e.what()));
+  }
+  return state;
+}
+
+}  // namespace perseus::cluster
