@@ -223,8 +223,9 @@ TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
       EXPECT_EQ(log[k - 1].event, "stop") << "job " << j.id << " line " << k << ": two copies ran at once";
       EXPECT_DOUBLE_EQ(log[k].steps, log[k - 1].steps) << "job " << j.id << " line " << k;
     }
-    if (saved[static_cast<std::size_t>(j.id)].status == JobStatus::kRunning)
+    if (saved[static_cast<std::size_t>(j.id)].status == JobStatus::kRunning) {
       EXPECT_GE(starts, 2) << "job " << j.id << " was running when the first scheduler stopped";
+    }
   }
 }
 

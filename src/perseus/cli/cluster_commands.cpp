@@ -2,26 +2,20 @@
 // planned for the catalogue, Gavel's heterogeneity-aware policies (with the energy stage), its
 // simulator, and the live scheduler on a backend, alone or as a server (docs/cluster.md). The
 // work is in the cluster module; here flags are parsed and results printed or written.
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "perseus/cli/commands.hpp"
 #include "perseus/cluster/cluster_scheduler.hpp"
@@ -36,7 +30,7 @@
 #include "perseus/cluster/throughputs.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/report/cluster_figures.hpp"
-#include "perseus/server/http_server.hpp"
+#include "perseus/server/serve_process.hpp"
 
 namespace perseus::cli {
 namespace {
@@ -616,22 +610,8 @@ void run_live(const RunArgs& a) {
 }
 
 void run_serve(const ServeArgs& a) {
-  // Signals go to one thread that stops the server; every other thread inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread when serving ends otherwise
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  const auto level = spdlog::level::from_str(a.log_level);
-  if (level == spdlog::level::off && a.log_level != "off")
-    throw InputError(fmt::format("--log-level '{}': debug, info, warning, error or off", a.log_level));
-  auto logger = std::make_shared<spdlog::logger>("perseus-cluster", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
-  logger->set_level(level);
-  logger->flush_on(spdlog::level::info);
-
+  server::StopSignals stop_signals;  // before any thread starts
+  const auto logger = server::make_stderr_logger("perseus-cluster", server::parse_log_level(a.log_level, "--log-level"));
   Live live = make_live(a);
   const std::unique_ptr<ClusterBackend> backend = make_backend(a, live.matrix);
   ClusterServiceOptions options;
@@ -651,19 +631,7 @@ void run_serve(const ServeArgs& a) {
                a.token.empty() ? "none" : "bearer");
   service.start();
 
-  std::atomic<bool> serving{true};
-  std::thread signal_thread([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    if (serving) {
-      logger->info("event=stopping signal={}", signal);
-      http.stop();
-    }
-  });
-  http.run();
-  serving = false;
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  stop_signals.serve(http, *logger);
   service.stop(/*preempt=*/true);
   logger->info("event=stopped rounds={}", service.rounds_run());
 }
@@ -853,7 +821,7 @@ void add_cluster_commands(CLI::App& app) {
   serve_cmd->add_option("--token", serve.token, "Bearer token that POST /jobs requires")->envname("PERSEUS_TOKEN");
   serve_cmd->add_option("--speedup", serve.speedup, "Emulated: rounds run this many times faster than the wall clock")
       ->capture_default_str()->check(CLI::Range(1e-3, 1e9));
-  serve_cmd->add_option("--log-level", serve.log_level, "debug, info, warning, error or off")->capture_default_str();
+  serve_cmd->add_option("--log-level", serve.log_level, "notset, debug, info, warning, error, critical or off")->capture_default_str();
   serve_cmd->callback([] { run_serve(serve); });
 }
 

@@ -64,11 +64,8 @@ JobRequest parse_submission(const std::string& body, const ThroughputMatrix& mat
   r.weight = number("weight", 1.0);
   r.slo_s = number("slo_s", Job::kNoSlo);
   if (j.contains("slo_s") && !(r.slo_s > 0.0)) throw ApiError(400, fmt::format("'slo_s' {}: must be > 0 seconds", r.slo_s));
-  const std::vector<Entity> entities = entities_of(policy);
   if (const std::string name = text("entity"); !name.empty()) {
-    r.entity = -1;
-    for (std::size_t e = 0; e < entities.size(); ++e)
-      if (entities[e].name == name) r.entity = static_cast<int>(e);
+    r.entity = find_entity(entities_of(policy), name);
     if (r.entity < 0) throw ApiError(400, fmt::format("'entity' '{}': not one of the policy's entities", name));
   } else {
     r.entity = dealt_entity(static_cast<std::size_t>(id), policy);

@@ -117,10 +117,7 @@ ScheduledJob job_from_json(const json& j, const ThroughputMatrix& matrix, const 
   job.request.weight = number("weight");
   job.request.slo_s = field("slo_s").is_null() ? Job::kNoSlo : number("slo_s");
   const std::string entity = text("entity");
-  const std::vector<Entity> entities = entities_of(policy);
-  job.request.entity = -1;
-  for (std::size_t e = 0; e < entities.size(); ++e)
-    if (entities[e].name == entity) job.request.entity = static_cast<int>(e);
+  job.request.entity = find_entity(entities_of(policy), entity);
   if (job.request.entity < 0) throw InputError(fmt::format("job {}: entity '{}' is not one of the policy's", job.id, entity));
   job.request.command = text("command");
   const std::string status = text("status");

@@ -37,8 +37,7 @@ class EntityColumn {
     if (column_ < 0) return 0;
     const std::string& name = row.fields[static_cast<std::size_t>(column_)];
     if (name.empty()) return -1;
-    for (std::size_t e = 0; e < entities_->size(); ++e)
-      if ((*entities_)[e].name == name) return static_cast<int>(e);
+    if (const int e = find_entity(*entities_, name); e >= 0) return e;
     if (!grow_) {
       std::string known;
       for (const Entity& e : *entities_) known += (known.empty() ? "" : ", ") + e.name;

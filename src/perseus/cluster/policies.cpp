@@ -44,6 +44,12 @@ std::vector<Entity> entities_of(const PolicySpec& spec) {
   return spec.entities.empty() ? std::vector<Entity>{{"all", 1.0, EntityPolicy::kFairness}} : spec.entities;
 }
 
+int find_entity(const std::vector<Entity>& entities, std::string_view name) {
+  for (std::size_t e = 0; e < entities.size(); ++e)
+    if (entities[e].name == name) return static_cast<int>(e);
+  return -1;
+}
+
 int dealt_entity(std::size_t index, const PolicySpec& spec) {
   return static_cast<int>(index % std::max<std::size_t>(1, spec.entities.size()));
 }

@@ -122,6 +122,8 @@ struct PolicySpec {
 
 // The hierarchical policy's entities: spec.entities, or (none given) one, "all", with fairness.
 std::vector<Entity> entities_of(const PolicySpec& spec);
+// The index of the entity named `name` among `entities`, or -1.
+int find_entity(const std::vector<Entity>& entities, std::string_view name);
 // The entity the index-th job is dealt to when its input names none: round-robin.
 int dealt_entity(std::size_t index, const PolicySpec& spec);
 

@@ -95,6 +95,7 @@ SlurmBackend::SlurmBackend(std::vector<std::string> gpu_types, SlurmOptions opti
   fs::create_directories(options_.job_root);
   init_slurm(options_.config);
   topology();  // fails early when slurmctld does not answer
+  find_leftovers();
 }
 
 SlurmBackend::~SlurmBackend() = default;
@@ -140,12 +141,11 @@ void SlurmBackend::submit(const BackendJob& job) {
   t.job = job;
   t.dir = fmt::format("{}/job-{}", options_.job_root, job.id);
   fs::create_directories(t.dir);
+  stop_leftover(t.dir);  // first: it writes its progress as it stops
   // A new job's progress starts at 0; a restored one's is its checkpoint's, in its directory.
   std::error_code ignored;
   if (job.steps_done <= 0.0) fs::remove(t.dir + "/progress", ignored);
   t.steps_done = job.steps_done;
-
-  stop_leftovers(fmt::format("perseus-{}", job.id), t.dir);
 
   std::string script = fmt::format("#!/bin/sh\n# perseus job {}\nexec {}\n", job.id, job.command);
   std::vector<std::string> env;
@@ -187,21 +187,29 @@ void SlurmBackend::submit(const BackendJob& job) {
   jobs_[job.id] = std::move(t);
 }
 
-void SlurmBackend::stop_leftovers(const std::string& name, const std::string& dir) {
+void SlurmBackend::find_leftovers() {
   job_info_msg_t* info = nullptr;
   if (slurm_load_jobs(0, &info, SHOW_ALL) != SLURM_SUCCESS) throw SolveError(fmt::format("Slurm: cannot list the jobs: {}", slurm_error()));
-  std::vector<unsigned> leftovers;
+  const std::string prefix = options_.job_root + "/job-";
   for (uint32_t i = 0; i < info->record_count; ++i) {
     const slurm_job_info_t& j = info->job_array[i];
     const uint32_t base = j.job_state & JOB_STATE_BASE;
     const bool live = base == JOB_PENDING || base == JOB_RUNNING || base == JOB_SUSPENDED || (j.job_state & JOB_COMPLETING);
-    if (live && j.user_id == getuid() && j.name && name == j.name && j.work_dir && dir == j.work_dir) leftovers.push_back(j.job_id);
+    if (live && j.user_id == getuid() && j.name && std::string_view(j.name).rfind("perseus-", 0) == 0 && j.work_dir &&
+        std::string_view(j.work_dir).rfind(prefix, 0) == 0)
+      leftovers_[j.work_dir].push_back(j.job_id);
   }
   slurm_free_job_info_msg(info);
+}
+
+void SlurmBackend::stop_leftover(const std::string& dir) {
+  const auto it = leftovers_.find(dir);
+  if (it == leftovers_.end()) return;
   // As scancel: SIGTERM first (the job checkpoints), SIGKILL after Slurm's KillWait.
-  for (unsigned id : leftovers) slurm_kill_job(id, SIGKILL, 0);
-  if (const std::set<unsigned> left = wait_until_stopped(leftovers); !left.empty())
+  for (unsigned id : it->second) slurm_kill_job(id, SIGKILL, 0);
+  if (const std::set<unsigned> left = wait_until_stopped(it->second); !left.empty())
     throw SolveError(fmt::format("Slurm: job {} of a previous scheduler in {} is still stopping", *left.begin(), dir));
+  leftovers_.erase(it);
 }
 
 void SlurmBackend::hold(Tracked& t) {

@@ -78,10 +78,12 @@ class SlurmBackend : public ClusterBackend {
     bool over = false;               // reported finished or failed
     double steps_done = 0.0;
   };
-  // A job of the same name and directory left by a scheduler that stopped without preempting
-  // (one restored from its database submits its jobs again): cancelled, and waited for (its
-  // checkpoint is what the new one resumes from). SolveError when one does not stop in time.
-  void stop_leftovers(const std::string& name, const std::string& dir);
+  // Jobs a scheduler that stopped without preempting left in Slurm (its server killed): live
+  // perseus jobs of this user in job_root's directories, listed once, when the backend starts.
+  void find_leftovers();
+  // The leftover in `dir` (a restored scheduler submits its job again): cancelled, and waited for
+  // (its checkpoint is what the new one resumes from). SolveError when it does not stop in time.
+  void stop_leftover(const std::string& dir);
   void hold(Tracked& t);
   bool requeue_held(Tracked& t);  // false: it was not running
   // The jobs of `slurm_ids` that have not stopped yet after a while.
@@ -94,6 +96,7 @@ class SlurmBackend : public ClusterBackend {
   std::vector<std::vector<std::string>> servers_;  // [type]: nodes up, sorted (the topology's servers)
   int gpus_per_server_ = 1;
   std::map<int, Tracked> jobs_;
+  std::map<std::string, std::vector<unsigned>> leftovers_;  // by job directory
   double round_start_ = 0.0;  // wall clock, seconds since the epoch
   std::atomic<bool> interrupted_{false};
 };

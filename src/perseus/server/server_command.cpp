@@ -1,25 +1,21 @@
 #include "perseus/server/server_command.hpp"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "perseus/model/errors.hpp"
 #include "perseus/server/http_server.hpp"
+#include "perseus/server/serve_process.hpp"
 #include "perseus/server/service.hpp"
 
 namespace perseus::server {
@@ -85,22 +81,6 @@ std::optional<std::string> environment_setting(std::string_view name) {
   return found->second;
 }
 
-// Python's logging names (ZEUS_PFO_LOG_LEVEL=INFO; NOTSET, its lowest, logs everything) and
-// spdlog's both work.
-spdlog::level::level_enum parse_level(const std::string& name) {
-  const std::string n = lower(name);
-  if (n == "trace" || n == "notset") return spdlog::level::trace;
-  if (n == "debug") return spdlog::level::debug;
-  if (n == "info") return spdlog::level::info;
-  if (n == "warning" || n == "warn") return spdlog::level::warn;
-  if (n == "error") return spdlog::level::err;
-  if (n == "critical" || n == "fatal") return spdlog::level::critical;
-  if (n == "off") return spdlog::level::off;
-  throw InputError(fmt::format("--log-level / ZEUS_PFO_LOG_LEVEL: unknown level '{}' (notset, debug, info, warning, "
-                               "error, critical, off)",
-                               name));
-}
-
 // Pydantic's reading of a boolean setting, any case.
 bool parse_bool_setting(const char* name, const std::string& value) {
   const std::string v = lower(value);
@@ -150,20 +130,8 @@ ServeArgs with_environment(ServeArgs args, const ZeusOptions& given) {
 }
 
 void run_serve(const ServeArgs& args) {
-  // Signals go to one thread that stops the server; every other thread (created below)
-  // inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread when serving ends otherwise
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  auto logger = std::make_shared<spdlog::logger>("perseus-server", sink);
-  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
-  logger->set_level(parse_level(args.log_level));
-  logger->flush_on(spdlog::level::info);
+  StopSignals stop_signals;  // before any thread starts
+  const auto logger = make_stderr_logger("perseus-server", parse_log_level(args.log_level, "--log-level / ZEUS_PFO_LOG_LEVEL"));
 
   const auto scheduler_args = nlohmann::json::parse(args.scheduler_args, nullptr, false);
   if (scheduler_args.is_discarded()) {
@@ -199,19 +167,7 @@ void run_serve(const ServeArgs& args) {
                http.port(), logfmt_value(args.db), logfmt_value(args.scheduler), service.job_count(),
                logfmt_value(args.token.empty() ? "none" : "bearer (" + args.token_scope + ")"));
 
-  std::atomic<bool> serving{true};
-  std::thread signal_thread([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    if (serving) {
-      logger->info("event=stopping signal={}", signal);
-      http.stop();
-    }
-  });
-  http.run();
-  serving = false;
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  stop_signals.serve(http, *logger);
   service.shutdown();
   logger->info("event=stopped");
 }
