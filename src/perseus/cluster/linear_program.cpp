@@ -61,7 +61,21 @@ int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, dou
   return row;
 }
 
+int LinearProgram::add_column(double lower, double upper, double objective, const std::vector<std::pair<int, double>>& entries) {
+  if (new_columns_.empty()) new_column_entries_ = entry_value_.size();
+  const int variable = add_variable(lower, upper, objective);
+  for (const auto& [row, value] : entries) {
+    if (value == 0.0) continue;
+    entry_row_.push_back(row);
+    entry_column_.push_back(variable);
+    entry_value_.push_back(value);
+  }
+  new_columns_.push_back(variable);
+  return variable;
+}
+
 LinearProgram::Solution LinearProgram::solve() {
+  new_columns_.clear();
   const CoinPackedMatrix matrix(true, entry_row_.data(), entry_column_.data(), entry_value_.data(),
                                 static_cast<CoinBigIndex>(entry_value_.size()));
   std::vector<double> col_lo(lower_.size()), col_hi(upper_.size()), row_lo(row_lower_.size()), row_hi(row_upper_.size());
@@ -128,7 +142,26 @@ LinearProgram::Solution LinearProgram::solve_mixed_integer(double seconds) {
 }
 
 LinearProgram::Solution LinearProgram::resolve() {
-  if (!model_ || model_->numberColumns() != num_variables() || model_->numberRows() != num_rows()) return solve();
+  if (!model_ || model_->numberRows() != num_rows()) return solve();
+  if (!new_columns_.empty() && model_->numberColumns() == new_columns_.front()) {
+    // The entries since the first new column are the new columns', in their order.
+    const std::size_t n = new_columns_.size();
+    std::vector<CoinBigIndex> starts(n + 1, 0);
+    std::size_t k = new_column_entries_;
+    for (std::size_t i = 0; i < n; ++i) {
+      while (k < entry_value_.size() && entry_column_[k] == new_columns_[i]) ++k;
+      starts[i + 1] = static_cast<CoinBigIndex>(k - new_column_entries_);
+    }
+    std::vector<double> col_lo(n), col_hi(n), cost(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<std::size_t>(new_columns_[i]);
+      col_lo[i] = clp(lower_[v]), col_hi[i] = clp(upper_[v]), cost[i] = objective_[v];
+    }
+    model_->addColumns(static_cast<int>(n), col_lo.data(), col_hi.data(), cost.data(), starts.data(),
+                       entry_row_.data() + new_column_entries_, entry_value_.data() + new_column_entries_);
+    new_columns_.clear();
+  }
+  if (model_->numberColumns() != num_variables()) return solve();
   for (int i = 0; i < num_variables(); ++i) {
     model_->setObjectiveCoefficient(i, objective_[static_cast<std::size_t>(i)]);
     model_->setColumnBounds(i, clp(lower_[static_cast<std::size_t>(i)]), clp(upper_[static_cast<std::size_t>(i)]));

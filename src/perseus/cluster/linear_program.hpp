@@ -34,6 +34,9 @@ class LinearProgram {
   void set_integer(int variable) { integer_[static_cast<std::size_t>(variable)] = 1; }
   // lower <= sum(coefficient * variable) <= upper; returns the row's index.
   int add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper);
+  // A variable with `entries` (row, coefficient) in rows already added; returns its index.
+  // Unlike a row, a column added after solve() keeps resolve() warm.
+  int add_column(double lower, double upper, double objective, const std::vector<std::pair<int, double>>& entries);
 
   struct Solution {
     bool optimal = false;
@@ -43,9 +46,10 @@ class LinearProgram {
   };
   // Dual simplex from scratch. O(simplex): polynomial in practice for these sizes.
   Solution solve();
-  // After solve(), with only objective coefficients and variable and row bounds changed since:
-  // primal simplex from the last basis (a lexicographic second objective costs a few pivots, not
-  // a second solve). With rows or variables added since solve(), solves from scratch.
+  // After solve(), with only objective coefficients, variable and row bounds changed and columns
+  // added since (add_column): primal simplex from the last basis, the new columns nonbasic (a
+  // lexicographic second objective costs a few pivots, not a second solve). With rows added, or
+  // variables by add_variable, since solve(), solves from scratch.
   Solution resolve();
   // After solve(), with only row bounds changed since (the objective kept, so the last basis
   // stays dual feasible): dual simplex from it, as a bisection over a right-hand side wants.
@@ -66,6 +70,10 @@ class LinearProgram {
   std::vector<double> row_lower_, row_upper_;
   std::vector<int> entry_row_, entry_column_;
   std::vector<double> entry_value_;
+  // Columns added by add_column since the last solve: their first variable, entry, and each
+  // one's variable (resolve() adds them to the model).
+  std::vector<int> new_columns_;
+  std::size_t new_column_entries_ = 0;
   std::unique_ptr<ClpSimplex> model_;  // the last solve's, kept for resolve()
 };
 

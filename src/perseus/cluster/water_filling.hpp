@@ -11,13 +11,21 @@
 //      n_m(X) >= f_m + delta_m z_m and n_m(X) >= f_m for all: the jobs with z_m = 0 cannot gain
 //      delta_m without another losing; they are bottlenecked and leave the active set.
 // until no active job has a weight. A last LP holds every floor and maximises the work done (jobs
-// of weight 0 take what is left). Shortcuts (docs/cluster.md): the MILP's relaxation is tried on
-// CLP first; a round whose level stops at a job's own most (all its time on its fastest type)
-// freezes it without a MILP; and when nothing can rise, one LP tells whether FIFO's queue can
-// gain at all, so a full cluster ends it in one round. At an LP optimum some weighted job is always bottlenecked
-// (were each able to gain alone, the average of those allocations would raise L: the LP is
-// convex), so there are at most as many rounds as LP rows; in practice one per FIFO job that runs
-// and one or two per fairness class.
+// of weight 0 take what is left). A round whose level rose by less than every weighted job's
+// delta leaves the MILP a job to stop, so every round raises a floor by a delta or stops a job.
+// Shortcuts (docs/cluster.md):
+//   - rounds that end at jobs' own most (all their time on their fastest type) are known in
+//     closed form while the cluster has room; a bisection of feasibility LPs finds the last one it
+//     holds and takes them all at once (O(log rounds) LPs, not one a round);
+//   - the MILP's relaxation, its fractional z rounded down, is its optimum when the ones number
+//     the relaxation's optimum rounded down (CBC only otherwise);
+//   - when nothing can rise, one LP tells whether FIFO's queue can gain at all, so a full cluster
+//     ends it in one round;
+//   - one LP serves every step, each round adding its columns (L or z): each solve starts from the
+//     last basis.
+// At an LP optimum some weighted job is always bottlenecked (were each able to gain alone, the
+// average of those allocations would raise L: the LP is convex), so there are at most as many
+// rounds as LP rows; in practice one per fairness class that a full cluster bottlenecks.
 // Jobs of one entity, type and weight under fairness are one class of the LPs (symmetric, like
 // LAS's); FIFO jobs are classes of their own.
 #pragma once
