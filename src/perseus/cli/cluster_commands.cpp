@@ -349,14 +349,15 @@ void run_simulate(const SimulateArgs& a) {
     std::cout << runs_csv(runs, matrix);
     return;
   }
-  fmt::print("{:<46} {:>9} {:>5} {:>10} {:>10} {:>10}", "policy", "jobs/hour", "seed", "avg JCT h", "makespan h", "unfinished");
+  fmt::print("{:<46} {:>9} {:>5} {:>10} {:>7} {:>10} {:>10}", "policy", "jobs/hour", "seed", "avg JCT h", "avg rho", "makespan h",
+             "unfinished");
   for (const std::string& g : matrix.gpu_types) fmt::print(" {:>6}", g);
   fmt::print(" {:>7} {:>10} {:>10} {:>8} {:>8}\n", "gap", "cost $", "energy kWh", "SLO miss", "wall s");
   for (const ExperimentRun& r : runs) {
     const SimulationResult& s = r.result;
-    fmt::print("{:<46} {:>9} {:>5} {:>10.2f} {:>10.2f} {:>10}", variant_name(r.variant),
+    fmt::print("{:<46} {:>9} {:>5} {:>10.2f} {:>7.2f} {:>10.2f} {:>10}", variant_name(r.variant),
                r.jobs_per_hour > 0.0 ? fmt::format("{:g}", r.jobs_per_hour) : "-", r.seed, s.average_jct_s / 3600.0,
-               s.makespan_s / 3600.0, s.window_unfinished);
+               s.average_finish_time_fairness, s.makespan_s / 3600.0, s.window_unfinished);
     for (double u : s.utilisation) fmt::print(" {:>5.0f}%", 100.0 * u);
     fmt::print(" {:>7.3f} {:>10} {:>10} {:>8} {:>8.2f}\n", s.allocation_gap,
                r.variant.prices_per_hour.empty() ? "-" : fmt::format("{:.0f}", s.cost),

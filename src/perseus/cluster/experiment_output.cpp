@@ -60,6 +60,7 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
                     {"window_jobs", s.window_jobs},
                     {"window_unfinished", s.window_unfinished},
                     {"average_jct_h", s.average_jct_s / 3600.0},
+                    {"average_ftf_rho", s.average_finish_time_fairness},
                     {"makespan_h", s.makespan_s / 3600.0},
                     {"end_h", s.end_s / 3600.0},
                     {"utilisation", s.utilisation},
@@ -80,13 +81,15 @@ std::string experiment_json(const std::vector<ExperimentRun>& runs, const Throug
 }
 
 std::string runs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMatrix& matrix) {
-  std::string out = "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,makespan_h";
+  std::string out =
+      "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,jobs_arrived,window_jobs,unfinished,average_jct_h,average_ftf_rho,"
+      "makespan_h";
   for (const std::string& g : matrix.gpu_types) out += ",util_" + g;
   out += ",allocation_gap,cost_dollars,energy_kwh,slo_jobs,slo_violations,rounds,leases,renewals,allocations,policy_s,wall_s\n";
   for (const ExperimentRun& r : runs) {
     const SimulationResult& s = r.result;
-    out += fmt::format("{},{},{},{},{:.6g},{:.6g}", run_key(r), s.jobs.size(), s.window_jobs, s.window_unfinished,
-                       s.average_jct_s / 3600.0, s.makespan_s / 3600.0);
+    out += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g}", run_key(r), s.jobs.size(), s.window_jobs, s.window_unfinished,
+                       s.average_jct_s / 3600.0, s.average_finish_time_fairness, s.makespan_s / 3600.0);
     for (double u : s.utilisation) out += fmt::format(",{:.4f}", u);
     out += fmt::format(",{:.4f},{},{},{},{},{},{},{},{},{:.4f},{:.4f}\n", s.allocation_gap,
                        r.variant.prices_per_hour.empty() ? std::string() : fmt::format("{:.2f}", s.cost),
@@ -100,7 +103,7 @@ std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
   std::string out =
       "policy,aware,space_sharing,energy_slack,jobs_per_hour,seed,id,job,scale_factor,arrival_s,steps,weight,slo_s,entity,start_s,completion_s,jct_s";
   for (const std::string& g : matrix.gpu_types) out += ",gpu_s_" + g;
-  out += ",energy_j,rounds,preemptions,migrations,measured\n";
+  out += ",energy_j,rounds,preemptions,migrations,measured,isolated_s,ftf_rho\n";
   for (const ExperimentRun& r : runs)
     for (const JobOutcome& o : r.result.jobs) {
       const JobType& type = matrix.job_types[static_cast<std::size_t>(o.type)];
@@ -113,7 +116,8 @@ std::string jobs_csv(const std::vector<ExperimentRun>& runs, const ThroughputMat
       out += o.finished() ? fmt::format(",{:.3f},{:.3f}", o.completion_s, o.jct_s()) : std::string(",,");
       for (double g : o.gpu_s) out += fmt::format(",{:.1f}", g);
       out += matrix.has_energy() ? fmt::format(",{:.1f}", o.energy_j) : std::string(",");
-      out += fmt::format(",{},{},{},{}\n", o.rounds, o.preemptions, o.migrations, o.measured ? "true" : "false");
+      out += fmt::format(",{},{},{},{},{:.3f}", o.rounds, o.preemptions, o.migrations, o.measured ? "true" : "false", o.isolated_s);
+      out += o.finished() ? fmt::format(",{:.6g}\n", o.finish_time_fairness()) : std::string(",\n");
     }
   return out;
 }

@@ -218,7 +218,7 @@ std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMa
   // What `perseus cluster simulate` writes in jobs.csv besides; its run columns pick one run.
   static const std::set<std::string> kWritten = {"policy", "aware", "space_sharing", "energy_slack", "jobs_per_hour", "seed", "id",
                                                  "scale_factor", "start_s", "completion_s", "jct_s", "energy_j", "rounds",
-                                                 "preemptions", "migrations", "measured"};
+                                                 "preemptions", "migrations", "measured", "isolated_s", "ftf_rho"};
   static constexpr std::string_view kRunColumns[] = {"policy", "aware", "space_sharing", "energy_slack", "jobs_per_hour", "seed"};
   const csv::Table table = csv::parse(csv::read_file(path), path, kRequired);
   for (const std::string& name : table.header)

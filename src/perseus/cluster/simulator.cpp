@@ -33,6 +33,7 @@ struct LeaseRun {
   int id = 0;
   double run_s = 0.0, gpu_time_s = 0.0;
   bool finished = false;
+  double steps = 0.0;  // done in the lease
 };
 
 // A lease's one or two jobs (a fixed array: this runs for every lease of every round).
@@ -51,10 +52,10 @@ LeaseRuns run_lease(const Lease& l, double avail_s, const ThroughputMatrix& matr
   const auto alone_rate = [&](int id) { return speed[static_cast<std::size_t>(id)][static_cast<std::size_t>(l.gpu_type)]; };
   if (l.partner < 0) {
     double& left = steps_left[static_cast<std::size_t>(l.job)];
-    const double need_s = left / alone_rate(l.job);
+    const double before = left, need_s = left / alone_rate(l.job);
     const double run_s = std::min(avail_s, need_s);
     left = need_s <= avail_s ? 0.0 : left - run_s * alone_rate(l.job);
-    return {{LeaseRun{l.job, run_s, run_s, need_s <= avail_s}}, 1};
+    return {{LeaseRun{l.job, run_s, run_s, need_s <= avail_s, before - left}}, 1};
   }
   const int ids[2] = {l.job, l.partner};
   const auto rates = matrix.shared_speeds(jobs[static_cast<std::size_t>(l.job)].type, jobs[static_cast<std::size_t>(l.partner)].type,
@@ -68,8 +69,9 @@ LeaseRuns run_lease(const Lease& l, double avail_s, const ThroughputMatrix& matr
   std::array<LeaseRun, 2>& out = result.runs;
   for (int i = 0; i < 2; ++i) {
     double& left = steps_left[static_cast<std::size_t>(ids[i])];
-    out[i] = {ids[i], together, together / 2.0, need[i] <= together};
+    out[i] = {ids[i], together, together / 2.0, need[i] <= together, left};
     left = out[i].finished ? 0.0 : left - together * shared[i];
+    out[i].steps -= left;
   }
   for (int i = 0; i < 2; ++i) {
     if (out[i].finished || !out[1 - i].finished) continue;
@@ -78,7 +80,9 @@ LeaseRuns run_lease(const Lease& l, double avail_s, const ThroughputMatrix& matr
     const double run_s = std::min(rest, need_s);
     out[i].run_s += run_s, out[i].gpu_time_s += run_s;
     out[i].finished = need_s <= rest;
+    const double before = left;
     left = out[i].finished ? 0.0 : left - run_s * alone_rate(ids[i]);
+    out[i].steps += before - left;
   }
   return result;
 }
@@ -99,6 +103,8 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   std::vector<int> active;             // ids, in arrival order
   std::vector<double> steps_left;      // by id
   std::vector<std::vector<double>> speed, power_w;  // by id, per type: the allocation in force
+  // By id: steps/s on 1/n of the cluster (X_isolated, n the jobs active), the allocation in force.
+  std::vector<double> isolated_speed;
   std::optional<TraceJob> pending = source();
   bool changed = true;
   double t = 0.0, gap_weighted = 0.0, gap_time = 0.0, allocation_start = 0.0;
@@ -148,6 +154,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       steps_left.push_back(pending->steps);
       speed.emplace_back();
       power_w.emplace_back();
+      isolated_speed.push_back(0.0);
       active.push_back(j.id);
       changed = true;
       pending = source();
@@ -170,9 +177,12 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       Allocation a = allocate(jobs, matrix, spec.workers, spec.policy);
       out.policy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_start).count();
       ++out.allocations;
+      const std::vector<std::vector<double>> isolated = isolated_share(jobs, matrix, spec.workers);
       for (std::size_t k = 0; k < active.size(); ++k) {
-        speed[static_cast<std::size_t>(active[k])] = std::move(a.speed[k]);
-        power_w[static_cast<std::size_t>(active[k])] = std::move(a.power_w[k]);
+        const auto id = static_cast<std::size_t>(active[k]);
+        speed[id] = std::move(a.speed[k]);
+        power_w[id] = std::move(a.power_w[k]);
+        isolated_speed[id] = effective_throughput(matrix, jobs[k].type, isolated[k]);
       }
       std::vector<Combination> combinations;
       combinations.reserve(active.size() + a.pairs.size());
@@ -207,6 +217,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
         if (!l.renewed && last != last_round.end()) ++o.migrations;
         last_round[r.id] = round_index;
         ++o.rounds;
+        o.isolated_s += r.steps / isolated_speed[static_cast<std::size_t>(r.id)];
         // A pair splits its GPUs' time (and the restart) evenly while both run.
         o.gpu_s[static_cast<std::size_t>(l.gpu_type)] += (overhead / static_cast<double>(runs.count) + r.gpu_time_s) * scale;
         // The restart overhead is spent loading, at the same power (an upper bound). Jobs that
@@ -254,7 +265,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   out.utilisation.assign(static_cast<std::size_t>(J), 0.0);
   for (int j = 0; j < J; ++j)
     if (spec.workers[j] > 0 && t > 0.0) out.utilisation[j] = busy_s[j] / (spec.workers[j] * t);
-  double jct_sum = 0.0;
+  double jct_sum = 0.0, rho_sum = 0.0;
   for (const JobOutcome& o : out.jobs) {
     if (!o.measured) continue;
     ++out.window_jobs;
@@ -264,6 +275,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       continue;
     }
     jct_sum += o.jct_s();
+    rho_sum += o.finish_time_fairness();
     if (std::isfinite(o.slo_s)) ++out.slo_jobs, out.slo_violations += o.missed_slo() ? 1 : 0;
     if (!spec.policy.prices_per_hour.empty())
       for (int j = 0; j < J; ++j) out.cost += o.gpu_s[static_cast<std::size_t>(j)] / 3600.0 * spec.policy.prices_per_hour[j];
@@ -271,6 +283,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   }
   const int finished_in_window = out.window_jobs - out.window_unfinished;
   out.average_jct_s = finished_in_window > 0 ? jct_sum / finished_in_window : 0.0;
+  out.average_finish_time_fairness = finished_in_window > 0 ? rho_sum / finished_in_window : 0.0;
   report();
   return out;
 }

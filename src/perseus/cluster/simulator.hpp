@@ -51,9 +51,15 @@ struct JobOutcome {
   int entity = 0;                              // the hierarchical policy's (PolicySpec::entities)
   int rounds = 0, preemptions = 0, migrations = 0;
   bool measured = false;                       // in the window
+  // The time its steps would have taken on 1/n of the cluster (X_isolated, n the jobs active as
+  // each ran): Themis's isolated time, counted as Gavel's finish-time-fairness policy counts it.
+  double isolated_s = 0.0;
   bool missed_slo() const { return finished() && jct_s() > slo_s * (1.0 + 1e-12); }
   bool finished() const { return completion_s >= 0.0; }
   double jct_s() const { return completion_s - arrival_s; }
+  // rho = JCT / isolated time (finished jobs): below 1, the job fared better than on 1/n of the
+  // cluster (the dissertation's Fig. 5.11).
+  double finish_time_fairness() const { return isolated_s > 0.0 ? jct_s() / isolated_s : 0.0; }
 };
 
 struct RoundRecord {
@@ -72,6 +78,7 @@ struct SimulationResult {
   // The window's jobs: how many, how many finished, their mean JCT and the time the last finished.
   int window_jobs = 0, window_unfinished = 0;
   double average_jct_s = 0.0, makespan_s = 0.0;
+  double average_finish_time_fairness = 0.0;  // mean rho over the window's finished jobs
   std::vector<double> utilisation;    // per type: busy GPU-time / (GPUs x end_s)
   // The mechanism's realised allocation against the computed one (rounds.hpp's gap), averaged
   // over allocations weighted by how long each was in force.

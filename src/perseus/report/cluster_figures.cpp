@@ -67,29 +67,35 @@ std::vector<std::pair<std::string, std::string>> cluster_figures(const std::vect
   }
 
   const double top = highest_rate(runs);
-  {
-    LineChart chart{"cluster-cdf",
-                    top > 0.0 ? fmt::format("CDF of job completion times at {:g} jobs/hour (first seed)", top)
-                              : std::string("CDF of job completion times"),
-                    "JCT (hours)", "fraction of jobs", {}, true, false, false};
+  // The CDF over the measured window's finished jobs of value(job), each variant's first run at
+  // the highest rate.
+  const auto cdf = [&](const std::string& id, const std::string& what, const std::string& x_label, auto value) {
+    LineChart chart{id, top > 0.0 ? fmt::format("CDF of {} at {:g} jobs/hour (first seed)", what, top) : "CDF of " + what,
+                    x_label, "fraction of jobs", {}, true, false, false};
     for (std::size_t v = 0; v < names.size(); ++v) {
       const ExperimentRun* it = first_run(runs, names[v], top);
       if (!it) continue;
-      // The measured window only.
-      std::vector<double> jct;
-      const auto& s = it->result;
-      for (const cluster::JobOutcome& o : s.jobs)
-        if (o.finished() && o.measured) jct.push_back(o.jct_s() / 3600.0);
-      std::sort(jct.begin(), jct.end());
+      std::vector<double> values;
+      for (const cluster::JobOutcome& o : it->result.jobs)
+        if (o.finished() && o.measured) values.push_back(value(o));
+      std::sort(values.begin(), values.end());
       ChartSeries series{names[v], {}, false, static_cast<int>(v)};
-      const std::size_t step = std::max<std::size_t>(1, jct.size() / 200);  // at most ~200 points drawn
-      for (std::size_t i = 0; i < jct.size(); i += step)
-        series.points.emplace_back(jct[i], static_cast<double>(i + 1) / static_cast<double>(jct.size()));
-      if (!jct.empty()) series.points.emplace_back(jct.back(), 1.0);
+      const std::size_t step = std::max<std::size_t>(1, values.size() / 200);  // at most ~200 points drawn
+      for (std::size_t i = 0; i < values.size(); i += step)
+        series.points.emplace_back(values[i], static_cast<double>(i + 1) / static_cast<double>(values.size()));
+      if (!values.empty()) series.points.emplace_back(values.back(), 1.0);
       if (!series.points.empty()) chart.series.push_back(std::move(series));
     }
-    if (!chart.series.empty()) out.emplace_back("jct_cdf", line_chart_svg(chart));
-  }
+    return chart;
+  };
+  if (LineChart chart = cdf("cluster-cdf", "job completion times", "JCT (hours)", [](const cluster::JobOutcome& o) { return o.jct_s() / 3600.0; });
+      !chart.series.empty())
+    out.emplace_back("jct_cdf", line_chart_svg(chart));
+  // Fig. 5.11b: rho = JCT / the time on 1/n of the cluster.
+  if (LineChart chart = cdf("cluster-ftf-cdf", "finish-time fairness", "finish-time fairness rho (JCT / time on 1/n of the cluster)",
+                            [](const cluster::JobOutcome& o) { return o.finish_time_fairness(); });
+      !chart.series.empty())
+    out.emplace_back("ftf_cdf", line_chart_svg(chart));
 
   if (matrix.has_energy()) {
     // The cluster's power over time, each variant's first run at the highest rate, averaged in
@@ -160,7 +166,7 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
 
   // One row per variant and rate: means over seeds.
   std::string table = "<table><thead><tr><th>policy</th><th>jobs/hour</th><th>seeds</th><th>average JCT (h)</th>"
-                      "<th>makespan (h)</th><th>unfinished</th>";
+                      "<th>average FTF rho</th><th>makespan (h)</th><th>unfinished</th>";
   for (const std::string& g : matrix.gpu_types) table += "<th>" + escape_xml(g) + " busy</th>";
   table += "<th>allocation gap</th><th>renewed leases</th>";
   if (matrix.has_energy()) table += "<th>energy (kWh)</th>";
@@ -175,11 +181,12 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
   for (const auto& k : order) {
     const auto& g = groups[k];
     const double n = static_cast<double>(g.size());
-    double jct = 0.0, makespan = 0.0, gap = 0.0, renewed = 0.0, kwh = 0.0;
+    double jct = 0.0, rho = 0.0, makespan = 0.0, gap = 0.0, renewed = 0.0, kwh = 0.0;
     int unfinished = 0;
     std::vector<double> util(static_cast<std::size_t>(matrix.num_gpu_types()), 0.0);
     for (const ExperimentRun* r : g) {
       jct += r->result.average_jct_s / 3600.0 / n;
+      rho += r->result.average_finish_time_fairness / n;
       makespan += r->result.makespan_s / 3600.0 / n;
       gap += r->result.allocation_gap / n;
       renewed += (r->result.leases ? static_cast<double>(r->result.renewals) / r->result.leases : 0.0) / n;
@@ -188,7 +195,8 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
       for (std::size_t j = 0; j < util.size(); ++j) util[j] += r->result.utilisation[j] / n;
     }
     table += "<tr>" + td(k.first) + td(k.second > 0.0 ? fmt::format("{:g}", k.second) : "-") + td(fmt::format("{}", g.size())) +
-             td(fmt::format("{:.2f}", jct)) + td(fmt::format("{:.2f}", makespan)) + td(fmt::format("{}", unfinished));
+             td(fmt::format("{:.2f}", jct)) + td(fmt::format("{:.2f}", rho)) + td(fmt::format("{:.2f}", makespan)) +
+             td(fmt::format("{}", unfinished));
     for (double u : util) table += td(fmt::format("{:.0f}%", 100.0 * u));
     table += td(fmt::format("{:.3f}", gap)) + td(fmt::format("{:.0f}%", 100.0 * renewed));
     if (matrix.has_energy()) table += td(fmt::format("{:.0f}", kwh));
@@ -197,7 +205,8 @@ std::string cluster_report_html(const std::vector<ExperimentRun>& runs, const cl
   table += "</tbody></table>";
 
   ReportSection results{"runs", "Runs",
-                        "Average JCT over the measured jobs; busy: GPU-time leased over GPU-time available; allocation gap: "
+                        "Average JCT over the measured jobs; FTF rho: a job's JCT over the time its steps would have taken on 1/n "
+                        "of the cluster, n the jobs active as it ran (below 1: better than an equal split); busy: GPU-time leased over GPU-time available; allocation gap: "
                         "the mean over jobs of sum_j |realised - computed| share, averaged over allocations (0 is exact); "
                         "renewed: leases that kept the job's GPUs from the previous round; energy: the measured jobs' GPUs while they ran "
                         "(with energy figures in the matrix). Busy GPUs: lines of types equally busy lie on top of each other.",

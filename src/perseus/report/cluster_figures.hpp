@@ -1,7 +1,7 @@
 // Cluster scheduling in pictures (docs/cluster.md): average JCT against the input load per
-// policy (the dissertation's Figs. 5.9a and 5.10a), the CDF of job completion times at one load
-// (5.9b, 5.10b), the jobs' power over time (with energy figures) and the busy GPUs of each type
-// over a run; for `perseus cluster simulate --out`.
+// policy (the dissertation's Figs. 5.9a and 5.10a), the CDFs of job completion times (5.9b,
+// 5.10b) and of finish-time fairness rho (5.11b) at one load, the jobs' power over time (with
+// energy figures) and the busy GPUs of each type over a run; for `perseus cluster simulate --out`.
 #pragma once
 
 #include <string>
@@ -14,7 +14,7 @@
 namespace perseus::report {
 
 // (file stem, SVG), in the order the page shows them: jct_vs_load (two or more rates), jct_cdf,
-// power (a matrix with energy figures), then busy_gpus_<n> for each variant's run at the highest
+// ftf_cdf, power (a matrix with energy figures), then busy_gpus_<n> for each variant's run at the highest
 // rate and first seed.
 std::vector<std::pair<std::string, std::string>> cluster_figures(const std::vector<cluster::ExperimentRun>& runs,
                                                                  const cluster::ThroughputMatrix& matrix);
