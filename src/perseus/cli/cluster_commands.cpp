@@ -301,7 +301,11 @@ void run_simulate(const SimulateArgs& a) {
   spec.seeds = a.seeds;
   spec.first_seed = a.seed;
   // The jobs measured: --window, else the last fifth of --jobs (Gavel: 4000 to 5000 of 5000).
-  const int jobs = a.jobs > 0 ? a.jobs : (continuous ? 5000 : spec.trace == TraceKind::kStatic ? 100 : -1);
+  const int jobs = a.jobs > 0 ? a.jobs
+                              : continuous                           ? 5000
+                              : spec.trace == TraceKind::kStatic     ? 100
+                              : spec.trace == TraceKind::kCost       ? 500
+                                                                     : -1;
   if (!a.window.empty()) {
     const auto colon = a.window.find(':');
     try {
@@ -718,8 +722,10 @@ void add_cluster_commands(CLI::App& app) {
       "  perseus cluster simulate --trace static --jobs 100 --policy makespan --policy fifo --agnostic\n"
       "  perseus cluster simulate --trace jobs.csv --policy ftf --json\n"
       "Traces: continuous-single (every job 1 GPU), continuous-multiple (70% 1 GPU, 25% 2 or 4, 5% 8), both Poisson "
-      "at --lambda; static (--jobs at time 0); or a CSV with job, steps and optionally arrival_s, weight, slo_s (a jobs.csv "
-      "written by --out replays). Durations: 10^x minutes on --reference-gpu (Gavel's V100), x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
+      "at --lambda; static (--jobs at time 0); cost (the dissertation's cost workload: --jobs ResNet-50 and A3C jobs at "
+      "time 0, 0.5 to 8 days each, SLOs of 1.2, 2 or 10 times that); or a CSV with job, steps and optionally arrival_s, "
+      "weight, slo_s (a jobs.csv written by --out replays). Durations: 10^x minutes on --reference-gpu (Gavel's V100), "
+      "x ~ U[1.5, 3] w.p. 0.8 else U[3, 4].\n"
       "Energy: with a matrix that has energy per step (--throughputs planned, or `perseus cluster throughputs`), every "
       "run reports its jobs' energy, and --energy-slack off,0.1 adds the energy stage (each job keeps 90% of its "
       "throughput, the cluster's power minimised).\n"
@@ -755,11 +761,11 @@ void add_cluster_commands(CLI::App& app) {
   simulate_cmd->add_option("--reference-gpu", sim.reference_gpu,
                            "GPU type drawn jobs' durations are measured on (default: v100, else the first that runs every "
                            "single-GPU job)");
-  simulate_cmd->add_option("--trace", sim.trace, "continuous-single, continuous-multiple, static, or a trace CSV")
+  simulate_cmd->add_option("--trace", sim.trace, "continuous-single, continuous-multiple, static, cost, or a trace CSV")
       ->capture_default_str();
   simulate_cmd->add_option("--lambda", sim.lambda, "Arrival rate(s) in jobs/hour, comma-separated: one run each")
       ->capture_default_str();
-  simulate_cmd->add_option("--jobs", sim.jobs, "Jobs in the trace (continuous: 5000; static: 100)")->check(CLI::Range(1, 10000000));
+  simulate_cmd->add_option("--jobs", sim.jobs, "Jobs in the trace (continuous: 5000; static: 100; cost: 500)")->check(CLI::Range(1, 10000000));
   simulate_cmd->add_option("--window", sim.window, "The jobs measured, FIRST:END by arrival (default: the last fifth of --jobs)");
   simulate_cmd->add_option("--seeds", sim.seeds, "Seeds per rate")->capture_default_str()->check(CLI::Range(1, 1000));
   simulate_cmd->add_option("--seed", sim.seed, "First seed")->capture_default_str();

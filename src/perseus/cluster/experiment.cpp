@@ -11,6 +11,7 @@ std::string_view to_string(TraceKind kind) {
     case TraceKind::kContinuousSingle: return "continuous-single";
     case TraceKind::kContinuousMultiple: return "continuous-multiple";
     case TraceKind::kStatic: return "static";
+    case TraceKind::kCost: return "cost";
     case TraceKind::kFile: return "file";
   }
   return "?";
@@ -20,6 +21,7 @@ TraceKind parse_trace(std::string_view name) {
   if (name == "continuous-single") return TraceKind::kContinuousSingle;
   if (name == "continuous-multiple") return TraceKind::kContinuousMultiple;
   if (name == "static") return TraceKind::kStatic;
+  if (name == "cost") return TraceKind::kCost;
   return TraceKind::kFile;
 }
 
@@ -61,6 +63,10 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSpec& spec, const Thro
             break;
           case TraceKind::kStatic:
             source = list_source(static_trace(matrix, spec.window_end < 0 ? 100 : spec.window_end, seed, multi, reference));
+            sim.window_begin = 0, sim.window_end = -1;
+            break;
+          case TraceKind::kCost:
+            source = list_source(cost_trace(matrix, spec.window_end < 0 ? 500 : spec.window_end, seed, reference));
             sim.window_begin = 0, sim.window_end = -1;
             break;
           case TraceKind::kFile:

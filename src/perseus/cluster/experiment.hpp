@@ -12,9 +12,10 @@
 
 namespace perseus::cluster {
 
-enum class TraceKind : std::uint8_t { kContinuousSingle, kContinuousMultiple, kStatic, kFile };
+enum class TraceKind : std::uint8_t { kContinuousSingle, kContinuousMultiple, kStatic, kCost, kFile };
 std::string_view to_string(TraceKind kind);
-// "continuous-single", "continuous-multiple", "static"; anything else is a trace CSV's path.
+// "continuous-single", "continuous-multiple", "static", "cost" (cost_trace); anything else is a
+// trace CSV's path.
 TraceKind parse_trace(std::string_view name);
 
 struct ExperimentSpec {
@@ -29,8 +30,8 @@ struct ExperimentSpec {
   int seeds = 1;
   std::uint64_t first_seed = 1;
   // Continuous: the jobs measured are [window_begin, window_end) of the arrivals (Gavel: 4000 to
-  // 5000), arrivals going on until they finish. Static: `window_end` jobs at time 0. File: every
-  // job, or the window when window_end >= 0.
+  // 5000), arrivals going on until they finish. Static and cost: `window_end` jobs at time 0.
+  // File: every job, or the window when window_end >= 0.
   int window_begin = 4000, window_end = 5000;
   SimulationSpec simulation;          // workers, rounds, overhead, time limit (its policy is set per run)
   std::function<void(const std::string& what)> progress;

@@ -213,6 +213,34 @@ std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, st
   return jobs;
 }
 
+std::vector<TraceJob> cost_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, const std::string& reference_gpu) {
+  const int reference = matrix.gpu_index(reference_gpu.empty() ? default_reference_gpu(matrix) : reference_gpu);
+  std::vector<int> types;
+  for (const std::string name : {"ResNet-50 (batch size 64)", "A3C"}) {
+    int found = -1;
+    for (int m = 0; m < matrix.num_job_types() && found < 0; ++m)
+      if (const JobType& type = matrix.job_types[static_cast<std::size_t>(m)]; type.model == name && type.scale_factor == 1) found = m;
+    if (found < 0 || matrix.at(found, reference) <= 0.0)
+      throw InputError(fmt::format("the cost workload needs single-GPU '{}' jobs with a throughput on {} (Gavel's matrix has them)",
+                                   name, matrix.gpu_types[static_cast<std::size_t>(reference)]));
+    types.push_back(found);
+  }
+  static constexpr double kDays[] = {0.5, 1.0, 2.0, 4.0, 8.0};
+  static constexpr double kSlo[] = {1.2, 2.0, 10.0};
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::size_t n) { return std::min(n - 1, static_cast<std::size_t>(std::uniform_real_distribution<double>(0.0, 1.0)(rng) * static_cast<double>(n))); };
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < count; ++i) {
+    TraceJob j;
+    j.type = types[pick(types.size())];
+    const double length_s = kDays[pick(std::size(kDays))] * 86400.0;
+    j.steps = length_s * matrix.at(j.type, reference);
+    j.slo_s = kSlo[pick(std::size(kSlo))] * length_s;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
 std::vector<TraceJob> read_trace_csv(const std::string& path, const ThroughputMatrix& matrix, std::vector<Entity>* entities) {
   static constexpr std::string_view kRequired[] = {"job", "steps"};
   // What `perseus cluster simulate` writes in jobs.csv besides; its run columns pick one run.

@@ -65,6 +65,11 @@ JobSource poisson_source(const ThroughputMatrix& matrix, double jobs_per_hour, s
 std::vector<TraceJob> static_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, bool multi_gpu = false,
                                    const std::string& reference_gpu = "");
 
+// The dissertation's cost workload (§5.7.3): `count` jobs at 0, each ResNet-50 (batch size 64) or
+// A3C with equal odds, lasting 0.5, 1, 2, 4 or 8 days on the reference GPU (a V100 on Gavel's
+// matrix), with an SLO of 1.2, 2 or 10 times that. InputError when the matrix lacks either job.
+std::vector<TraceJob> cost_trace(const ThroughputMatrix& matrix, int count, std::uint64_t seed, const std::string& reference_gpu = "");
+
 // A trace CSV: `job` and `steps` required, `arrival_s`, `weight`, `slo_s` optional (0, 1, none) and
 // `entity` as read_jobs_csv reads it; the columns `perseus cluster simulate` writes besides are
 // ignored, so its jobs.csv replays (the first run's jobs, when it holds several). Rows may come

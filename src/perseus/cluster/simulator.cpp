@@ -96,9 +96,11 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   RoundScheduler scheduler(spec.workers, spec.gpus_per_server);
   // A job that fits no GPU type would wait for ever.
   std::vector<char> runnable(static_cast<std::size_t>(matrix.num_job_types()), 0);
+  std::vector<double> best_speed(static_cast<std::size_t>(matrix.num_job_types()), 0.0);  // on a type it fits
   for (int m = 0; m < matrix.num_job_types(); ++m)
     for (int j = 0; j < J; ++j)
-      if (matrix.at(m, j) > 0.0 && spec.workers[j] >= matrix.job_types[static_cast<std::size_t>(m)].scale_factor) runnable[m] = 1;
+      if (matrix.at(m, j) > 0.0 && spec.workers[j] >= matrix.job_types[static_cast<std::size_t>(m)].scale_factor)
+        runnable[m] = 1, best_speed[m] = std::max(best_speed[m], matrix.at(m, j));
 
   std::vector<int> active;             // ids, in arrival order
   std::vector<double> steps_left;      // by id
@@ -167,10 +169,18 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
       std::vector<int> scales;
       for (int id : active) {
         const JobOutcome& o = out.jobs[static_cast<std::size_t>(id)];
-        // An SLO already missed no longer binds (it is counted as missed).
-        const double slo_left = o.arrival_s + o.slo_s - t;
-        jobs.push_back({o.type, o.weight, steps_left[static_cast<std::size_t>(id)], t - o.arrival_s,
-                        slo_left > 0.0 ? slo_left : Job::kNoSlo, o.entity});
+        // The mechanism realises an allocation to within about a round, so an SLO is aimed at a
+        // round before its deadline (aimed at the deadline itself, a cost workload's tight SLOs
+        // were missed by up to 0.04 %: 101 of 500 jobs). An SLO that can no longer be met, even on
+        // the job's best type alone, no longer binds (it is counted as missed).
+        const double steps = steps_left[static_cast<std::size_t>(id)], slo_left = o.arrival_s + o.slo_s - t;
+        double slo = Job::kNoSlo;
+        for (const double aim : {slo_left - spec.round_s, slo_left})
+          if (aim > 0.0 && steps <= aim * best_speed[static_cast<std::size_t>(o.type)]) {
+            slo = aim;
+            break;
+          }
+        jobs.push_back({o.type, o.weight, steps, t - o.arrival_s, slo, o.entity});
         scales.push_back(matrix.job_types[static_cast<std::size_t>(o.type)].scale_factor);
       }
       const auto solve_start = std::chrono::steady_clock::now();
