@@ -391,5 +391,19 @@ TEST(SpaceSharing, BadCombinationsAreNamed) {
   EXPECT_NE(message(with_energy, {PolicyKind::kMaxMinFairness, true, {}, 0.1, true}).find("no energy figures"), std::string::npos);
 }
 
+TEST(Policies, SlosAreAimedARoundEarlyWhileThatCanBeMet) {
+  // 3600 steps at best 2 steps/s (1800 s alone), 360 s rounds.
+  EXPECT_DOUBLE_EQ(slo_to_aim(4000.0, 3600.0, 2.0, 360.0), 3640.0);  // a round early
+  EXPECT_DOUBLE_EQ(slo_to_aim(2000.0, 3600.0, 2.0, 360.0), 2000.0);  // a round early is too late: the deadline
+  EXPECT_EQ(slo_to_aim(1000.0, 3600.0, 2.0, 360.0), Job::kNoSlo);    // lost: binds no more
+  EXPECT_EQ(slo_to_aim(-5.0, 3600.0, 2.0, 360.0), Job::kNoSlo);
+  EXPECT_EQ(slo_to_aim(Job::kNoSlo, 3600.0, 2.0, 360.0), Job::kNoSlo);
+  // The best speed counts only types with enough GPUs for the job.
+  const ThroughputMatrix t = matrix_of({"k80", "v100"}, {{1.0, 4.0}});
+  EXPECT_DOUBLE_EQ(best_speed(t, 0, {1, 1}), 4.0);
+  EXPECT_DOUBLE_EQ(best_speed(t, 0, {1, 0}), 1.0);
+  EXPECT_DOUBLE_EQ(best_speed(t, 0, {0, 0}), 0.0);
+}
+
 }  // namespace
 }  // namespace perseus::cluster

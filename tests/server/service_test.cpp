@@ -960,7 +960,9 @@ TEST(Service, UserInputCannotForgeLogFieldsOrLines) {
     for (const auto& [key, value] : *fields) {
       ++keys[key];
       EXPECT_NE(value, "forged") << line;
-      if (key == "job_id") EXPECT_TRUE(value == id || value.find("nope") == 0) << line;
+      if (key == "job_id") {
+        EXPECT_TRUE(value == id || value.find("nope") == 0) << line;
+      }
     }
     EXPECT_EQ(fields->front().first, "ts") << line;
     EXPECT_EQ(keys["level"], 1) << line;

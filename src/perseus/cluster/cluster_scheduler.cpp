@@ -90,20 +90,16 @@ void ClusterScheduler::restore(double now_s, std::vector<ScheduledJob> jobs, std
 }
 
 void ClusterScheduler::reallocate() {
-  // Jobs that fit no GPU type up now wait outside the allocation.
-  const auto fits = [&](int type) {
-    for (int j = 0; j < matrix_.num_gpu_types(); ++j)
-      if (matrix_.at(type, j) > 0.0 && topology_.workers[j] >= matrix_.job_types[type].scale_factor) return true;
-    return false;
-  };
   allocated_jobs_.clear();
   std::vector<Job> jobs;
   for (int id : active_) {
     const ScheduledJob& s = jobs_[id];
-    if (!fits(s.request.type)) continue;
-    const double slo_left = s.submitted_s + s.request.slo_s - now_s_;
-    jobs.push_back({s.request.type, s.request.weight, s.request.steps - s.steps_done, now_s_ - s.submitted_s,
-                    slo_left > 0.0 ? slo_left : Job::kNoSlo, s.request.entity});
+    // Jobs that fit no GPU type up now wait outside the allocation.
+    const double fastest = best_speed(matrix_, s.request.type, topology_.workers);
+    if (fastest <= 0.0) continue;
+    const double steps = s.request.steps - s.steps_done;
+    jobs.push_back({s.request.type, s.request.weight, steps, now_s_ - s.submitted_s,
+                    slo_to_aim(s.submitted_s + s.request.slo_s - now_s_, steps, fastest, options_.round_s), s.request.entity});
     allocated_jobs_.push_back(id);
   }
   share_.clear();

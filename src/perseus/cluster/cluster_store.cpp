@@ -1,7 +1,5 @@
 #include "perseus/cluster/cluster_store.hpp"
 
-#include <sqlite3.h>
-
 #include <cmath>
 
 #include <fmt/format.h>
@@ -33,44 +31,7 @@ std::string entity_name(int entity, const PolicySpec& policy) {
   return entity >= 0 && entity < static_cast<int>(entities.size()) ? entities[static_cast<std::size_t>(entity)].name : "";
 }
 
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail();
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  Statement& bind(int i, long long value) {
-    sqlite3_bind_int64(stmt_, i, value);
-    return *this;
-  }
-  Statement& bind(int i, const std::string& value) {
-    sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) fail();
-    return false;
-  }
-  void run() {
-    while (step()) {
-    }
-  }
-  long long integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-  std::string text(int column) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
-  }
-
- private:
-  [[noreturn]] void fail() const { throw InputError(fmt::format("cluster database: {}", sqlite3_errmsg(db_))); }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using Statement = server::SqliteDatabase::Statement;
 
 }  // namespace
 
@@ -133,53 +94,27 @@ ScheduledJob job_from_json(const json& j, const ThroughputMatrix& matrix, const 
   return job;
 }
 
-ClusterStore::ClusterStore(const std::string& path, const ThroughputMatrix& matrix) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
-    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    throw InputError(fmt::format("{}: cannot open the database: {}", path, why));
-  }
-  try {
-    sqlite3_busy_timeout(db_, 5000);
-    if (path != ":memory:") exec("PRAGMA journal_mode=WAL");
-    exec(kSchema);
-    Statement schema(db_, "SELECT value FROM cluster_meta WHERE key = 'schema'");
-    if (!schema.step() || schema.text(0) != "perseus.cluster/1")
-      throw InputError(fmt::format("{}: not a perseus cluster database (schema '{}')", path, schema.text(0)));
-    const json shape = shape_of(matrix);
-    Statement get(db_, "SELECT value FROM cluster_meta WHERE key = 'matrix'");
-    if (get.step()) {
-      const json stored = json::parse(get.text(0), nullptr, false);
-      if (stored != shape)
-        throw InputError(fmt::format("{}: written for GPU types {} and job types {}, not this matrix's {} and {}: give the "
-                                     "throughputs it was written with, or another --db",
-                                     path, dump(stored.value("gpu_types", json())), dump(stored.value("job_types", json())),
-                                     dump(shape["gpu_types"]), dump(shape["job_types"])));
-    } else {
-      Statement put(db_, "INSERT INTO cluster_meta(key, value) VALUES('matrix', ?)");
-      put.bind(1, dump(shape)).run();
-    }
-  } catch (...) {
-    sqlite3_close(db_);
-    throw;
-  }
-}
-
-ClusterStore::~ClusterStore() { sqlite3_close(db_); }
-
-void ClusterStore::exec(const char* sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string why = error ? error : sqlite3_errmsg(db_);
-    sqlite3_free(error);
-    // A file that is not a database fails its first statement.
-    throw InputError(fmt::format("{}: {}", path_, why));
+ClusterStore::ClusterStore(const std::string& path, const ThroughputMatrix& matrix) : db_(path, "cluster database") {
+  db_.exec(kSchema);
+  Statement schema(db_, "SELECT value FROM cluster_meta WHERE key = 'schema'");
+  if (!schema.step() || schema.column_text(0) != "perseus.cluster/1")
+    throw InputError(fmt::format("{}: not a perseus cluster database (schema '{}')", path, schema.column_text(0)));
+  const json shape = shape_of(matrix);
+  Statement get(db_, "SELECT value FROM cluster_meta WHERE key = 'matrix'");
+  if (get.step()) {
+    const json stored = json::parse(get.column_text(0), nullptr, false);
+    if (stored != shape)
+      throw InputError(fmt::format("{}: written for GPU types {} and job types {}, not this matrix's {} and {}: give the "
+                                   "throughputs it was written with, or another --db",
+                                   path, dump(stored.value("gpu_types", json())), dump(stored.value("job_types", json())),
+                                   dump(shape["gpu_types"]), dump(shape["job_types"])));
+  } else {
+    Statement(db_, "INSERT INTO cluster_meta(key, value) VALUES('matrix', ?)").text(1, dump(shape)).run();
   }
 }
 
 void ClusterStore::put_job(int id, const json& job) {
-  Statement put(db_, "INSERT OR REPLACE INTO cluster_jobs(id, job) VALUES(?, ?)");
-  put.bind(1, id).bind(2, dump(job)).run();
+  Statement(db_, "INSERT OR REPLACE INTO cluster_jobs(id, job) VALUES(?, ?)").integer(1, id).text(2, dump(job)).run();
 }
 
 void ClusterStore::add_job(int id, const json& job) {
@@ -189,20 +124,15 @@ void ClusterStore::add_job(int id, const json& job) {
 
 void ClusterStore::save_round(const std::vector<std::pair<int, json>>& jobs, const SchedulerState& state) {
   std::lock_guard lock(mutex_);
-  exec("BEGIN IMMEDIATE");
-  try {
+  db_.transaction([&] {
     for (const auto& [id, job] : jobs) put_job(id, job);
-    Statement put(db_, "INSERT OR REPLACE INTO cluster_meta(key, value) VALUES('state', ?)");
-    put.bind(1, dump({{"clock_s", state.clock_s},
-                      {"rounds", state.rounds},
-                      {"steps_per_s", state.steps_per_s},
-                      {"measurements", state.measurements}}))
+    Statement(db_, "INSERT OR REPLACE INTO cluster_meta(key, value) VALUES('state', ?)")
+        .text(1, dump({{"clock_s", state.clock_s},
+                       {"rounds", state.rounds},
+                       {"steps_per_s", state.steps_per_s},
+                       {"measurements", state.measurements}}))
         .run();
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
 }
 
 std::vector<json> ClusterStore::load_jobs() const {
@@ -210,10 +140,10 @@ std::vector<json> ClusterStore::load_jobs() const {
   std::vector<json> jobs;
   Statement all(db_, "SELECT id, job FROM cluster_jobs ORDER BY id");
   while (all.step()) {
-    if (all.integer(0) != static_cast<long long>(jobs.size()))
-      throw InputError(fmt::format("{}: job {} missing (ids must be 0, 1, ...)", path_, jobs.size()));
-    json job = json::parse(all.text(1), nullptr, false);
-    if (job.is_discarded()) throw InputError(fmt::format("{}: job {} is not valid JSON", path_, jobs.size()));
+    if (all.column_integer(0) != static_cast<long long>(jobs.size()))
+      throw InputError(fmt::format("{}: job {} missing (ids must be 0, 1, ...)", db_.path(), jobs.size()));
+    json job = json::parse(all.column_text(1), nullptr, false);
+    if (job.is_discarded()) throw InputError(fmt::format("{}: job {} is not valid JSON", db_.path(), jobs.size()));
     jobs.push_back(std::move(job));
   }
   return jobs;
@@ -224,14 +154,14 @@ SchedulerState ClusterStore::load_state() const {
   SchedulerState state;
   Statement get(db_, "SELECT value FROM cluster_meta WHERE key = 'state'");
   if (!get.step()) return state;
-  const json j = json::parse(get.text(0), nullptr, false);
+  const json j = json::parse(get.column_text(0), nullptr, false);
   try {
     state.clock_s = j.at("clock_s").get<double>();
     state.rounds = j.at("rounds").get<int>();
     state.steps_per_s = j.at("steps_per_s").get<std::vector<std::vector<double>>>();
     state.measurements = j.at("measurements").get<std::vector<std::vector<int>>>();
   } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: the scheduler's saved state is malformed: {}", path_, e.what()));
+    throw InputError(fmt::format("{}: the scheduler's saved state is malformed: {}", db_.path(), e.what()));
   }
   return state;
 }

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/cluster/cluster_scheduler.hpp"
+#include "perseus/server/sqlite_database.hpp"
 
-struct sqlite3;
 
 namespace perseus::cluster {
 
@@ -40,7 +40,6 @@ class ClusterStore {
   // this matrix. InputError naming the path when it cannot be opened, is not a perseus cluster
   // database, or was written for other GPU types or job types.
   ClusterStore(const std::string& path, const ThroughputMatrix& matrix);
-  ~ClusterStore();
   ClusterStore(const ClusterStore&) = delete;
   ClusterStore& operator=(const ClusterStore&) = delete;
 
@@ -54,11 +53,9 @@ class ClusterStore {
   SchedulerState load_state() const;
 
  private:
-  void exec(const char* sql) const;
   void put_job(int id, const nlohmann::json& job);
 
-  std::string path_;
-  sqlite3* db_ = nullptr;
+  server::SqliteDatabase db_;
   // One writer at a time on the connection: a submission's insert must not land inside (and be
   // rolled back with) a round's transaction.
   mutable std::mutex mutex_;

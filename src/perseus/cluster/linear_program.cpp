@@ -48,14 +48,16 @@ void LinearProgram::set_row_bounds(int row, double lower, double upper) {
   row_upper_[static_cast<std::size_t>(row)] = upper;
 }
 
+void LinearProgram::add_entry(int row, int column, double value) {
+  if (value == 0.0) return;
+  entry_row_.push_back(row);
+  entry_column_.push_back(column);
+  entry_value_.push_back(value);
+}
+
 int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
   const int row = num_rows();
-  for (const auto& [column, value] : terms) {
-    if (value == 0.0) continue;
-    entry_row_.push_back(row);
-    entry_column_.push_back(column);
-    entry_value_.push_back(value);
-  }
+  for (const auto& [column, value] : terms) add_entry(row, column, value);
   row_lower_.push_back(lower);
   row_upper_.push_back(upper);
   return row;
@@ -64,12 +66,7 @@ int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, dou
 int LinearProgram::add_column(double lower, double upper, double objective, const std::vector<std::pair<int, double>>& entries) {
   if (new_columns_.empty()) new_column_entries_ = entry_value_.size();
   const int variable = add_variable(lower, upper, objective);
-  for (const auto& [row, value] : entries) {
-    if (value == 0.0) continue;
-    entry_row_.push_back(row);
-    entry_column_.push_back(variable);
-    entry_value_.push_back(value);
-  }
+  for (const auto& [row, value] : entries) add_entry(row, variable, value);
   new_columns_.push_back(variable);
   return variable;
 }

@@ -64,6 +64,8 @@ class LinearProgram {
   int num_rows() const { return static_cast<int>(row_lower_.size()); }
 
  private:
+  void add_entry(int row, int column, double value);  // a matrix entry; zeros are left out
+
   Sense sense_;
   std::vector<double> lower_, upper_, objective_;
   std::vector<char> integer_;

@@ -90,6 +90,20 @@ double effective_throughput(const ThroughputMatrix& matrix, int job_type, const 
   return sum;
 }
 
+double best_speed(const ThroughputMatrix& matrix, int job_type, const std::vector<int>& workers) {
+  double best = 0.0;
+  for (int j = 0; j < matrix.num_gpu_types(); ++j)
+    if (workers[static_cast<std::size_t>(j)] >= matrix.job_types[static_cast<std::size_t>(job_type)].scale_factor)
+      best = std::max(best, matrix.at(job_type, j));
+  return best;
+}
+
+double slo_to_aim(double slo_left_s, double steps_left, double best_steps_per_s, double round_s) {
+  for (const double aim : {slo_left_s - round_s, slo_left_s})
+    if (aim > 0.0 && steps_left <= aim * best_steps_per_s) return aim;
+  return Job::kNoSlo;
+}
+
 namespace {
 
 void check(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers, PolicyKind policy) {
@@ -304,9 +318,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
           const double need = jobs[m].steps / jobs[m].slo_s;
           // Alone on its best type the job reaches max_j T[m][j] (where it fits): below `need`, no
           // allocation meets the SLO.
-          double best = 0.0;
-          for (int j = 0; j < J; ++j)
-            if (workers[j] >= scale_of(t, jobs[m])) best = std::max(best, t.at(jobs[m].type, j));
+          const double best = best_speed(t, jobs[m].type, workers);
           if (best < need * (1.0 - 1e-9))
             throw InputError(fmt::format("job {} ({}): its SLO needs {:.4g} steps/s, more than its best GPU type gives ({:.4g})",
                                          m, t.job_types[jobs[m].type].name(), need, best));

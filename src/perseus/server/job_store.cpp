@@ -1,7 +1,6 @@
 #include "perseus/server/job_store.hpp"
 
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -81,113 +80,23 @@ DatabaseLock::~DatabaseLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-// A prepared statement that finalizes itself; binds by position from 1.
-class JobStore::Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail("prepare");
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement& text(int i, const std::string& value) {
-    sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& blob(int i, const std::string& value) {
-    sqlite3_bind_blob(stmt_, i, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& real(int i, double value) {
-    sqlite3_bind_double(stmt_, i, value);
-    return *this;
-  }
-  Statement& integer(int i, long long value) {
-    sqlite3_bind_int64(stmt_, i, value);
-    return *this;
-  }
-  // True while rows come; false when done.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail("step");
-  }
-  void run() {
-    while (step()) {
-    }
-  }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string column_text(int i) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : std::string();
-  }
-  std::string column_blob(int i) const {
-    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : std::string();
-  }
-  double column_real(int i) const { return sqlite3_column_double(stmt_, i); }
-  long long column_integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+using Statement = SqliteDatabase::Statement;
 
- private:
-  [[noreturn]] void fail(const char* what) const {
-    throw InputError(fmt::format("job database: {} failed: {}", what, sqlite3_errmsg(db_)));
-  }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-JobStore::JobStore(const std::string& path) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
-    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    throw InputError(fmt::format("{}: cannot open the job database: {}", path, message));
-  }
-  sqlite3_busy_timeout(db_, 5000);
-  try {
-    // WAL with synchronous=NORMAL survives a killed process (only a power cut may lose the
-    // last transactions); foreign keys make deleting a job delete everything it owns.
-    if (path != ":memory:") exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA synchronous=NORMAL");
-    exec("PRAGMA foreign_keys=ON");
-    exec(kSchema);
-    Statement schema(db_, "SELECT value FROM meta WHERE key='schema'");
-    if (!schema.step() || schema.column_text(0) != "perseus.server/1") {
-      throw InputError(fmt::format("{}: not a perseus server database (schema '{}')", path, schema.column_text(0)));
-    }
-  } catch (const InputError& e) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw InputError(fmt::format("{}: {}", path, e.what()));
-  }
-}
-
-JobStore::~JobStore() { sqlite3_close(db_); }
-
-void JobStore::exec(const char* sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error ? error : sqlite3_errmsg(db_);
-    sqlite3_free(error);
-    throw InputError(fmt::format("job database: {}", message));
-  }
+JobStore::JobStore(const std::string& path) : db_(path, "job database") {
+  // WAL (SqliteDatabase) with synchronous=NORMAL survives a killed process (only a power cut may
+  // lose the last transactions); foreign keys make deleting a job delete everything it owns.
+  db_.exec("PRAGMA synchronous=NORMAL");
+  db_.exec("PRAGMA foreign_keys=ON");
+  db_.exec(kSchema);
+  Statement schema(db_, "SELECT value FROM meta WHERE key='schema'");
+  if (!schema.step() || schema.column_text(0) != "perseus.server/1")
+    throw InputError(fmt::format("{}: not a perseus server database (schema '{}')", path, schema.column_text(0)));
 }
 
 template <typename F>
 void JobStore::transaction(F&& body) {
   std::lock_guard lock(mutex_);
-  exec("BEGIN IMMEDIATE");
-  try {
-    body();
-    exec("COMMIT");
-  } catch (...) {
-    char* ignored = nullptr;
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, &ignored);
-    sqlite3_free(ignored);
-    throw;
-  }
+  db_.transaction(std::forward<F>(body));
 }
 
 void JobStore::insert_job(const StoredJob& job) {

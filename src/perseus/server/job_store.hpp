@@ -13,8 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/model/errors.hpp"
-
-struct sqlite3;
+#include "perseus/server/sqlite_database.hpp"
 
 namespace perseus::server {
 
@@ -53,7 +52,6 @@ class JobStore {
   // Opens (creating if needed) the database at `path`; ":memory:" for none.
   // Throws InputError naming the path when it cannot be opened or is not a perseus database.
   explicit JobStore(const std::string& path);
-  ~JobStore();
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
@@ -76,13 +74,10 @@ class JobStore {
   std::string check_consistency() const;
 
  private:
-  class Statement;
-  void exec(const char* sql) const;
   template <typename F>
   void transaction(F&& body);
 
-  sqlite3* db_ = nullptr;
-  std::string path_;
+  SqliteDatabase db_;
   mutable std::mutex mutex_;
 };
 
