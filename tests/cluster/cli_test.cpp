@@ -269,6 +269,19 @@ TEST(ClusterCli, RunsAJobsFileOnTheEmulatedBackend) {
   EXPECT_NE(early.status, 0);
   EXPECT_NE(early.out.find("jobs still unfinished after --max-rounds 2"), std::string::npos) << early.out;
 
+  // Space sharing on the emulated cluster: ResNet-18 and A3C share the one V100 (together they do
+  // more than taking turns), so the jobs finish sooner; Slurm refuses it before connecting.
+  std::ofstream(path) << "job,steps,command\nResNet-18 (batch size 32) x1,40000,a\nA3C x1,20000,b\n";
+  const auto turns = run("cluster run --jobs " + path + " --gpus k80:0,p100:0,v100:1 --gpus-per-server 1 --json -q");
+  const auto shared = run("cluster run --jobs " + path + " --gpus k80:0,p100:0,v100:1 --gpus-per-server 1 --json -q --space-sharing");
+  ASSERT_EQ(turns.status, 0) << turns.out;
+  ASSERT_EQ(shared.status, 0) << shared.out;
+  const auto time_of = [](const std::string& out) { return nlohmann::json::parse(out.substr(out.find('{')))["time_s"].get<double>(); };
+  EXPECT_LT(time_of(shared.out), 0.8 * time_of(turns.out));
+  const auto slurm_sharing = run("cluster run --backend slurm --space-sharing --jobs " + path);
+  EXPECT_NE(slurm_sharing.status, 0);
+  EXPECT_NE(slurm_sharing.out.find("--space-sharing: the slurm backend runs one job per GPU"), std::string::npos) << slurm_sharing.out;
+
   // The slurm backend needs each job's command; a bad backend is named.
   std::ofstream(path) << "job,steps\nA3C x1,500\n";
   const auto no_command = run("cluster run --backend slurm --jobs " + path);

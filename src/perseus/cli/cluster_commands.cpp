@@ -454,6 +454,8 @@ struct LiveArgs {
   int gpus_per_server = 4;    // emulated
   std::string slurm_conf, partition, job_dir = "perseus-jobs";  // slurm
   double round_s = 360.0;
+  bool space_sharing = false;  // emulated
+  double energy_slack = -1.0;  // emulated; < 0: off
 };
 
 struct RunArgs : LiveArgs {
@@ -484,7 +486,13 @@ Live make_live(const LiveArgs& a) {
   live.spec.prices_per_hour = parse_prices(a.prices, live.matrix, needs_prices(live.spec.policy));
   if (!a.entities.empty() && live.spec.policy != PolicyKind::kHierarchical) throw InputError("--entities is for --policy hierarchical");
   if (!a.entities.empty()) live.spec.entities = parse_entities(a.entities);
+  live.spec.space_sharing = a.space_sharing;
+  if (a.energy_slack >= 0.0) live.spec.energy_slack = a.energy_slack;
   if (a.backend != "emulated" && a.backend != "slurm") throw InputError(fmt::format("--backend '{}': emulated or slurm", a.backend));
+  // Before connecting to Slurm: it gives a GPU to one job, at the clocks the job sets.
+  if (a.backend == "slurm" && (a.space_sharing || a.energy_slack >= 0.0))
+    throw InputError(fmt::format("{}: the slurm backend runs one job per GPU at full speed (the emulated backend does both)",
+                                 a.space_sharing ? "--space-sharing" : "--energy-slack"));
   return live;
 }
 
@@ -516,6 +524,11 @@ void add_live_options(CLI::App* cmd, LiveArgs& a) {
   cmd->add_option("--job-dir", a.job_dir, "Slurm: each job's directory is DIR/job-ID (on a file system the nodes share)")
       ->capture_default_str();
   cmd->add_option("--round", a.round_s, "Round length (s)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--space-sharing", a.space_sharing,
+                "Emulated: pairs of jobs share GPUs where that beats taking turns (aware policies, Gavel's matrix)");
+  cmd->add_option("--energy-slack", a.energy_slack,
+                  "Emulated: the energy stage, each job keeping 1 - SLACK of its throughput at slower clocks (a matrix with energy)")
+      ->check(CLI::Range(0.0, 0.999999));
 }
 
 void run_live(const RunArgs& a) {
@@ -539,7 +552,7 @@ void run_live(const RunArgs& a) {
       throw InputError(fmt::format("{}: job {}: {}", a.jobs, m, e.what()));
     }
   }
-  while (!scheduler.idle() && static_cast<int>(scheduler.rounds().size()) < a.max_rounds) {
+  while (!scheduler.idle() && scheduler.rounds_run() < a.max_rounds) {
     const RoundLog& r = scheduler.run_round();
     if (a.quiet) continue;
     int running = 0, finished = 0, failed = 0;
@@ -568,6 +581,9 @@ void run_live(const RunArgs& a) {
                       {"jct_s", j.finished_s >= 0.0 ? nlohmann::json(jct(j)) : nlohmann::json(nullptr)},
                       {"rounds", j.rounds},
                       {"preemptions", j.preemptions},
+                      {"migrations", j.migrations},
+                      {"energy_j", j.energy_j},
+                      {"ftf_rho", j.status == JobStatus::kFinished ? nlohmann::json(j.finish_time_fairness()) : nlohmann::json(nullptr)},
                       {"detail", j.detail}});
     nlohmann::json measured = nlohmann::json::array();
     for (int m = 0; m < matrix.num_job_types(); ++m)
@@ -582,10 +598,11 @@ void run_live(const RunArgs& a) {
                                 {"policy", to_string(spec.policy)},
                                 {"heterogeneity_aware", spec.heterogeneity_aware},
                                 {"round_s", a.round_s},
-                                {"rounds", scheduler.rounds().size()},
+                                {"rounds", scheduler.rounds_run()},
                                 {"time_s", scheduler.now_s()},
                                 {"gpu_types", matrix.gpu_types},
                                 {"workers", scheduler.topology().workers},
+                                {"allocation_gap", scheduler.allocation_gap()},
                                 {"jobs", rows},
                                 {"measured", measured}}
                      .dump(1)
@@ -602,7 +619,7 @@ void run_live(const RunArgs& a) {
   }
   fmt::print("{} jobs on the {} backend, {} ({}), {} rounds of {:.0f} s\n", scheduler.jobs().size(), a.backend,
              to_string(spec.policy), spec.heterogeneity_aware ? "heterogeneity-aware" : "heterogeneity-agnostic",
-             scheduler.rounds().size(), a.round_s);
+             scheduler.rounds_run(), a.round_s);
   fmt::print("{:>4}  {:<36} {:>9} {:>12} {:>10} {:>6} {:>11}\n", "job", "type", "status", "steps done", "JCT (h)", "rounds",
              "preemptions");
   for (const ScheduledJob& j : scheduler.jobs())

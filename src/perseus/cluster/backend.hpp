@@ -53,7 +53,12 @@ struct JobProgress {
   int id = 0;
   JobStatus status = JobStatus::kWaiting;
   double steps_done = 0.0;  // as the job last reported (it may fall back to its checkpoint)
-  double ran_s = 0.0;       // how long it ran during the round
+  // How long it held its lease's GPUs during the round (start-up included); a job running on
+  // under a renewed lease: since its previous report, which its steps done count from (a backend
+  // whose rounds start late may report more than the round).
+  double ran_s = 0.0;
+  double shared_s = 0.0;    // of ran_s, the time its partner held them too (space sharing)
+  double energy_j = 0.0;    // its GPUs' energy during the round, where the backend measures it (else 0)
   std::string detail;       // kFailed: why; else where it ran ("n1,n2"), or empty
 };
 
@@ -67,7 +72,7 @@ class ClusterBackend {
   virtual void submit(const BackendJob& job) = 0;
   // The coming round: every job not in `leases` that runs is preempted (it checkpoints and
   // stops), a renewed lease's job keeps running, every other lease's job starts or resumes (from
-  // its checkpoint) on the lease's GPUs. Leases are RoundScheduler's, jobs alone (no partner).
+  // its checkpoint) on the lease's GPUs. Leases are RoundScheduler's, with the scheduler's pace.
   virtual void begin_round(const std::vector<Lease>& leases) = 0;
   // Lets the round run `round_s` seconds (a real cluster: waits; an emulated one: advances its
   // clock), then reports every job submitted and not yet reported finished or failed.
@@ -75,6 +80,11 @@ class ClusterBackend {
   // Every running job is preempted (it checkpoints and stops) and none starts until leased
   // again: before the scheduler stops with jobs unfinished.
   virtual void preempt_all() = 0;
+  // Whether two jobs may share a lease's GPUs (Lease::partner), and whether a job runs at a
+  // lease's pace below 1 (a slower clock plan): the scheduler refuses space sharing and the
+  // energy stage on a backend that cannot.
+  virtual bool shares_gpus() const { return false; }
+  virtual bool paces_jobs() const { return false; }
   // Makes a round in progress end now: end_round, on another thread, returns early (a real
   // cluster's round is minutes long; a server stopping should not wait for it). Thread-safe.
   virtual void interrupt() {}

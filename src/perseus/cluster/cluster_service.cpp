@@ -139,11 +139,19 @@ void ClusterService::publish(const RoundLog* log) {
   if (log)
     for (const Lease& l : log->leases)
       leases.push_back({{"id", l.job}, {"gpu", given_.gpu_types[static_cast<std::size_t>(l.gpu_type)]}, {"gpus", l.gpus},
-                        {"renewed", l.renewed}});
+                        {"renewed", l.renewed}, {"partner", l.partner >= 0 ? json(l.partner) : json(nullptr)}, {"pace", l.pace}});
+  json pairs = json::array();
+  for (const SharedShare& p : s.allocated_pairs()) {
+    json share = json::object();
+    for (std::size_t g = 0; g < given_.gpu_types.size(); ++g) share[given_.gpu_types[g]] = p.share[g];
+    pairs.push_back({{"ids", {p.first, p.second}}, {"share", share}});
+  }
   json allocation = {{"round", log ? json(rounds_before_ + log->index) : json(nullptr)},
                      {"gpu_types", given_.gpu_types},
                      {"jobs", shares},
-                     {"leases", leases}};
+                     {"pairs", pairs},
+                     {"leases", leases},
+                     {"gap", s.allocation_gap()}};
   json throughputs = {{"gpu_types", given_.gpu_types},
                       {"given", matrix_rows(given_)},
                       {"measured", matrix_rows(matrix)},
@@ -158,7 +166,7 @@ void ClusterService::publish(const RoundLog* log) {
     for (const ScheduledJob& j : s.jobs())
       if (ended.count(j.id) || j.status == JobStatus::kWaiting || j.status == JobStatus::kRunning)
         changed.emplace_back(j.id, jobs[static_cast<std::size_t>(j.id)]);
-    store_.save_round(changed, {s.now_s(), rounds_before_ + static_cast<int>(s.rounds().size()), matrix.steps_per_s, s.measurements()});
+    store_.save_round(changed, {s.now_s(), rounds_before_ + s.rounds_run(), matrix.steps_per_s, s.measurements()});
   }
   std::lock_guard lock(mutex_);
   // Jobs submitted during the round are not the scheduler's yet: keep their entries.
@@ -168,7 +176,7 @@ void ClusterService::publish(const RoundLog* log) {
   throughputs_ = std::move(throughputs);
   topology_ = s.topology();
   clock_s_ = s.now_s();
-  rounds_ = rounds_before_ + static_cast<int>(s.rounds().size());
+  rounds_ = rounds_before_ + s.rounds_run();
   busy_ = !s.idle() || !pending_.empty();
 }
 

@@ -38,6 +38,8 @@ using Statement = server::SqliteDatabase::Statement;
 json job_to_json(const ScheduledJob& job, const ThroughputMatrix& matrix, const PolicySpec& policy) {
   const JobRequest& r = job.request;
   const bool over = job.finished_s >= 0.0;
+  json gpu_hours = json::object();
+  for (std::size_t g = 0; g < matrix.gpu_types.size(); ++g) gpu_hours[matrix.gpu_types[g]] = g < job.gpu_s.size() ? job.gpu_s[g] / 3600.0 : 0.0;
   return {{"id", job.id},
           {"type", matrix.job_types[static_cast<std::size_t>(r.type)].name()},
           {"steps", r.steps},
@@ -50,9 +52,16 @@ json job_to_json(const ScheduledJob& job, const ThroughputMatrix& matrix, const 
           {"submitted_s", job.submitted_s},
           {"finished_s", over ? json(job.finished_s) : json(nullptr)},
           {"jct_s", job.status == JobStatus::kFinished ? json(job.finished_s - job.submitted_s) : json(nullptr)},
+          {"started_s", job.started_s >= 0.0 ? json(job.started_s) : json(nullptr)},
           {"rounds", job.rounds},
           {"preemptions", job.preemptions},
+          {"migrations", job.migrations},
           {"gpu", job.gpu_type >= 0 ? json(matrix.gpu_types[static_cast<std::size_t>(job.gpu_type)]) : json(nullptr)},
+          {"partner", job.partner >= 0 ? json(job.partner) : json(nullptr)},
+          {"gpu_hours", gpu_hours},
+          {"energy_j", job.energy_j},
+          {"isolated_s", job.isolated_s},
+          {"ftf_rho", job.status == JobStatus::kFinished ? json(job.finish_time_fairness()) : json(nullptr)},
           {"detail", job.detail}};
 }
 
@@ -91,6 +100,24 @@ ScheduledJob job_from_json(const json& j, const ThroughputMatrix& matrix, const 
   job.rounds = static_cast<int>(number("rounds"));
   job.preemptions = static_cast<int>(number("preemptions"));
   job.detail = text("detail");
+  // Written since the simulator and the live scheduler share one loop; a database from before
+  // has none of them (the job's GPU time, energy and isolated time start from 0).
+  const auto optional_number = [&](const char* name, double absent) {
+    return j.contains(name) && !j.at(name).is_null() ? number(name) : absent;
+  };
+  job.started_s = optional_number("started_s", -1.0);
+  job.migrations = static_cast<int>(optional_number("migrations", 0.0));
+  job.energy_j = optional_number("energy_j", 0.0);
+  job.isolated_s = optional_number("isolated_s", 0.0);
+  job.gpu_s.assign(matrix.gpu_types.size(), 0.0);
+  if (j.contains("gpu_hours")) {
+    const json& hours = j.at("gpu_hours");
+    if (!hours.is_object()) throw InputError(fmt::format("job {}: 'gpu_hours' is not an object", job.id));
+    for (const auto& [gpu, h] : hours.items()) {
+      if (!h.is_number()) throw InputError(fmt::format("job {}: gpu_hours of {} is not a number", job.id, gpu));
+      job.gpu_s[static_cast<std::size_t>(matrix.gpu_index(gpu))] = h.get<double>() * 3600.0;
+    }
+  }
   return job;
 }
 

@@ -41,6 +41,9 @@ struct Lease {
   bool renewed = false;       // the same GPUs as the combination's previous round
   bool consolidated = true;   // all on one server
   int partner = -1;           // the job sharing these GPUs, or -1
+  // The speed the job is to run at, as a fraction of its fastest on the type (the energy
+  // stage's operating points: a slower clock plan); 1 for a pair. Set by the live scheduler.
+  double pace = 1.0;
 };
 
 // InputError for a negative GPU count or gpus_per_server < 1 (every cluster description checks

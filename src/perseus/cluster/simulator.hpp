@@ -1,10 +1,11 @@
-// Gavel's cluster simulator (docs/cluster.md): jobs arrive from a trace, a policy allocates the
-// cluster whenever the set of jobs changes, and the round-based mechanism (rounds.hpp) runs them
-// in rounds (6 minutes by default). A job on GPU type j advances at the allocation's speed there
-// (the matrix's steps/s, or the energy stage's mix of operating points) and draws its power; two
-// jobs sharing GPUs (space sharing) run at their shared speeds, the survivor alone once one
-// finishes; one that finishes mid-round frees its GPUs for the next round. Energy counts busy GPUs only. This is the emulated backend:
-// no job runs, time is simulated.
+// Gavel's cluster simulator (docs/cluster.md): the live scheduler (cluster_scheduler.hpp) on the
+// emulated backend (emulated_backend.hpp) whose truth is the matrix. Jobs are submitted as they
+// arrive from a trace, a policy allocates the cluster whenever the set of jobs changes, and the
+// round-based mechanism (rounds.hpp) runs them in rounds (6 minutes by default). A job on GPU type
+// j advances at the allocation's speed there (the matrix's steps/s, or the energy stage's mix of
+// operating points) and draws its power; two jobs sharing GPUs (space sharing) run at their
+// shared speeds, the survivor alone once one finishes; one that finishes mid-round frees its GPUs
+// for the next round. Energy counts busy GPUs only. No job runs: time is simulated.
 //
 // Cost: one policy solve per round in which jobs arrived or finished, plus O(M J log(M J)) per
 // round for M active jobs (rounds.hpp).

@@ -299,6 +299,7 @@ void SlurmBackend::begin_round(const std::vector<Lease>& leases) {
     if (t.over || !t.released) continue;
     const auto lease = placed.find(id);
     if (lease != placed.end() && lease->second == t.nodes) continue;  // renewed: keeps running
+    t.reported_s = -1.0;
     if (requeue_held(t)) {
       stopping.push_back(t.slurm_id);
     } else if (lease == placed.end()) {
@@ -350,7 +351,11 @@ std::vector<JobProgress> SlurmBackend::end_round(double round_s) {
       switch (j.job_state & JOB_STATE_BASE) {
         case JOB_RUNNING:
           p.status = JobStatus::kRunning;
-          p.ran_s = std::clamp(now - began, 0.0, round_s);
+          // Renewed: it ran since its last report, which its steps are counted from (more than
+          // round_s when the round started late: a measurement over round_s would be too fast).
+          p.ran_s = t.reported_s >= 0.0 ? std::max(0.0, now - std::max(t.reported_s, static_cast<double>(j.start_time)))
+                                        : std::clamp(now - began, 0.0, round_s);
+          t.reported_s = now;
           p.detail = j.nodes ? j.nodes : "";
           break;
         case JOB_PENDING:
@@ -373,6 +378,7 @@ std::vector<JobProgress> SlurmBackend::end_round(double round_s) {
                                  WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : -1, t.dir, t.slurm_id);
       }
     }
+    if (p.status != JobStatus::kRunning) t.reported_s = -1.0;
     if (p.status == JobStatus::kFinished || p.status == JobStatus::kFailed) t.over = true;
     out.push_back(std::move(p));
   }

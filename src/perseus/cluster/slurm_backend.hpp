@@ -77,6 +77,10 @@ class SlurmBackend : public ClusterBackend {
     bool delayed = false;            // pending at the last round's end, its begin time ahead
     bool over = false;               // reported finished or failed
     double steps_done = 0.0;
+    // Wall time of its last report while it ran on its lease, -1: none since it (re)started. A
+    // renewed job ran on between that report and the next round's start (the policy, other jobs
+    // stopping), and its steps done are counted from that report: so is its time.
+    double reported_s = -1.0;
   };
   // Jobs a scheduler that stopped without preempting left in Slurm (its server killed): live
   // perseus jobs of this user in job_root's directories, listed once, when the backend starts.
