@@ -280,7 +280,7 @@ TEST(ClusterCli, RunsAJobsFileOnTheEmulatedBackend) {
   EXPECT_LT(time_of(shared.out), 0.8 * time_of(turns.out));
   const auto slurm_sharing = run("cluster run --backend slurm --space-sharing --jobs " + path);
   EXPECT_NE(slurm_sharing.status, 0);
-  EXPECT_NE(slurm_sharing.out.find("--space-sharing: the slurm backend runs one job per GPU"), std::string::npos) << slurm_sharing.out;
+  EXPECT_NE(slurm_sharing.out.find("space sharing: this cluster's backend runs one job per GPU"), std::string::npos) << slurm_sharing.out;
 
   // The slurm backend needs each job's command; a bad backend is named.
   std::ofstream(path) << "job,steps\nA3C x1,500\n";

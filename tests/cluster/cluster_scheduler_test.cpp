@@ -17,19 +17,12 @@
 namespace perseus::cluster {
 namespace {
 
+using testing::cluster_of;
 using testing::matrix_of;
 
 // Gavel's three types, one row per job type, a 2-GPU type among them.
 ThroughputMatrix three_types() {
   return matrix_of({"k80", "p100", "v100"}, {{0.2, 0.5, 1.0}, {0.4, 0.6, 0.8}, {0.1, 0.3, 0.9}, {0.3, 0.7, 1.2}}, {1, 1, 1, 2});
-}
-
-EmulatedCluster cluster_of(ThroughputMatrix truth, std::vector<int> workers, int per_server = 2) {
-  EmulatedCluster c;
-  c.truth = std::move(truth);
-  c.workers = std::move(workers);
-  c.gpus_per_server = per_server;
-  return c;
 }
 
 // Runs until every job finished or failed (at most `max_rounds`).
@@ -115,7 +108,7 @@ TEST(ClusterScheduler, MeasuredThroughputsReplaceWhatItWasTold) {
 
 TEST(ClusterScheduler, AServerDownShrinksTheClusterAndItsJobsResumeFromTheirCheckpoints) {
   const ThroughputMatrix t = three_types();
-  EmulatedCluster cluster = cluster_of(t, {2, 2, 4});
+  EmulatedCluster cluster = cluster_of(t, {2, 2, 4}, 2);
   cluster.checkpoint_s = 100.0;
   EmulatedBackend backend(cluster);
   ClusterScheduler s(t, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
@@ -179,14 +172,14 @@ TEST(ClusterScheduler, ARestoredSchedulerFinishesWhereTheFirstWould) {
   for (int i = 0; i < 6; ++i) requests.push_back({i % 4, 100.0 + 400.0 * i});
   requests[0].steps = 50.0;  // over in the first round
 
-  EmulatedBackend first_backend(cluster_of(t, workers));
+  EmulatedBackend first_backend(cluster_of(t, workers, 2));
   ClusterScheduler first(t, first_backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
   for (const JobRequest& r : requests) first.submit(r);
   for (int r = 0; r < 4; ++r) first.run_round();
   ASSERT_EQ(first.jobs()[0].status, JobStatus::kFinished);
   ASSERT_FALSE(first.idle());
 
-  EmulatedBackend second_backend(cluster_of(t, workers));
+  EmulatedBackend second_backend(cluster_of(t, workers, 2));
   ClusterScheduler second(first.matrix(), second_backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
   second.restore(first.now_s(), first.jobs(), first.measurements());
   EXPECT_EQ(second.now_s(), first.now_s());
@@ -207,7 +200,7 @@ TEST(ClusterScheduler, ARestoredSchedulerFinishesWhereTheFirstWould) {
 
   // Restoring is for a fresh scheduler, with ids in order.
   EXPECT_THROW(second.restore(0.0, {}, first.measurements()), InputError);
-  EmulatedBackend third_backend(cluster_of(t, workers));
+  EmulatedBackend third_backend(cluster_of(t, workers, 2));
   ClusterScheduler third(t, third_backend, {});
   std::vector<ScheduledJob> shuffled = first.jobs();
   std::swap(shuffled[1], shuffled[2]);

@@ -29,12 +29,9 @@ ThroughputMatrix three_types() {
   return matrix_of({"k80", "p100", "v100"}, {{0.2, 0.5, 1.0}, {0.4, 0.6, 0.8}, {0.1, 0.3, 0.9}, {0.3, 0.7, 1.2}}, {1, 1, 1, 2});
 }
 
+// The emulated cluster of these tests: 2 + 2 + 4 GPUs, 2 to a server, unless told otherwise.
 EmulatedCluster cluster_of(ThroughputMatrix truth, std::vector<int> workers = {2, 2, 4}) {
-  EmulatedCluster c;
-  c.truth = std::move(truth);
-  c.workers = std::move(workers);
-  c.gpus_per_server = 2;
-  return c;
+  return testing::cluster_of(std::move(truth), std::move(workers), 2);
 }
 
 ApiResponse call(ClusterService& s, std::string method, std::string path, std::string body = "", std::string token = "") {

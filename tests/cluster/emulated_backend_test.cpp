@@ -11,16 +11,9 @@
 namespace perseus::cluster {
 namespace {
 
+using testing::cluster_of;
 using testing::matrix_of;
 using testing::matrix_with_energy;
-
-EmulatedCluster cluster_of(ThroughputMatrix truth, std::vector<int> workers, int per_server = 1) {
-  EmulatedCluster c;
-  c.truth = std::move(truth);
-  c.workers = std::move(workers);
-  c.gpus_per_server = per_server;
-  return c;
-}
 
 Lease lease_of(int job, int gpu_type, std::vector<int> gpus, int partner = -1, double pace = 1.0, bool renewed = false) {
   Lease l;
@@ -31,7 +24,7 @@ Lease lease_of(int job, int gpu_type, std::vector<int> gpus, int partner = -1, d
 TEST(EmulatedBackend, APairRunsAtItsSharedSpeedsThenTheSurvivorAlone) {
   ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
   t.shared[{0, 1, 0}] = {0.5, 0.6};
-  EmulatedBackend b(cluster_of(t, {1}));
+  EmulatedBackend b(cluster_of(t, {1}, 1));
   b.submit({0, 0, 1, 100.0});
   b.submit({1, 1, 1, 300.0});
   b.begin_round({lease_of(0, 0, {0}, 1)});
@@ -59,7 +52,7 @@ TEST(EmulatedBackend, APacedJobDrawsThePowerOfItsSpeedOnTheLowerHull) {
   // Points (steps/s, J/step): W = 100, 72, 78 and 60 at 1.0, 0.8, 0.6 and 0.5 steps/s; 0.6 lies
   // above the hull (0.5 -> 0.8 passes 64 W there).
   const ThroughputMatrix t = matrix_with_energy({"a100"}, {{{{1.0, 100.0}, {0.8, 90.0}, {0.6, 130.0}, {0.5, 120.0}}}});
-  EmulatedCluster c = cluster_of(t, {1});
+  EmulatedCluster c = cluster_of(t, {1}, 1);
   c.restart_s = 10.0;
   EmulatedBackend b(c);
   b.submit({0, 0, 1, 1e6});
@@ -82,7 +75,7 @@ TEST(EmulatedBackend, APacedJobDrawsThePowerOfItsSpeedOnTheLowerHull) {
 
 TEST(EmulatedBackend, ALeaseThatIsNotARenewalPaysTheRestart) {
   const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
-  EmulatedCluster c = cluster_of(t, {2});
+  EmulatedCluster c = cluster_of(t, {2}, 1);
   c.restart_s = 30.0;
   EmulatedBackend b(c);
   b.submit({0, 0, 1, 1e6});
@@ -96,7 +89,7 @@ TEST(EmulatedBackend, ALeaseThatIsNotARenewalPaysTheRestart) {
 
 TEST(EmulatedBackend, BadLeasesAreNamed) {
   const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
-  EmulatedBackend b(cluster_of(t, {2}));
+  EmulatedBackend b(cluster_of(t, {2}, 1));
   b.submit({0, 0, 1, 100.0});
   b.submit({1, 1, 1, 100.0});
   EXPECT_THROW(b.begin_round({lease_of(5, 0, {0})}), InputError);

@@ -1,9 +1,10 @@
-// Small throughput matrices for the cluster tests.
+// Small throughput matrices, and emulated clusters on them, for the cluster tests.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "perseus/cluster/emulated_backend.hpp"
 #include "perseus/cluster/throughputs.hpp"
 
 namespace perseus::cluster::testing {
@@ -33,6 +34,15 @@ inline ThroughputMatrix matrix_with_energy(const std::vector<std::string>& gpus,
   ThroughputMatrix t = matrix_of(gpus, rows, scales);
   t.operating_points = points;
   return t;
+}
+
+// An emulated cluster whose truth is `truth`: `workers[j]` GPUs of type j, `per_server` to a server.
+inline EmulatedCluster cluster_of(ThroughputMatrix truth, std::vector<int> workers, int per_server) {
+  EmulatedCluster c;
+  c.truth = std::move(truth);
+  c.workers = std::move(workers);
+  c.gpus_per_server = per_server;
+  return c;
 }
 
 }  // namespace perseus::cluster::testing

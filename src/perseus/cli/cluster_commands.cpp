@@ -489,10 +489,8 @@ Live make_live(const LiveArgs& a) {
   live.spec.space_sharing = a.space_sharing;
   if (a.energy_slack >= 0.0) live.spec.energy_slack = a.energy_slack;
   if (a.backend != "emulated" && a.backend != "slurm") throw InputError(fmt::format("--backend '{}': emulated or slurm", a.backend));
-  // Before connecting to Slurm: it gives a GPU to one job, at the clocks the job sets.
-  if (a.backend == "slurm" && (a.space_sharing || a.energy_slack >= 0.0))
-    throw InputError(fmt::format("{}: the slurm backend runs one job per GPU at full speed (the emulated backend does both)",
-                                 a.space_sharing ? "--space-sharing" : "--energy-slack"));
+  // Before connecting to Slurm (the scheduler would say the same once connected).
+  if (a.backend == "slurm") check_backend_supports(live.spec, SlurmBackend::kSharesGpus, SlurmBackend::kPacesJobs);
   return live;
 }
 

@@ -17,13 +17,17 @@ ClusterScheduler::ClusterScheduler(ThroughputMatrix matrix, ClusterBackend& back
   check_round_length(options_.round_s);
   if (!(options_.measurement_weight > 0.0 && options_.measurement_weight <= 1.0))
     throw InputError(fmt::format("measurement weight {}: must be in (0, 1]", options_.measurement_weight));
-  if (options_.policy.space_sharing && !backend_.shares_gpus())
-    throw InputError("space sharing: this cluster's backend runs one job per GPU (the emulated one shares GPUs)");
-  if (options_.policy.energy_slack && !backend_.paces_jobs())
-    throw InputError("the energy stage: this cluster's backend runs every job at its fastest (the emulated one paces jobs)");
+  check_backend_supports(options_.policy, backend_.shares_gpus(), backend_.paces_jobs());
   measurements_.assign(matrix_.job_types.size(), std::vector<int>(matrix_.gpu_types.size(), 0));
   topology_.workers.assign(matrix_.gpu_types.size(), 0);
   usage_.busy_gpu_s.assign(matrix_.gpu_types.size(), 0.0);
+}
+
+void check_backend_supports(const PolicySpec& policy, bool shares_gpus, bool paces_jobs) {
+  if (policy.space_sharing && !shares_gpus)
+    throw InputError("space sharing: this cluster's backend runs one job per GPU (the emulated one shares GPUs)");
+  if (policy.energy_slack && !paces_jobs)
+    throw InputError("the energy stage: this cluster's backend runs every job at its fastest (the emulated one paces jobs)");
 }
 
 void check_job_request(const JobRequest& request, const ThroughputMatrix& matrix, const PolicySpec& policy) {

@@ -55,6 +55,10 @@ struct JobRequest {
 // checked against the matrix a scheduler started from is checked against the scheduler's.)
 void check_job_request(const JobRequest& request, const ThroughputMatrix& matrix, const PolicySpec& policy);
 
+// InputError when the policy needs what a backend cannot do: space sharing on one that does not
+// share GPUs, the energy stage on one that does not pace jobs (ClusterBackend's capabilities).
+void check_backend_supports(const PolicySpec& policy, bool shares_gpus, bool paces_jobs);
+
 struct ScheduledJob {
   int id = 0;
   JobRequest request;

@@ -7,16 +7,12 @@
 
 #include "perseus/cluster/cluster_scheduler.hpp"
 #include "perseus/cluster/emulated_backend.hpp"
-#include "perseus/cluster/rounds.hpp"
 
 namespace perseus::cluster {
 namespace {
 
-void check(const ThroughputMatrix& matrix, const SimulationSpec& spec) {
-  if (static_cast<int>(spec.workers.size()) != matrix.num_gpu_types())
-    throw InputError(fmt::format("the cluster has {} GPU counts, the throughputs {} GPU types", spec.workers.size(),
-                                 matrix.num_gpu_types()));
-  check_round_length(spec.round_s);
+// What the backend (the GPU counts) and the scheduler (the round) do not check themselves.
+void check(const SimulationSpec& spec) {
   if (!(spec.restart_overhead_s >= 0.0) || spec.restart_overhead_s >= spec.round_s)
     throw InputError(fmt::format("restart overhead {} s: must be >= 0 and shorter than a round ({} s)", spec.restart_overhead_s,
                                  spec.round_s));
@@ -28,7 +24,6 @@ void check(const ThroughputMatrix& matrix, const SimulationSpec& spec) {
 }  // namespace
 
 SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, const SimulationSpec& spec) {
-  check(matrix, spec);
   const int J = matrix.num_gpu_types();
   EmulatedCluster cluster;
   cluster.truth = matrix;
@@ -38,6 +33,7 @@ SimulationResult simulate(JobSource source, const ThroughputMatrix& matrix, cons
   EmulatedBackend backend(std::move(cluster));
   // The truth is the matrix: measuring confirms it (to rounding) and never reallocates.
   ClusterScheduler scheduler(matrix, backend, {spec.policy, spec.round_s});
+  check(spec);
   // A job that fits no GPU type would wait for ever.
   std::vector<double> fastest(static_cast<std::size_t>(matrix.num_job_types()), 0.0);  // 0: fits no type
   for (int m = 0; m < matrix.num_job_types(); ++m) fastest[static_cast<std::size_t>(m)] = best_speed(matrix, m, spec.workers);

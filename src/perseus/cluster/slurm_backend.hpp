@@ -66,6 +66,10 @@ class SlurmBackend : public ClusterBackend {
   // Every job not finished is requeued in hold (checkpointing).
   void preempt_all() override;
   void interrupt() override { interrupted_ = true; }
+  // Slurm gives a GPU to one job, which runs at the clocks it sets itself.
+  static constexpr bool kSharesGpus = false, kPacesJobs = false;
+  bool shares_gpus() const override { return kSharesGpus; }
+  bool paces_jobs() const override { return kPacesJobs; }
 
  private:
   struct Tracked {
