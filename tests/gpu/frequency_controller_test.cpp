@@ -245,6 +245,27 @@ TEST_F(FrequencyControllerNvml, FailedLockIsCountedAndRetriedOnTheNextRequest) {
             "nvmlDeviceSetGpuLockedClocks(device 0, 1200, 1200): Insufficient Permissions (NVML error 4)");
 }
 
+// HBM GPUs (A100, H100) answer NVML_ERROR_NOT_SUPPORTED to a memory lock (seen on an H100):
+// the controller goes on with the graphics clock alone, and never tries the memory lock again.
+TEST_F(FrequencyControllerNvml, RunsWithoutAMemoryLockWhereTheDeviceSupportsNone) {
+  ::setenv("FAKE_NVML_FAIL", "nvmlDeviceSetMemoryLockedClocks:3", 1);
+  NvmlBackend gpu(kFakeNvml);
+  FrequencyController controller(gpu, 0);
+  EXPECT_FALSE(controller.memory_clock_locked());
+  clear_log();
+  controller.set_frequency(1200);
+  controller.wait_idle();
+  controller.reset_after_signal();  // locks lost: the next request relocks graphics only
+  controller.set_frequency(1200);
+  controller.wait_idle();
+  EXPECT_EQ(controller.current_frequency(), 1200);
+  EXPECT_EQ(controller.stats().failed, 0u);
+  EXPECT_EQ(controller.stats().applied, 2u);
+  for (const std::string& line : log_lines()) {
+    EXPECT_EQ(line.find("nvmlDeviceSetMemoryLockedClocks"), std::string::npos) << line;
+  }
+}
+
 TEST_F(FrequencyControllerNvml, StartFailureThrowsAndLeavesClocksReset) {
   ::setenv("FAKE_NVML_FAIL", "nvmlDeviceSetMemoryLockedClocks:4", 1);
   NvmlBackend gpu(kFakeNvml);

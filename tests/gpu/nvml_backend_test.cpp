@@ -130,6 +130,20 @@ TEST_F(NvmlBackendTest, InjectedPermissionErrorIsReported) {
   EXPECT_EQ(gpu_error([&] { gpu.power_mw(0); }), "nvmlDeviceGetPowerUsage(device 0): Not Supported (NVML error 3)");
 }
 
+// "Not supported" is its own type (callers may go on without the call); a refusal is not.
+TEST_F(NvmlBackendTest, NotSupportedIsToldApartFromRefused) {
+  ::setenv("FAKE_NVML_FAIL", "nvmlDeviceSetMemoryLockedClocks:3,nvmlDeviceSetGpuLockedClocks:4", 1);
+  NvmlBackend gpu(kFakeNvml);
+  EXPECT_THROW(gpu.set_locked_memory_clocks(0, 1593, 1593), GpuNotSupported);
+  try {
+    gpu.set_locked_graphics_clocks(0, 1200, 1200);
+    ADD_FAILURE() << "no error";
+  } catch (const GpuNotSupported&) {
+    ADD_FAILURE() << "a permission error is not 'not supported'";
+  } catch (const GpuError&) {
+  }
+}
+
 TEST_F(NvmlBackendTest, DeviceIndexOutOfRangeIsAnError) {
   NvmlBackend gpu(kFakeNvml);
   clear_log();

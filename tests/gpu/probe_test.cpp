@@ -17,8 +17,8 @@ struct ProbeRun {
   nlohmann::json report;
 };
 
-ProbeRun run_probe(const std::string& arguments) {
-  const std::string command = std::string(GPU_PROBE_PROGRAM) + " " + arguments;
+ProbeRun run_program(const std::string& program, const std::string& arguments) {
+  const std::string command = program + " " + arguments;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) {
     ADD_FAILURE() << "cannot run " << command;
@@ -36,6 +36,8 @@ ProbeRun run_probe(const std::string& arguments) {
   EXPECT_FALSE(run.report.is_discarded()) << output;
   return run;
 }
+
+ProbeRun run_probe(const std::string& arguments) { return run_program(GPU_PROBE_PROGRAM, arguments); }
 
 class GpuProbe : public testing::FakeNvmlTest {};
 
@@ -101,6 +103,50 @@ TEST_F(GpuProbe, MissingLibraryExitsWithOne) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.report["errors"]["load"].get<std::string>().find("/nonexistent/libnvidia-ml.so.1"),
             std::string::npos);
+}
+
+// perseus_gpu_client_check, the client half of tests/gpu/real_gpu_check.sh, on the fake: the
+// fake's energy counter adds the clock at every read, so the highest clock "draws" more.
+TEST_F(GpuProbe, ClientCheckLocksThePlannedClocksAndMeasuresEachInstruction) {
+  const ProbeRun run = run_program(GPU_CLIENT_CHECK_PROGRAM,
+                                   "--library " + testing::kFakeNvml + " --steps 2 --hold-ms 1 --expect-power-order");
+  ASSERT_EQ(run.exit_code, 0) << run.report.dump(2);
+  const nlohmann::json& report = run.report;
+  EXPECT_EQ(report["plan_mhz"], nlohmann::json({1410, 1200}));
+  EXPECT_EQ(report["locked_mhz"], nlohmann::json({1410, 1200, 1410, 1200}));
+  EXPECT_EQ(report["locks_as_planned"], true);
+  EXPECT_EQ(report["memory_clock_locked"], true);
+  // Two steps, each instruction measured once a step over an interval that ends while its own
+  // clock is locked: the fake's counter adds 1,410 mJ and 1,200 mJ a read.
+  for (const auto& [name, joules] : {std::pair{"forward", 1.41}, std::pair{"backward", 1.2}}) {
+    const nlohmann::json& steps = report["energy_breakdown_j"][name];
+    ASSERT_EQ(steps.size(), 2u) << name;
+    for (const nlohmann::json& step : steps) {
+      ASSERT_EQ(step.size(), 1u) << name;
+      EXPECT_NEAR(step[0].get<double>(), joules, 1e-9) << name;
+    }
+  }
+  EXPECT_EQ(report["high_clock_draws_more"], true);
+  // Closing the client reset the clocks it locked.
+  const std::vector<std::string> lines = log_lines();
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "nvmlDeviceResetGpuLockedClocks dev0"), lines.end());
+}
+
+TEST_F(GpuProbe, ClientCheckRunsWhereTheMemoryClockCannotBeLocked) {
+  ::setenv("FAKE_NVML_FAIL", "nvmlDeviceSetMemoryLockedClocks:3", 1);  // as an H100 answers
+  const ProbeRun run =
+      run_program(GPU_CLIENT_CHECK_PROGRAM, "--library " + testing::kFakeNvml + " --steps 1 --hold-ms 1");
+  ASSERT_EQ(run.exit_code, 0) << run.report.dump(2);
+  EXPECT_EQ(run.report["memory_clock_locked"], false);
+  EXPECT_EQ(run.report["locked_mhz"], nlohmann::json({1410, 1200}));
+}
+
+TEST_F(GpuProbe, ClientCheckFailsWhenALockIsRefused) {
+  ::setenv("FAKE_NVML_FAIL", "nvmlDeviceSetGpuLockedClocks:4", 1);
+  const ProbeRun run =
+      run_program(GPU_CLIENT_CHECK_PROGRAM, "--library " + testing::kFakeNvml + " --steps 1 --hold-ms 1");
+  EXPECT_EQ(run.exit_code, 2) << run.report.dump(2);
+  EXPECT_EQ(run.report["locks_as_planned"], false);
 }
 
 }  // namespace

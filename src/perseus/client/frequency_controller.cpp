@@ -109,7 +109,12 @@ FrequencyController::FrequencyController(GpuBackend& gpu, int device)
       max_memory_mhz_(gpu.max_memory_clock(device)),
       supported_mhz_(gpu.supported_graphics_clocks(device)) {
   gpu_.reset_power_limit(device_);
-  gpu_.set_locked_memory_clocks(device_, max_memory_mhz_, max_memory_mhz_);
+  try {
+    gpu_.set_locked_memory_clocks(device_, max_memory_mhz_, max_memory_mhz_);
+    memory_locked_ = true;
+  } catch (const GpuNotSupported&) {
+    // HBM memory runs at one clock: nothing to lock (found on an H100; zeus skips it too).
+  }
   try {
     registry_slot_ = register_controller(this);
     thread_ = std::thread([this] { run(); });
@@ -195,8 +200,9 @@ void FrequencyController::run() {
     const int mhz = *pending_;
     pending_.reset();
     busy_ = true;
-    const bool relock_memory = locks_lost_.exchange(false);
-    if (relock_memory) {
+    const bool locks_lost = locks_lost_.exchange(false);
+    const bool relock_memory = locks_lost && memory_locked_;
+    if (locks_lost) {
       current_.reset();  // a crash handler reset the clocks behind our back
     }
     if (current_ == mhz) {
@@ -217,7 +223,7 @@ void FrequencyController::run() {
         ++stats_.failed;
         last_error_ = std::move(error);
         current_.reset();  // the clock is now unknown: the next request must not be skipped
-        if (relock_memory) {
+        if (locks_lost) {
           locks_lost_.store(true);
         }
       } else {

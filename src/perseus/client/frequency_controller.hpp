@@ -1,7 +1,8 @@
 // Locks a GPU's graphics clock on request without ever making the training loop wait: a
 // request is handed to the controller's own thread, which applies only the latest one.
 // Mirrors the existing Perseus client's controller process: at start it resets the power
-// limit and locks the memory clock to its maximum; at the end (destruction, exit, or a
+// limit and locks the memory clock to its maximum (where the device supports it: HBM GPUs such
+// as the A100 and H100 do not, and zeus's controller goes on without it too); at the end (destruction, exit, or a
 // fatal signal) it resets the locked graphics and memory clocks.
 #pragma once
 
@@ -30,7 +31,8 @@ struct FrequencyControllerStats {
 class FrequencyController {
  public:
   // Resets the power limit of `device` and locks its memory clock to the maximum, on the
-  // calling thread, so that failures (no permission, no such device) throw GpuError here.
+  // calling thread, so that failures (no permission, no such device) throw GpuError here; a
+  // device that does not support memory locking (GpuNotSupported) runs without it.
   // Then registers for the crash handlers: on SIGTERM, SIGINT, SIGABRT or SIGSEGV, and at
   // exit, the clocks of every live controller are reset best-effort before the signal takes
   // its previous course (default action re-raised, or the previous handler called). Signals
@@ -49,6 +51,9 @@ class FrequencyController {
   void wait_idle();
 
   int device() const { return device_; }
+  // Whether the memory clock is locked at its maximum (false where the device does not
+  // support memory locking).
+  bool memory_clock_locked() const { return memory_locked_; }
   // The graphics clock last locked, if any.
   std::optional<int> current_frequency() const;
   FrequencyControllerStats stats() const;
@@ -67,6 +72,7 @@ class FrequencyController {
   const int device_;
   const int max_memory_mhz_;
   const std::vector<int> supported_mhz_;  // descending
+  bool memory_locked_ = false;            // set once, before the thread starts
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;   // a request arrived or stop

@@ -17,6 +17,14 @@ class GpuError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device does not support the call at all (NVML_ERROR_NOT_SUPPORTED), as opposed to
+// refusing it (no permission) or failing: e.g. locking the memory clock of an HBM GPU (A100,
+// H100), whose memory runs at one clock. Callers may go on without what it would have done.
+class GpuNotSupported : public GpuError {
+ public:
+  using GpuError::GpuError;
+};
+
 // Devices are numbered 0 .. device_count()-1; every method throws GpuError for an index out
 // of range or a failed call. Implementations are safe to call from several threads at once
 // (the frequency controller calls from its own thread while the training loop reads energy).

@@ -140,8 +140,10 @@ void NvmlBackend::check(int code, const std::string& call) const {
     return;
   }
   const char* reason = library_->error_string != nullptr ? library_->error_string(code) : nullptr;
-  throw GpuError(call + ": " + (reason != nullptr ? reason : "unknown error") + " (NVML error " +
-                 std::to_string(code) + ")");
+  std::string message = call + ": " + (reason != nullptr ? reason : "unknown error") + " (NVML error " +
+                        std::to_string(code) + ")";
+  if (code == nvml::kErrorNotSupported) throw GpuNotSupported(std::move(message));
+  throw GpuError(std::move(message));
 }
 
 void* NvmlBackend::handle(int device) const {
