@@ -3,7 +3,8 @@
 // (POST /result) every iteration, against a server serving a frontier's T_min plan; then
 // straggler notices. Prints p50/p99 latencies and throughput per run and the median over runs.
 // The ranks are one asynchronous load generator on one thread (not a thread per rank, which
-// on two cores starved the server it measured).
+// on two cores starved the server it measured), or on --generator-threads where the host has
+// cores to spare.
 //
 //   server_load_bench [--ranks 1024] [--jobs 1] [--stages 8] [--microbatches 12]
 //                     [--rounds 40] [--warmup 5] [--runs 3] [--stragglers 200] [--profile CSV]
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +36,8 @@
 #include <sys/resource.h>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
@@ -77,6 +81,7 @@ struct Args {
   double keep_alive = 600.0;
   std::size_t server_threads = 0;  // 0: the server's default
   std::size_t io_threads = 0;      // 0: the server's default
+  std::size_t generator_threads = 1;
 };
 
 double percentile(std::vector<double> values, double q) {
@@ -221,13 +226,15 @@ std::string bench_result(int rank, int microbatches) {
   return protocol::to_json(r).dump();
 }
 
-// The ranks as one event loop (Boost.Asio): every rank a keep-alive connection and a state
-// machine, so that 4,096 ranks cost the benchmark one thread, not 4,096 that would starve
-// the server of the machine's cores. A round is two phases, as in training: every rank asks
-// for its schedule (all GETs written at once, as after the all-reduce that ends an
-// iteration); once all have their answers (the iteration runs), every rank posts its result.
-// Answers are timed as the loop reads them, so a time includes the loop's work on the
-// answers read before it in the same wake-up (a few microseconds each).
+// The ranks as event loops (Boost.Asio): every rank a keep-alive connection and a state
+// machine, so that 4,096 ranks cost the benchmark one thread (or --generator-threads), not
+// 4,096 that would starve the server of the machine's cores. A round is two phases, as in
+// training: every rank asks for its schedule (all GETs written at once, as after the
+// all-reduce that ends an iteration); once all have their answers (the iteration runs), every
+// rank posts its result. Answers are timed as a loop reads them, so a time includes that
+// loop's work on the answers read before it in the same wake-up (a few microseconds each):
+// on a host with cores to spare, more loops (each with its share of the ranks) keep the
+// generator's own work out of the server's figures.
 class AsyncRanks {
  public:
   struct RankPlan {
@@ -239,6 +246,7 @@ class AsyncRanks {
   struct Plan {
     int port = 0;
     int rounds = 0;
+    std::size_t threads = 1;
     std::vector<RankPlan> ranks;
   };
   struct Times {
@@ -250,8 +258,11 @@ class AsyncRanks {
       : plan_(std::move(plan)), clock_(std::move(clock)), between_rounds_(std::move(between_rounds)) {
     times_.assign(plan_.ranks.size() * static_cast<std::size_t>(plan_.rounds), Times{});
     server_ = tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(plan_.port));
+    const std::size_t loops = std::max<std::size_t>(1, plan_.threads);
+    for (std::size_t t = 0; t < loops; ++t) loops_.push_back(std::make_unique<Loop>());
     for (std::size_t g = 0; g < plan_.ranks.size(); ++g) {
-      auto rank = std::make_unique<Rank>(io_);
+      Loop& loop = *loops_[g % loops];
+      auto rank = std::make_unique<Rank>(loop.io);
       rank->index = g;
       rank->socket.connect(server_);
       rank->socket.set_option(tcp::no_delay(true));
@@ -261,6 +272,7 @@ class AsyncRanks {
       rank->post = fmt::format(
           "POST /result/{} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
           path, p.result_body.size(), p.result_body);
+      loop.ranks.push_back(rank.get());
       ranks_.push_back(std::move(rank));
     }
   }
@@ -268,7 +280,10 @@ class AsyncRanks {
   // Runs every round; throws on the first failed request.
   void run() {
     start_round(0);
-    io_.run();
+    std::vector<std::thread> helpers;
+    for (std::size_t t = 1; t < loops_.size(); ++t) helpers.emplace_back([this, t] { loops_[t]->io.run(); });
+    loops_[0]->io.run();
+    for (std::thread& helper : helpers) helper.join();
     if (!failure_.empty()) throw std::runtime_error(failure_);
   }
 
@@ -285,6 +300,13 @@ class AsyncRanks {
     std::string get_prefix, get, post;
     std::size_t index = 0;
   };
+  // One event loop, its thread's ranks, and the guard that keeps it running between the
+  // phases other loops finish.
+  struct Loop {
+    asio::io_context io{1};
+    asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+    std::vector<Rank*> ranks;
+  };
 
   static std::string encode_id(const std::string& id) {
     std::string out;
@@ -295,10 +317,21 @@ class AsyncRanks {
     return times_[rank.index * static_cast<std::size_t>(plan_.rounds) + static_cast<std::size_t>(round_)];
   }
 
+  // Every loop runs `f` on each of its ranks (posted: the phase that starts it ended on
+  // whichever loop read the last answer).
+  template <typename F>
+  void on_every_rank(F f) {
+    for (auto& loop : loops_) {
+      asio::post(loop->io, [loop = loop.get(), f] {
+        for (Rank* rank : loop->ranks) f(*rank);
+      });
+    }
+  }
+
   void start_round(int k) {
-    round_ = k;
-    outstanding_ = ranks_.size();
-    for (auto& rank : ranks_) send_get(*rank);
+    round_ = k;  // every rank is idle: no loop reads it until the posts below
+    outstanding_.store(ranks_.size());
+    on_every_rank([this](Rank& rank) { send_get(rank); });
   }
 
   void send_get(Rank& rank) {
@@ -310,9 +343,9 @@ class AsyncRanks {
         Times& t = slot(rank);
         t.got = clock_();
         if (plan_.ranks[rank.index].keep_bodies) t.schedule_body = std::move(body);
-        if (--outstanding_ > 0) return;
-        outstanding_ = ranks_.size();
-        for (auto& r : ranks_) send_post(*r);
+        if (outstanding_.fetch_sub(1) > 1) return;
+        outstanding_.store(ranks_.size());
+        on_every_rank([this](Rank& r) { send_post(r); });
       });
     });
   }
@@ -322,8 +355,8 @@ class AsyncRanks {
       if (ec) return fail(rank, "POST /result", ec.message());
       read_answer(rank, [this, &rank](std::string) {
         slot(rank).posted = clock_();
-        if (--outstanding_ > 0) return;
-        if (round_ + 1 == plan_.rounds) return;  // done: io_.run() returns
+        if (outstanding_.fetch_sub(1) > 1) return;
+        if (round_ + 1 == plan_.rounds) return finish();  // done: every loop's run() returns
         try {
           between_rounds_(round_ + 1);
         } catch (const std::exception& e) {
@@ -358,23 +391,31 @@ class AsyncRanks {
     rank.socket.set_option(tcp::no_delay(true), ignored);
   }
 
+  void finish() {
+    for (auto& loop : loops_) loop->guard.reset();
+  }
+
   void fail(const Rank& rank, const char* what, const std::string& detail) {
-    if (failure_.empty()) {
-      failure_ = fmt::format("rank {} of job {}, round {}: {}: {}", plan_.ranks[rank.index].rank,
-                             plan_.ranks[rank.index].job_id, round_, what, detail);
+    {
+      const std::lock_guard lock(failure_mutex_);
+      if (failure_.empty()) {
+        failure_ = fmt::format("rank {} of job {}, round {}: {}: {}", plan_.ranks[rank.index].rank,
+                               plan_.ranks[rank.index].job_id, round_, what, detail);
+      }
     }
-    io_.stop();
+    for (auto& loop : loops_) loop->io.stop();
   }
 
   Plan plan_;
   std::function<double()> clock_;
   std::function<void(int)> between_rounds_;
-  asio::io_context io_{1};
+  std::vector<std::unique_ptr<Loop>> loops_;
   tcp::endpoint server_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::vector<Times> times_;
   int round_ = 0;
-  std::size_t outstanding_ = 0;
+  std::atomic<std::size_t> outstanding_{0};
+  std::mutex failure_mutex_;
   std::string failure_;
 };
 
@@ -414,7 +455,7 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
   server.wait_for_frontiers(setup, job_ids.size());
   figures.frontier_s = std::chrono::duration<double>(Clock::now() - frontier_start).count() / args.jobs;
 
-  // The ranks: one keep-alive connection each, all driven from this one thread.
+  // The ranks: one keep-alive connection each, driven from --generator-threads event loops.
   const int total = args.jobs * args.stages * dp;
   const int rounds = args.warmup + args.rounds;
   std::vector<std::vector<double>> sent(static_cast<std::size_t>(total), std::vector<double>(rounds)),
@@ -449,6 +490,7 @@ RunFigures run_once(const Args& args, const std::string& profile_csv, int run_in
   AsyncRanks::Plan plan;
   plan.port = server.port();
   plan.rounds = rounds;
+  plan.threads = args.generator_threads;
   for (int g = 0; g < total; ++g) {
     const int job = g / (args.stages * dp), rank = g % (args.stages * dp);
     plan.ranks.push_back({job_ids[static_cast<std::size_t>(job)], rank, bench_result(rank, args.microbatches),
@@ -558,6 +600,11 @@ int main(int argc, char** argv) {
                  "The server's --threads (0: its default; a server with a thread per waiting rank needs ranks + 64)")
       ->capture_default_str();
   app.add_option("--io-threads", args.io_threads, "The server's --io-threads (0: its default)")->capture_default_str();
+  app.add_option("--generator-threads", args.generator_threads,
+                 "Event loops driving the ranks (each its share of them): 1 on a small host, more where the server "
+                 "has cores of its own, so that the generator's work stays out of the server's latencies")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   rlimit limit{};  // a descriptor per rank
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
@@ -571,9 +618,9 @@ int main(int argc, char** argv) {
   try {
     const std::string csv = read_text_file(args.profile);
     fmt::print("server_load_bench: {} ranks in {} job(s) of {} stages x {} pipelines, M = {}, {} rounds (+{} warm-up), "
-               "{} run(s); profile {}\n",
+               "{} run(s), {} generator thread(s); profile {}\n",
                args.ranks, args.jobs, args.stages, args.ranks / args.jobs / args.stages, args.microbatches, args.rounds,
-               args.warmup, args.runs, args.profile);
+               args.warmup, args.runs, args.generator_threads, args.profile);
     fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7}\n", "run",
                "req/s", "get_p50", "get_p99", "after_p50", "after_p99", "post_p50", "post_p99", "round", "replan50",
                "replan99", "replanmx", "switch99", "switched");

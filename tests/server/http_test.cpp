@@ -371,6 +371,72 @@ TEST_F(HttpFixture, IdleConnectionsCloseAfterTheKeepAliveAndAnswersKeepTheirHead
   ::close(old);
 }
 
+// Several loops, each with its share of the connections: a round's ranks sit on every loop, the
+// last rank's loop releases them all (their answers are posted to their own loops), idle
+// connections on every loop are closed by the one sweep, and stopping ends every loop.
+TEST_F(HttpFixture, SeveralLoopsShareTheConnectionsReleaseRoundsTogetherAndStop) {
+  HttpOptions http;
+  http.io_threads = 4;
+  http.keep_alive_s = 5.0;
+  start(options_with(20.0), http);
+  constexpr int kPipelines = 8, kStages = 4, kRounds = 3;
+  httplib::Client c = client();
+  auto registered =
+      c.Post("/register_job", testing::job_info(kStages, kPipelines, 1, {{"microbatches", 2}}).dump(), "application/json");
+  ASSERT_TRUE(registered);
+  const std::string id = json::parse(registered->body).get<std::string>();
+  for (int d = 0; d < kPipelines; ++d) {
+    for (int p = 0; p < kStages; ++p) {
+      const json rank = {{"rank", rank_of(kStages, 1, d, p, 0)}, {"dp_rank", d}, {"pp_rank", p}, {"tp_rank", 0},
+                         {"available_frequencies", kFrequencies}};
+      ASSERT_EQ(c.Post(("/register_rank/" + id).c_str(), rank.dump(), "application/json")->status, 200);
+    }
+  }
+  // Each rank on its own keep-alive connection (32 connections, dealt over the 4 loops),
+  // three rounds in a row.
+  std::vector<std::future<std::vector<int>>> ranks;
+  for (int r = 0; r < kStages * kPipelines; ++r) {
+    ranks.push_back(std::async(std::launch::async, [&, r] {
+      httplib::Client own = client();
+      std::vector<int> statuses;
+      for (int round = 0; round < kRounds; ++round) {
+        auto res = own.Get(("/schedule/" + id + "?rank=" + std::to_string(r)).c_str());
+        statuses.push_back(res ? res->status : -1);
+        if (res && res->status == 200) {
+          EXPECT_EQ(json::parse(res->body).at("rank"), r) << res->body;
+        }
+      }
+      return statuses;
+    }));
+  }
+  for (auto& rank : ranks) EXPECT_EQ(rank.get(), std::vector<int>(kRounds, 200));
+
+  // Four idle connections, one on each loop, closed by the sweep after the keep-alive.
+  server_->stop();
+  server_.reset();
+  http.keep_alive_s = 0.3;
+  http.first_request_idle_s = 0.3;
+  http.port = 0;
+  server_ = std::make_unique<HttpServer>(*service_, http);
+  server_->start();
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(connect_to(server_->port()));
+  for (int fd : idle) {
+    ASSERT_GE(fd, 0);
+    timeval tv{3, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char byte = 0;
+    EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);  // an orderly close, not the 3 s receive timeout
+    ::close(fd);
+  }
+  // Stopping with connections open on every loop returns at once.
+  for (int i = 0; i < 4; ++i) idle[static_cast<std::size_t>(i)] = connect_to(server_->port());
+  const auto stopping = std::chrono::steady_clock::now();
+  server_->stop();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - stopping).count(), 1.0);
+  for (int fd : idle) ::close(fd);
+}
+
 TEST_F(HttpFixture, AChunkedBodyIsHeldToTheLimitAndAHugeLengthIsRefusedAtOnce) {
   HttpOptions http;
   http.payload_limit_bytes = 1 << 20;

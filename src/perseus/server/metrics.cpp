@@ -4,12 +4,32 @@
 
 namespace perseus::server {
 
-void Histogram::observe(double seconds) {
+std::size_t Histogram::bucket_of(double seconds) {
   std::size_t i = 0;
   while (i < kBounds.size() && seconds > kBounds[i]) ++i;
-  ++buckets_[i];
+  return i;
+}
+
+void Histogram::observe(double seconds) {
+  ++buckets_[bucket_of(seconds)];
   ++count_;
   sum_ += seconds;
+}
+
+void AtomicHistogram::observe(double seconds) {
+  buckets_[Histogram::bucket_of(seconds)].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(seconds, std::memory_order_relaxed);
+}
+
+Histogram AtomicHistogram::snapshot() const {
+  std::array<std::uint64_t, Histogram::kBounds.size() + 1> buckets{};
+  std::uint64_t count = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+    count += buckets[i];  // consistent with the buckets, whatever observe() runs meanwhile
+  }
+  return Histogram(buckets, count, sum_.load(std::memory_order_relaxed));
 }
 
 void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
@@ -50,10 +70,25 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
-void Metrics::record_request(const std::string& route, int status, double seconds) {
+std::optional<std::size_t> Metrics::known_route(std::string_view route) {
+  for (std::size_t i = 0; i < kRoutes.size(); ++i) {
+    if (kRoutes[i] == route) return i;
+  }
+  return std::nullopt;
+}
+
+void Metrics::record_request(std::string_view route, int status, double seconds) {
+  const std::optional<std::size_t> known = known_route(route);
+  if (known) {
+    known_latency_[*known].observe(seconds);
+    if (status == 200) {
+      ok_requests_[*known].fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
   std::lock_guard lock(mutex_);
-  ++requests_[{route, status}];
-  latency_[route].observe(seconds);
+  ++requests_[{std::string(route), status}];
+  if (!known) latency_[std::string(route)].observe(seconds);
 }
 
 void Metrics::record_frontier(bool ok, double seconds) {
@@ -72,9 +107,11 @@ void Metrics::record_barrier_release(double seconds) {
   barrier_wait_.observe(seconds);
 }
 
-std::uint64_t Metrics::requests(const std::string& route, int status) const {
+std::uint64_t Metrics::requests(std::string_view route, int status) const {
+  const std::optional<std::size_t> known = known_route(route);
+  if (known && status == 200) return ok_requests_[*known].load(std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
-  const auto it = requests_.find({route, status});
+  const auto it = requests_.find({std::string(route), status});
   return it == requests_.end() ? 0 : it->second;
 }
 
@@ -94,15 +131,23 @@ std::string Metrics::render(const std::vector<std::pair<std::string, std::pair<s
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help_value.first, name, name, help_value.second);
   }
   std::lock_guard lock(mutex_);
+  // Sorted by route and status, the lock-free counts among the others.
+  std::map<std::pair<std::string, int>, std::uint64_t> requests = requests_;
+  std::map<std::string, Histogram> latency = latency_;
+  for (std::size_t i = 0; i < kRoutes.size(); ++i) {
+    if (const std::uint64_t ok = ok_requests_[i].load(std::memory_order_relaxed)) requests[{std::string(kRoutes[i]), 200}] = ok;
+    Histogram histogram = known_latency_[i].snapshot();
+    if (histogram.count() > 0) latency[std::string(kRoutes[i])] = histogram;
+  }
   out += "# HELP perseus_http_requests_total HTTP requests by route and status.\n";
   out += "# TYPE perseus_http_requests_total counter\n";
-  for (const auto& [key, count] : requests_) {
+  for (const auto& [key, count] : requests) {
     out += fmt::format("perseus_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", escape_label(key.first),
                        key.second, count);
   }
   out += "# HELP perseus_http_request_duration_seconds Time from request to response, by route.\n";
   out += "# TYPE perseus_http_request_duration_seconds histogram\n";
-  for (const auto& [route, histogram] : latency_) {
+  for (const auto& [route, histogram] : latency) {
     histogram.render(out, "perseus_http_request_duration_seconds", fmt::format("route=\"{}\",", escape_label(route)));
   }
   out += "# HELP perseus_frontier_computations_total Frontier computations by outcome.\n";

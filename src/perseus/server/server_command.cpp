@@ -163,9 +163,10 @@ void run_serve(const ServeArgs& args) {
   http_options.request_timeout_s = args.request_timeout;
   HttpServer http(service, http_options);
   http.bind();
-  logger->info("event=listening host={} port={} db={} scheduler={} jobs={} auth={}", logfmt_value(args.host),
-               http.port(), logfmt_value(args.db), logfmt_value(args.scheduler), service.job_count(),
-               logfmt_value(args.token.empty() ? "none" : "bearer (" + args.token_scope + ")"));
+  logger->info("event=listening host={} port={} db={} scheduler={} jobs={} auth={} event_loops={}",
+               logfmt_value(args.host), http.port(), logfmt_value(args.db), logfmt_value(args.scheduler),
+               service.job_count(), logfmt_value(args.token.empty() ? "none" : "bearer (" + args.token_scope + ")"),
+               event_loops(args.io_threads));
 
   stop_signals.serve(http, *logger);
   service.shutdown();
@@ -195,10 +196,11 @@ void add_server_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));  // as before; more than 256 run as 256
   cmd->add_option("--io-threads", args.io_threads,
-                  "Threads of the event loop that reads requests and writes answers (a released round's answers "
-                  "are spread over them)")
+                  "Event loops (a thread each, with its share of the connections) that read requests and write "
+                  "answers; a released round's answers are written by all of them at once. 0: half the host's "
+                  "cores, 1 to 8")
       ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1}, std::size_t{64}));
+      ->check(CLI::Range(std::size_t{0}, std::size_t{64}));
   // The ZEUS_PFO_* settings are read by with_environment, names in any case as zeus reads them.
   static ZeusOptions zeus;
   zeus.log_level = cmd->add_option("--log-level", args.log_level,

@@ -187,22 +187,22 @@ std::size_t Service::job_count() const {
 
 // ---- routing ----
 
-std::string Service::route_label(const ApiRequest& request) {
-  static const std::set<std::string> fixed = {"/",       "/healthz",      "/info",     "/metrics",
-                                              "/api/jobs", "/register_job", "/straggler"};
-  if (fixed.count(request.path)) return request.path;
-  for (const char* prefix : {"/register_rank/", "/schedule/", "/result/", "/profile/"}) {
-    const std::string_view p(prefix);
-    if (request.path.size() > p.size() && request.path.compare(0, p.size(), p) == 0) {
-      return std::string(p) + "{job_id}";
-    }
+std::string_view Service::route_label(const ApiRequest& request) {
+  // Metrics::kRoutes: the first seven are paths as they are, then four with a job id.
+  for (std::size_t i = 0; i < 7; ++i) {
+    if (request.path == Metrics::kRoutes[i]) return Metrics::kRoutes[i];
   }
-  return "other";
+  constexpr std::array<std::string_view, 4> kPrefixes = {"/register_rank/", "/schedule/", "/result/", "/profile/"};
+  for (std::size_t i = 0; i < kPrefixes.size(); ++i) {
+    const std::string_view p = kPrefixes[i];
+    if (request.path.size() > p.size() && request.path.compare(0, p.size(), p) == 0) return Metrics::kRoutes[7 + i];
+  }
+  return Metrics::kRoutes.back();
 }
 
 void Service::handle_async(const ApiRequest& request, Responder respond) {
   const auto start = Clock::now();
-  std::string route = route_label(request);
+  const std::string_view route = route_label(request);
   if (options_.on_request) options_.on_request(request);
   // Metrics and the log line are written when the answer goes out (for a parked request,
   // when its round is released), then the answer is handed to the caller.
@@ -255,7 +255,7 @@ bool Service::runs_on_loop(const ApiRequest& request) const {
   return request.method == "POST" && request.path.rfind("/result/", 0) == 0;
 }
 
-std::optional<ApiResponse> Service::dispatch(const ApiRequest& request, const std::string& route, Responder* park) {
+std::optional<ApiResponse> Service::dispatch(const ApiRequest& request, std::string_view route, Responder* park) {
   auto require = [&](const char* method) {
     if (request.method != method) {
       throw ApiError(405, fmt::format("method {} not allowed on {}; use {}", request.method.substr(0, 16), route, method));

@@ -91,7 +91,8 @@ class Service : public RequestHandler {
   JobStore& store() { return store_; }
   std::size_t job_count() const;
   // The label of every route, as metrics name them ("/schedule/{job_id}", ...).
-  static std::string route_label(const ApiRequest& request);
+  // A label of Metrics::kRoutes (static storage).
+  static std::string_view route_label(const ApiRequest& request);
 
  private:
   struct Job;
@@ -102,7 +103,7 @@ class Service : public RequestHandler {
   using Release = std::pair<std::shared_ptr<Round>, std::vector<Waiter>>;
 
   // nullopt: the request was parked (*park taken over) and is answered later.
-  std::optional<ApiResponse> dispatch(const ApiRequest& request, const std::string& route, Responder* park);
+  std::optional<ApiResponse> dispatch(const ApiRequest& request, std::string_view route, Responder* park);
   void authorize(const ApiRequest& request, bool straggler_route) const;
   void authorize_listing(const ApiRequest& request) const;  // routes that list job ids
   JobPtr find_job(const std::string& job_id) const;
