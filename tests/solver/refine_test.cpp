@@ -241,5 +241,63 @@ TEST(LpRelaxation, ChainMatchesTheClosedForm) {
   }
 }
 
+// The prices are the dual's flows: every node's relaxed duration minimises its Lagrangian
+// term, the hull's cost plus the price times the duration, over every option (complementary
+// slackness), and a node's price is never negative.
+TEST(LpRelaxation, EachDurationIsCheapestAtItsPrice) {
+  for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 8, seed);
+    LpRelaxation relaxation(problem);
+    const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+    const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+    int priced = 0;
+    for (int k = 0; k <= 6; ++k) {
+      const double deadline = t_min + (t_slow - t_min) * k / 6.0;
+      const auto relaxed = relaxation.solve(deadline);
+      ASSERT_TRUE(relaxed.has_value());
+      ASSERT_EQ(relaxed->price_j_per_s.size(), problem.dag.num_nodes());
+      for (std::size_t i = 0; i < problem.dag.num_nodes(); ++i) {
+        const auto node = static_cast<Dag::NodeId>(i);
+        const double y = relaxed->price_j_per_s[i];
+        EXPECT_GE(y, 0.0);
+        priced += y > 0.0;
+        double cheapest = std::numeric_limits<double>::infinity();
+        for (const Option& o : problem.options_of(node).options) {
+          const double t = o.measurement.time_s;
+          cheapest = std::min(cheapest, o.measurement.energy_j - problem.p_blocking * t + y * t);
+        }
+        const double d = relaxed->duration_s[i];
+        EXPECT_NEAR(hull_at(problem, node, d) + y * d, cheapest, 1e-6 * (1.0 + std::abs(cheapest)))
+            << "seed " << seed << " deadline " << deadline << " node " << i;
+      }
+    }
+    EXPECT_GT(priced, 0);  // below T*, time has a price somewhere
+  }
+}
+
+// Prices at which every delay costs more than it saves leave kAll only its speed-ups and
+// exchanges: the search is then exactly kExchanges'.
+TEST(PlanRefiner, PricesThatMakeEveryDelayDearSkipEverySlowAndRepairMove) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 10, 7);
+  const PlanRefiner refiner(problem);
+  const std::vector<double> dear(problem.dag.num_nodes(), 1e12);
+  const std::vector<double> free_time(problem.dag.num_nodes(), 0.0);
+  std::mt19937 rng(5);
+  int differs = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    const OptionChoice plan = random_choice(problem, rng);
+    const double deadline = evaluate_measured(problem, plan).time_s;
+    const OptionChoice exchanges = refiner.local_search(plan, deadline, 8, PlanRefiner::Moves::kExchanges);
+    EXPECT_EQ(refiner.local_search(plan, deadline, 8, PlanRefiner::Moves::kAll, &dear), exchanges);
+    // Free time lets them back in (a search that finds other local optima, not always
+    // cheaper ones), still within the deadline and no dearer than where it started.
+    const OptionChoice all = refiner.local_search(plan, deadline, 8, PlanRefiner::Moves::kAll, &free_time);
+    EXPECT_LE(evaluate_measured(problem, all).time_s, deadline + 1e-9);
+    EXPECT_LE(refiner.effective_energy(all), refiner.effective_energy(refiner.reclaim_slack(plan, deadline)) + 1e-9);
+    differs += all != exchanges;
+  }
+  EXPECT_GT(differs, 0);  // some slow-and-repair move paid somewhere
+}
+
 }  // namespace
 }  // namespace perseus

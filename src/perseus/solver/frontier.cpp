@@ -853,6 +853,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // carries improvements to slower points (on 64 nodes it needs about 60% of the budget).
   constexpr double kForwardShare = 0.6;
   constexpr int kRoundsPerFill = 0;
+  // The loose points' share of what the forward and backward passes leave (the gap fills
+  // take the rest).
+  constexpr double kLooseShare = 0.5;
   const auto improve_at = [&](double deadline, const OptionChoice& own, std::int64_t step,
                               const FrontierPoint* slower, int rounds, PlanRefiner::Moves moves,
                               const std::function<std::optional<OptionChoice>(std::optional<double>*)>& relaxation) {
@@ -931,17 +934,48 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     auto repaired = refiner.repair(points[i + 1].option_choice(), points[i].measured.time_s);
     replace_if_cheaper(points, i, repaired);
   }
-  // Local search where it can gain most: the points furthest above their LP bound first.
-  share_of_rest(0.5);
+  // Local search where it can gain most: the points furthest above their LP bound first
+  // (the steep stretch above T_min, where the relaxation's integrality gap is widest and the
+  // forward pass's cheap moves stall). Each such point gets the relaxation solved at its time
+  // and two rounds of every move from three starts: its own plan and the relaxation's plan
+  // rounded down and up, each repaired (a start that is dearer at first often ends cheaper);
+  // the slow-and-repair moves only where the relaxation's prices say they pay. What it finds
+  // goes to its neighbours: slower ones take it with their slack reclaimed, faster ones
+  // repaired down to their time, as long as that is cheaper.
+  share_of_rest(kLooseShare);
   std::vector<std::pair<double, std::size_t>> loose;  // (gap to the bound, point)
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (points[i].lower_bound_j) loose.emplace_back(points[i].measured.energy_j / *points[i].lower_bound_j, i);
   }
   std::stable_sort(loose.begin(), loose.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [gap, i] : loose) {
-    if (refiner.out_of_work()) break;
-    replace_if_cheaper(points, i,
-                       refiner.local_search(points[i].option_choice(), points[i].measured.time_s, kRoundsPerPoint));
+    if (refiner.out_of_work() || gap < 1.0 + options.certify_target_gap) break;
+    const double deadline = points[i].measured.time_s;
+    const auto relaxed = s.solve_relaxation(deadline);
+    refiner.add_work(lp_solve_work);
+    if (!relaxed) continue;
+    std::vector<OptionChoice> starts{points[i].option_choice()};
+    for (const OptionChoice* rounded : {&relaxed->rounded, &relaxed->rounded_up}) {
+      if (auto repaired = refiner.repair(*rounded, deadline)) starts.push_back(std::move(*repaired));
+    }
+    const double before = points[i].effective_energy_j;
+    for (OptionChoice& start : starts) {
+      replace_if_cheaper(points, i,
+                         refiner.local_search(std::move(start), deadline, kRoundsPerPoint, PlanRefiner::Moves::kAll,
+                                              &relaxed->price_j_per_s));
+    }
+    if (points[i].effective_energy_j >= before) continue;
+    const OptionChoice found = points[i].option_choice();
+    for (std::size_t j = i + 1; j < points.size() && !refiner.out_of_work(); ++j) {
+      const double was = points[j].effective_energy_j;
+      replace_if_cheaper(points, j, refiner.reclaim_slack(found, points[j].measured.time_s));
+      if (points[j].effective_energy_j >= was) break;
+    }
+    for (std::size_t j = i; j-- > 0 && !refiner.out_of_work();) {
+      const double was = points[j].effective_energy_j;
+      replace_if_cheaper(points, j, refiner.repair(found, points[j].measured.time_s));
+      if (points[j].effective_energy_j >= was) break;
+    }
   }
   points = pareto_filter(std::move(points));
   refiner.set_work_limit(limit);

@@ -66,9 +66,11 @@ struct FrontierOptions {
   // and local searches (PlanRefiner::local_search) within the work budget below; 0 turns it
   // off. Larger pipelines reclaim slack and get the LP relaxation's plan at T_min.
   std::size_t local_search_max_nodes = 64;
-  // Of those, at most this many frontier points (evenly spread) get the relaxation's plan;
-  // the others start from their neighbour's plan.
-  std::size_t local_search_max_points = 1024;
+  // Of those, at most this many frontier points (evenly spread) get the relaxation's plan in
+  // the forward pass; the others start from their neighbour's plan. (At 1,024, every point of
+  // a 64-node pipeline had its own solve, which took as long as the search beside it and was
+  // no better: docs/solver.md, "Refinement, bounded".)
+  std::size_t local_search_max_points = 256;
   // Crawl plans, the fastest first, repaired to the all-max time as candidates for T_min.
   std::size_t t_min_repairs = 8;
   // With the local search: where two neighbouring points differ by more than this share of
@@ -89,8 +91,9 @@ struct FrontierOptions {
   // (docs/solver.md, "Refinement, bounded").
   double refine_visits_min = 1.2e8;
   // In its place where the DAG gets the local search, whose forward pass searches every
-  // point: on 64 nodes, 744 points take about a million passes.
-  double search_visits_min = 3.6e8;
+  // point: about 630,000 passes on 64 nodes. (3.6e8 before: 2.8x the time for plans no
+  // better against CBC's; docs/solver.md, "What the budget buys".)
+  double search_visits_min = 1.3e8;
   double refine_work_per_crawl_step = 5.0;
   // Threads of the refinement (one beside the crawl, in solve(); the crawl's plans reclaimed
   // and the inheritance pass precomputed on all of them); 0: as many as the machine has, at

@@ -272,7 +272,8 @@ std::vector<double> PlanRefiner::slack(const OptionChoice& choice, double deadli
   return result;
 }
 
-OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, int max_rounds, Moves moves) const {
+OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, int max_rounds, Moves moves,
+                                       const std::vector<double>* prices) const {
   const Dag& dag = problem_.dag;
   choice = reclaim_slack(std::move(choice), deadline_s);
   if (measured_time(choice) > deadline_s + kTimeEpsilon) return choice;
@@ -329,7 +330,10 @@ OptionChoice PlanRefiner::local_search(OptionChoice choice, double deadline_s, i
         for (const int slower : kSlowdowns) {
           const auto slowed = shifted(v, choice[v], -slower);
           if (!slowed) break;
-          if (time_of(v, *slowed) - time_of(v, choice[v]) <= room[v] + kTimeEpsilon) continue;
+          const double extra_s = time_of(v, *slowed) - time_of(v, choice[v]);
+          if (extra_s <= room[v] + kTimeEpsilon) continue;
+          // At the LP's prices the time costs more than the slowdown saves: skip.
+          if (prices && effective_of(v, *slowed) - effective_of(v, choice[v]) + (*prices)[v] * extra_s > 0.0) continue;
           OptionChoice trial = choice;
           trial[v] = *slowed;
           const double saving = effective_of(v, choice[v]) - effective_of(v, *slowed);

@@ -51,8 +51,13 @@ class PlanRefiner {
   // backward sweep of reclaim_slack (which later sweeps only improve on); only those the
   // sweep already makes cheaper are reclaimed in full. Costs a few hundred to a few thousand
   // screens per round on a small pipeline: meant for DAGs of up to a few hundred nodes.
+  // With `prices` (per node, J/s: the LP relaxation's prices of time at this deadline,
+  // RelaxedSolution::price_j_per_s), kAll tries a slow-and-repair move only where it pays at
+  // those prices: what slowing the node saves exceeds what its extra time is worth to the
+  // rest of the plan. That skips about nine in ten of them, and finds about as good plans on
+  // the small pipelines of bench/optimality_bench (docs/solver.md, "Local search").
   OptionChoice local_search(OptionChoice choice, double deadline_s, int max_rounds = 8,
-                            Moves moves = Moves::kAll) const;
+                            Moves moves = Moves::kAll, const std::vector<double>* prices = nullptr) const;
 
   // Sum over nodes of energy - p_blocking * time.
   double effective_energy(const OptionChoice& choice) const;

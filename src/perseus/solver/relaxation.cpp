@@ -149,13 +149,15 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   const double y_return = static_cast<double>(m.simplex->flow(m.return_arc)) / kFlowUnitsPerJPerS;
   double effective = -deadline_s * y_return;
   solution.duration_s.resize(n);
+  solution.price_j_per_s.resize(n);
   solution.rounded.resize(n);
   solution.rounded_up.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<HullPoint>& hull = m.hulls[problem_.node_operation[i]];
     long long flow = 0;
     for (const auto& arc : m.pieces[i]) flow += m.simplex->flow(arc);
-    effective += dual_term(hull, static_cast<double>(flow) / kFlowUnitsPerJPerS);
+    solution.price_j_per_s[i] = static_cast<double>(flow) / kFlowUnitsPerJPerS;
+    effective += dual_term(hull, solution.price_j_per_s[i]);
     // Event times are minus the potentials (a dependency of cost 0 keeps the potential from
     // rising along it); the duration is the tension, within the fastest and slowest option.
     const double tension = static_cast<double>(m.simplex->potential(m.start[i]) - m.simplex->potential(m.end[i])) /

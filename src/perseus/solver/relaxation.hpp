@@ -33,6 +33,9 @@ struct RelaxedSolution {
   double effective_j = 0.0;
   double slope_j_per_s = 0.0;
   std::vector<double> duration_s;  // per DAG node
+  // Per DAG node, the dual's flow through it (J/s): the LP's price of a second of the node's
+  // time, what a second saved on it is worth to the rest of the plan at this deadline.
+  std::vector<double> price_j_per_s;
   // Per node, the slowest option no slower than its relaxed duration: meets the deadline.
   OptionChoice rounded;
   // Per node, the fastest option no faster than its relaxed duration: cheaper, and usually
