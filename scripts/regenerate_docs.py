@@ -11,7 +11,8 @@ and is rewritten from what the commands below print; the report's figures go to 
 Only deterministic figures are generated (savings, errors, energies); wall-clock timings stay
 in the text with the command that measured them. Runs `build/perseus` unless $PERSEUS names
 another binary; the measured runs are read from build/data/measured (CMake unpacks them).
-About 40 s on a 2-core machine, most of it the large-scale table's 16 solves.
+About a minute on a 2-core machine, most of it the large-scale table's 16 solves, the
+planner's 8 and the 648 emulations of the switching counts.
 """
 import argparse
 import json
@@ -116,6 +117,91 @@ def training_run_table(frontier):
     return "\n".join(lines)
 
 
+# The bundled profiles and their settings: p_blocking (W), unit time (s), and the synthetic
+# profile's stage boundaries (docs/planner.md: ceil(L/8) Transformer layers a stage, the rest
+# on the last, the embedding first and the LM head last).
+PROFILES = {
+    "gpt3-175b+a100-sxm": ("83.64", "0.001", "13,25,37,49,61,73,85"),
+    "bloom-176b+a100-sxm": ("83.64", "0.001", "10,19,28,37,46,55,64"),
+    "gpt3-175b+a40": ("70.38", "0.0001", "13,25,37,49,61,73,85"),
+    "bloom-176b+a40": ("70.38", "0.0001", "10,19,28,37,46,55,64"),
+}
+# Each GPU's energy model is fitted on both of its profiles; the A40's also fits the
+# collectives' bandwidth (docs/planner.md says why).
+CALIBRATIONS = {"a100-sxm": [], "a40": ["--fit-collective"]}
+GPU_LABELS = {"a100-sxm": "A100-SXM", "a40": "A40"}
+MODEL_LABELS = {"gpt3": "GPT-3", "bloom": "BLOOM"}
+
+
+def calibrate(profiles, extra=(), held_out=()):
+    args = [a for name in profiles for a in ("--profile", f"data/profiles/{name}.csv")]
+    args += [a for name in held_out for a in ("--held-out", f"data/profiles/{name}.csv")]
+    return json.loads(perseus("calibrate", *args, *extra, "--json"))
+
+
+def calibration_tables():
+    rows = ["| profile | time median | time p90 | time max | energy median | energy p90 | energy max |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    held = []
+    for gpu, extra in CALIBRATIONS.items():
+        names = [name for name in PROFILES if name.endswith("+" + gpu)]
+        fitted = calibrate(names, extra)
+        for name in names:
+            e = fitted["profiles"][name]
+            rows.append(f"| {name} ({e['time']['rows']} rows) | " + " | ".join(
+                pct(e[kind][q], 1) for kind in ("time", "energy") for q in ("median", "p90", "max")) + " |")
+        # Held out: fit on one model, predict the other.
+        pairs = []
+        for fit, other in ((names[0], names[1]), (names[1], names[0])):
+            e = calibrate([fit], extra, [other])["held_out"][other]
+            pairs.append(f"fit on {MODEL_LABELS[fit.split('-')[0]]} → {MODEL_LABELS[other.split('-')[0]]} time median {pct(e['time']['median'], 1)} "
+                         f"(p90 {pct(e['time']['p90'], 1)}), energy median {pct(e['energy']['median'], 1)} "
+                         f"(p90 {pct(e['energy']['p90'], 1)})")
+        held.append(f"{GPU_LABELS[gpu]}: " + "; ".join(pairs))
+    sentence = "Held out (fit on one model, predict the other, same GPU): " + ". ".join(held) + "."
+    return "\n".join(rows), sentence
+
+
+def frontier_check_table(tmp):
+    rows = ["| profile | T_min (s) | T* (s) | energy at T* (J) | least energy per iteration (s / J) | savings at T_min |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for name, (p_blocking, unit_time, boundaries) in PROFILES.items():
+        model, gpu = name.split("+")
+        solve = ["--stages", "8", "--microbatches", "12", "--p-blocking", p_blocking, "--unit-time", unit_time, "-q"]
+        synthetic = f"{tmp}/{name}-synthetic.csv"
+        perseus("profile", "synth", "--model", model, "--gpu", gpu, "--stages", "8", "--tensor-parallel", "8",
+                "--boundaries", boundaries, "--out", synthetic)
+        summaries = []
+        for label, profile in (("measured", f"data/profiles/{name}.csv"), ("synthetic", synthetic)):
+            perseus("optimize", "--profile", profile, *solve, "--out", f"{tmp}/{name}-{label}")
+            summaries.append(json.loads(Path(f"{tmp}/{name}-{label}/summary.json").read_text()))
+        m, s = summaries
+        unit = " (τ 0.1 ms)" if unit_time == "0.0001" else ""
+        least = lambda x: f"{x['least_energy']['time_s']:.3f} / {x['least_energy']['energy_j']:.0f}"
+        rows.append(f"| {name}{unit} | {m['t_min_s']:.3f} → {s['t_min_s']:.3f} | {m['t_star_s']:.3f} → "
+                    f"{s['t_star_s']:.3f} | {m['energy_at_t_star_j']:.0f} → {s['energy_at_t_star_j']:.0f} | "
+                    f"{least(m)} → {least(s)} | {pct(m['savings_at_t_min_fraction'], 1)} → "
+                    f"{pct(s['savings_at_t_min_fraction'], 1)} |")
+    return "\n".join(rows)
+
+
+def switching_counts(frontier):
+    """Every plan of the frontier emulated with 10 ms clock switches: how many switch late, how
+    many the emulator warns about, and the largest delay (about 40 ms a plan)."""
+    import csv
+    with open(f"{frontier}/frontier.csv") as f:
+        times = [row["time"] for row in csv.DictReader(f)]
+    late = warned = 0
+    worst = 0.0
+    for t in times:
+        run = json.loads(perseus("emulate", "--frontier", frontier, "--deadline", t, "--switch-latency", "0.01", "--json"))
+        late += run["switching"]["late"] > 0
+        warned += any("switches frequency more often" in w for w in run["warnings"])
+        worst = max(worst, run["switching"]["delay_s"] / run["iteration_time_s"])
+    return (f"bloom-176b+a100-sxm, 8 x 12: {late} of {len(times)} plans late, {warned} warned, the largest delay "
+            f"{pct(worst)} of the iteration")
+
+
 def replace_block(text, name, body, path):
     pattern = re.compile(rf"(<!-- begin generated: {re.escape(name)} -->)\n(.*?)\n?(<!-- end generated: {re.escape(name)} -->)",
                          re.S)
@@ -135,7 +221,15 @@ def main():
         perseus("optimize", *BLOOM, "--out", f"{tmp}/frontier", "-q")
         print("regenerate_docs: measured runs, training runs...", file=sys.stderr)
         errors, steps = measured_tables()
+        print("regenerate_docs: the planner's calibration and frontier checks (8 solves), switching counts...",
+              file=sys.stderr)
+        calibration_table, held_out = calibration_tables()
         blocks = {
+            "docs/planner.md": {
+                "calibration-errors": calibration_table,
+                "calibration-held-out": held_out,
+                "frontier-check": frontier_check_table(tmp),
+            },
             "docs/emulator.md": {
                 "compare-summary": compare_summary(comparison),
                 "straggler-table": straggler_table(comparison),
@@ -143,6 +237,7 @@ def main():
                 "measured-errors": errors,
                 "measured-terms": steps,
                 "training-run": training_run_table(f"{tmp}/frontier"),
+                "switching-counts": switching_counts(f"{tmp}/frontier"),
             }
         }
         figures = {name: Path(f"{tmp}/assets/{name}.svg").read_text()

@@ -92,10 +92,7 @@ TEST(EnergyModel, HeldOutA100ErrorsAreTheStatedOnes) {
     SCOPED_TRACE(std::string(h.fit_on) + " -> " + h.predict);
     const CalibrationResult fit = calibrate({reference_case(bundled_profile(h.fit_on))});
     const ReferenceCase target = reference_case(bundled_profile(h.predict));
-    const EnergyModel model(*target.gpu, fit.params);
-    const ProfileComparison e = compare_profiles(
-        target.measured, synthesize_profile(model, model_layers(*target.model, target.workload), target.boundaries,
-                                            target.workload.tensor_parallel, {}, "held out"));
+    const ProfileComparison e = compare_with_reference(target, fit.params);
     std::cout << "held out: time median " << e.time.median << " p90 " << e.time.p90 << ", energy median " << e.energy.median << " p90 " << e.energy.p90 << "\n";
     EXPECT_LE(e.time.median, h.time_median);
     EXPECT_LE(e.time.p90, h.time_p90);

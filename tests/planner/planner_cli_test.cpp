@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perseus/planner/energy_model.hpp"
 #include "perseus/profile/profile.hpp"
 
 namespace perseus {
@@ -122,6 +123,27 @@ TEST(PlannerCli, SynthesisedProfilesFeedTheSolverAndCompareWithMeasuredOnes) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
   EXPECT_EQ(slurp(csv), before);
+}
+
+// calibrate --held-out: the fitted model's errors on a profile the fit did not see, as the
+// library computes them; a profile of another GPU is refused by name.
+TEST(PlannerCli, CalibrateReportsHeldOutProfiles) {
+  const std::string bloom = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/bloom-176b+a100-sxm.csv";
+  const CommandRun run = perseus({"calibrate", "--profile", kMeasured, "--held-out", bloom, "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(out.contains("held_out")) << run.out;
+  const auto& held = out["held_out"]["bloom-176b+a100-sxm"];
+  const planner::CalibrationResult fit = planner::calibrate({planner::reference_case(kMeasured)});
+  const planner::ProfileComparison expected = planner::compare_with_reference(planner::reference_case(bloom), fit.params);
+  EXPECT_NEAR(held["time"]["median"].get<double>(), expected.time.median, 1e-9);
+  EXPECT_NEAR(held["energy"]["p90"].get<double>(), expected.energy.p90, 1e-9);
+  EXPECT_FALSE(out["profiles"].contains("bloom-176b+a100-sxm"));  // not fitted on
+
+  const std::string a40 = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/gpt3-175b+a40.csv";
+  const CommandRun other = perseus({"calibrate", "--profile", kMeasured, "--held-out", a40});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("measured on a40, the fit is for a100-sxm"), std::string::npos) << other.err;
 }
 
 TEST(PlannerCli, PlanWritesTheFrontierAndExplainsItself) {

@@ -244,9 +244,17 @@ void run_compare(const std::string& measured, const std::string& predicted, bool
 
 // -------------------------------------------------------------------------------- calibrate
 
-void run_calibrate(const std::vector<std::string>& profiles, bool fit_collective, bool as_json) {
-  std::vector<ReferenceCase> cases;
+void run_calibrate(const std::vector<std::string>& profiles, const std::vector<std::string>& held_out_profiles,
+                   bool fit_collective, bool as_json) {
+  std::vector<ReferenceCase> cases, held_out;
   for (const std::string& path : profiles) cases.push_back(reference_case(path));
+  for (const std::string& path : held_out_profiles) {
+    held_out.push_back(reference_case(path));
+    if (held_out.back().gpu != cases.front().gpu) {
+      throw InputError(fmt::format("calibrate --held-out {}: measured on {}, the fit is for {}", path,
+                                   held_out.back().gpu->name, cases.front().gpu->name));
+    }
+  }
   fmt::print(stderr, "perseus: fitting the energy model of {} on {} profiles...\n", cases.front().gpu->name,
              cases.size());
   CalibrationOptions options;
@@ -254,6 +262,11 @@ void run_calibrate(const std::vector<std::string>& profiles, bool fit_collective
   const CalibrationResult r = calibrate(cases, options);
   json out{{"gpu", cases.front().gpu->name}, {"params", params_json(r.params)}, {"rms_relative_error", r.rms_relative_error}};
   for (std::size_t i = 0; i < cases.size(); ++i) out["profiles"][cases[i].name] = errors_json(r.per_case[i]);
+  std::vector<ProfileComparison> held_out_errors;
+  for (const ReferenceCase& c : held_out) {
+    held_out_errors.push_back(compare_with_reference(c, r.params));
+    out["held_out"][c.name] = errors_json(held_out_errors.back());
+  }
   if (as_json) return print_json(out);
   fmt::print("energy model of {} (rms relative error {:.2f}% over {} starts):\n", cases.front().gpu->name,
              100 * r.rms_relative_error, r.starts);
@@ -262,6 +275,12 @@ void run_calibrate(const std::vector<std::string>& profiles, bool fit_collective
     const ProfileComparison& c = r.per_case[i];
     fmt::print("  {:<22} time median {:.2f}% p90 {:.2f}% max {:.2f}% | energy median {:.2f}% p90 {:.2f}% max {:.2f}%\n",
                cases[i].name, 100 * c.time.median, 100 * c.time.p90, 100 * c.time.max, 100 * c.energy.median,
+               100 * c.energy.p90, 100 * c.energy.max);
+  }
+  for (std::size_t i = 0; i < held_out.size(); ++i) {
+    const ProfileComparison& c = held_out_errors[i];
+    fmt::print("  held out: {:<12} time median {:.2f}% p90 {:.2f}% max {:.2f}% | energy median {:.2f}% p90 {:.2f}% max {:.2f}%\n",
+               held_out[i].name, 100 * c.time.median, 100 * c.time.p90, 100 * c.time.max, 100 * c.energy.median,
                100 * c.energy.p90, 100 * c.energy.max);
   }
 }
@@ -663,7 +682,11 @@ void add_planner_commands(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cal->add_flag("--fit-collective", fit_collective, "Also fit the tensor-parallel collectives' bandwidth");
   cal->add_flag("--json", calibrate_json, "Print as JSON");
-  cal->callback([] { run_calibrate(calibration_profiles, fit_collective, calibrate_json); });
+  static std::vector<std::string> held_out_profiles;
+  cal->add_option("--held-out", held_out_profiles,
+                  "Measured profiles of the same GPU the fit does not see: their errors under the fitted model")
+      ->check(CLI::ExistingFile);
+  cal->callback([] { run_calibrate(calibration_profiles, held_out_profiles, fit_collective, calibrate_json); });
 
   static PartitionArgs part;
   CLI::App* p = app.add_subcommand("partition", "Split a model's layers into pipeline stages");

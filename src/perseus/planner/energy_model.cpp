@@ -378,15 +378,16 @@ CalibrationResult calibrate(const std::vector<ReferenceCase>& cases, const Calib
   result.params = decode(x, gpu.idle_power_w);
   result.starts = starts;
   result.rms_relative_error = std::sqrt(best_cost / static_cast<double>(functor.values()));
-  const EnergyModel model(gpu, result.params);
-  for (const ReferenceCase& c : cases) {
-    const std::vector<LayerCost> layers = model_layers(*c.model, c.workload);
-    SynthesisOptions synth;
-    const Profile predicted = synthesize_profile(model, layers, c.boundaries, c.workload.tensor_parallel, synth,
-                                                 "predicted " + c.name);
-    result.per_case.push_back(compare_profiles(c.measured, predicted));
-  }
+  for (const ReferenceCase& c : cases) result.per_case.push_back(compare_with_reference(c, result.params));
   return result;
+}
+
+ProfileComparison compare_with_reference(const ReferenceCase& reference, const EnergyModelParams& params) {
+  const EnergyModel model(*reference.gpu, params);
+  const std::vector<LayerCost> layers = model_layers(*reference.model, reference.workload);
+  const Profile predicted = synthesize_profile(model, layers, reference.boundaries, reference.workload.tensor_parallel,
+                                               SynthesisOptions{}, "predicted " + reference.name);
+  return compare_profiles(reference.measured, predicted);
 }
 
 }  // namespace perseus::planner

@@ -141,6 +141,9 @@ ReferenceCase reference_case(const std::filesystem::path& profile_csv);
 // Layer boundaries of that split for any model and stage count.
 std::vector<int> reference_boundaries(const ModelSpec& model, std::size_t num_layers, int stages);
 
+// A reference case's measured profile against the one `params` predict for its configuration.
+ProfileComparison compare_with_reference(const ReferenceCase& reference, const EnergyModelParams& params);
+
 struct CalibrationOptions {
   bool fit_collective_scale = false;  // also fit the collectives' bandwidth
   std::vector<double> voltage_floor_starts = {0.6, 0.75, 0.9};
