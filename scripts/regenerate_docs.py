@@ -202,6 +202,45 @@ def switching_counts(frontier):
             f"{pct(worst)} of the iteration")
 
 
+def perseus_error(*args):
+    """What a command that must fail prints on stderr (it must fail with status 2)."""
+    result = subprocess.run([PERSEUS, *args], cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 2:
+        sys.exit(f"regenerate_docs: perseus {' '.join(args)} was to fail with status 2, got {result.returncode}")
+    return result.stderr.strip()
+
+
+def plan_examples():
+    """docs/planner.md's `perseus plan` examples: the output (abridged), the 2BW comparison and
+    two refusals, as the commands print them."""
+    import textwrap
+    gpt13 = ["plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "64", "--global-batch", "1024", "-q"]
+    lines = perseus(*gpt13).splitlines()
+    frontier = next(i for i, line in enumerate(lines) if line.startswith("Frontier:"))
+    keep = lines[:3] + ["..."] + [lines[frontier]] + [line for line in lines if line.lstrip().startswith("at T_min:")] + \
+        [line for line in lines if line.lstrip().startswith("slowdown 1.10:")]
+    example = "```\n" + "\n".join(keep) + "\n```"
+
+    def figures(output):
+        config = re.search(r"Configuration: (\S+ \S+ \S+ \S+ \S+) \S+ +\(estimated [0-9.]+ s an iteration, ([0-9.]+) GiB",
+                           output)
+        t_min = re.search(r"T_min ([0-9.]+) s", output)
+        at = re.search(r"at T_min: ([0-9.]+) J instead of ([0-9.]+) J all-max: saves [0-9.]+ J \(([0-9.]+%)\)", output)
+        return config.group(1), config.group(2), t_min.group(1), at.group(1), at.group(2), at.group(3)
+
+    flush = figures("\n".join(lines))
+    bw = figures(perseus(*gpt13, "--schedule", "pipedream-2bw"))
+    two_bw = (f"With `--schedule pipedream-2bw` the same configuration ({bw[0]}, {bw[1]} GiB per GPU with two "
+              f"weight versions) has no flush: T_min {bw[2]} s instead of {flush[2]} s, {bw[3]} J instead of "
+              f"{bw[4]} J all-max at T_min ({bw[5]}).")
+    refusals = []
+    for extra, gpus in ((["-p", "64"], "64"), ([], "63")):
+        args = ["plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", gpus, "--global-batch", "1024", *extra]
+        refusals.append("$ perseus " + " ".join(args))
+        refusals += textwrap.wrap(perseus_error(*args, "-q"), 100, break_long_words=False, break_on_hyphens=False)
+    return example, textwrap.fill(two_bw, 96), "```\n" + "\n".join(refusals) + "\n```"
+
+
 def replace_block(text, name, body, path):
     pattern = re.compile(rf"(<!-- begin generated: {re.escape(name)} -->)\n(.*?)\n?(<!-- end generated: {re.escape(name)} -->)",
                          re.S)
@@ -224,11 +263,15 @@ def main():
         print("regenerate_docs: the planner's calibration and frontier checks (8 solves), switching counts...",
               file=sys.stderr)
         calibration_table, held_out = calibration_tables()
+        example, two_bw, refusals = plan_examples()
         blocks = {
             "docs/planner.md": {
                 "calibration-errors": calibration_table,
                 "calibration-held-out": held_out,
                 "frontier-check": frontier_check_table(tmp),
+                "plan-example": example,
+                "plan-2bw": two_bw,
+                "plan-refusals": refusals,
             },
             "docs/emulator.md": {
                 "compare-summary": compare_summary(comparison),
