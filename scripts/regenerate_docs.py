@@ -284,7 +284,8 @@ def main():
             }
         }
         figures = {name: Path(f"{tmp}/assets/{name}.svg").read_text()
-                   for name in ("frontier", "savings_breakdown", "straggler_savings", "large_scale")}
+                   for name in ("frontier", "savings_breakdown", "straggler_savings", "large_scale",
+                                "large_scale_energy")}
     stale = []
     for rel, named in blocks.items():
         path = ROOT / rel

@@ -111,6 +111,43 @@ TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
   EXPECT_THROW(large_scale_svg({}), InputError);
 }
 
+// Energy per iteration: a line per workload for AllMax, Perseus at iso-time and at T*, each at
+// its energy on one linear axis (less energy lower on the page, the same MJ the same height).
+TEST(LargeScalePlot, EnergyDrawsAllMaxIsoTimeAndTStarToScale) {
+  std::vector<LargeScaleRow> rows;
+  for (const char* workload : {"a", "b"}) {
+    for (int m : {12, 24, 48}) {
+      LargeScaleRow r;
+      r.workload = workload;
+      r.microbatches = m;
+      r.pipelines = 1536 / m;
+      r.gpus = r.pipelines * 64;
+      r.all_max_energy_j = 100e6 + 1e6 * m;
+      r.perseus_energy_j = 0.9 * r.all_max_energy_j;
+      r.t_star_energy_j = 0.8 * r.all_max_energy_j;
+      rows.push_back(r);
+    }
+  }
+  const auto svg = parse_xml(large_scale_energy_svg(rows));
+  for (const char* series : {"all-max", "iso-time", "t-star"}) EXPECT_EQ(count_class(svg, "polyline", series), 2) << series;
+  // The y of a series' first point (m = 12) of workload "a", from its polyline.
+  const auto first_y = [&](const char* series) {
+    for (const XmlElement& e : svg) {
+      if (e.name == "polyline" && e.has_class(series)) {
+        const std::string points = e.attributes.at("points");
+        return std::stod(points.substr(points.find(',') + 1));
+      }
+    }
+    return -1.0;
+  };
+  const double all_max = first_y("all-max"), iso = first_y("iso-time"), star = first_y("t-star");
+  EXPECT_LT(all_max, iso);  // more energy: higher up
+  EXPECT_LT(iso, star);
+  // Linear in MJ: 112, 100.8 and 89.6 MJ are evenly spaced.
+  EXPECT_NEAR(iso - all_max, star - iso, 0.02);
+  EXPECT_THROW(large_scale_energy_svg({}), InputError);
+}
+
 TEST(LineChart, DrawsEverySeriesToScale) {
   LineChart chart{"chart", "A title", "x", "y", {}, true};
   chart.series.push_back({"straight", {{3, 30}, {1, 10}, {2, 20}}, false, -1});

@@ -219,6 +219,49 @@ TEST(TimelinePlot, DrawsEveryInstructionToScaleColouredByPowerWithTheCriticalPat
   EXPECT_THROW(timeline_svg(r, {"", 3}), InputError);
 }
 
+// Every block with room for a letter is labelled at its centre: its name at the small size
+// where it fits, else at the tiny size, else its kind's letter; never wider than the block
+// at its size's character width. A narrow plot exercises the smaller sizes.
+TEST(TimelinePlot, LabelsEveryBlockThatHasRoomAtTheLargestSizeThatFits) {
+  const EmulationResult& r = solved_fixture().cluster_run;
+  std::vector<const ExecutedInstruction*> executed;
+  for (int s = 0; s < r.stages; ++s) {
+    for (const ExecutedInstruction& e : r.device_timeline(0, s)) executed.push_back(&e);
+  }
+  for (const double width : {900.0, 160.0}) {
+    TimelinePlotOptions options;
+    options.width = width;
+    const std::vector<XmlElement> elements = parse_xml(timeline_svg(r, options));
+    const auto rects = with_class(elements, "rect", "instruction");
+    const auto labels = with_class(elements, "text", "label");
+    ASSERT_EQ(rects.size(), executed.size());
+    std::size_t labelled = 0, smaller = 0, unlabelled = 0;
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+      const double x0 = rects[i]->number("x"), w = rects[i]->number("width"), y0 = rects[i]->number("y");
+      const XmlElement* found = nullptr;
+      for (const XmlElement* t : labels) {
+        if (std::abs(t->number("x") - (x0 + w / 2)) < 0.02 && t->number("y") > y0 &&
+            t->number("y") < y0 + rects[i]->number("height")) {
+          found = t;
+        }
+      }
+      if (w < 7.0) {  // no room even for a letter: the tooltip holds the name
+        unlabelled += found == nullptr;
+        continue;
+      }
+      ASSERT_NE(found, nullptr) << "block " << i << " of width " << w << " has no label";
+      ++labelled;
+      const std::string name = label(executed[i]->instruction);
+      EXPECT_TRUE(found->text == name || found->text == name.substr(0, 1)) << found->text << " for " << name;
+      const double per_char = found->has_class("small") ? 6.0 : 4.2;
+      EXPECT_LE(per_char * static_cast<double>(found->text.size()), w - 2.0 + 1e-9) << found->text;
+      smaller += found->text != name || !found->has_class("small");
+    }
+    EXPECT_GT(labelled, 0u) << width;
+    if (width < 200) EXPECT_GT(smaller + unlabelled, 0u) << "the narrow plot has narrow blocks";
+  }
+}
+
 // ---------------------------------------------------------------- Perfetto trace
 
 TEST(ChromeTrace, HoldsEveryInstructionTransferAndAllReduceInMicroseconds) {
@@ -391,13 +434,14 @@ TEST(HtmlReport, IsOneSelfContainedPageWithEverySection) {
       }
     }
   }
-  EXPECT_EQ(svgs, 6u);  // frontier, two timelines, savings breakdown, straggler savings, large scale
+  EXPECT_EQ(svgs, 7u);  // frontier, two timelines, savings breakdown, straggler savings, large scale (savings, energy)
   EXPECT_EQ(tables, 5u);  // facts, iso-time, least energy, stragglers, large scale
   EXPECT_EQ(with_class(elements, "svg", "frontier-plot").size(), 1u);
   EXPECT_EQ(with_class(elements, "svg", "timeline").size(), 2u);
   EXPECT_EQ(with_class(elements, "svg", "savings-breakdown").size(), 1u);
   EXPECT_EQ(with_class(elements, "svg", "straggler-savings").size(), 1u);
   EXPECT_EQ(with_class(elements, "svg", "large-scale-savings").size(), 1u);
+  EXPECT_EQ(with_class(elements, "svg", "large-scale-energy").size(), 1u);
   EXPECT_EQ(with_class(elements, "table", "stragglers").size(), 1u);
   EXPECT_EQ(with_class(elements, "table", "large-scale").size(), 1u);
   EXPECT_NE(html.find("report &lt;&amp;&gt; test"), std::string::npos);

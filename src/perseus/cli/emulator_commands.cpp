@@ -925,7 +925,10 @@ void run_report(const ReportArgs& r) {
       figures.emplace_back("savings_breakdown", report::savings_breakdown_svg(c));
       figures.emplace_back("straggler_savings", report::straggler_savings_svg(c));
     }
-    if (!rows.empty()) figures.emplace_back("large_scale", report::large_scale_svg(rows));
+    if (!rows.empty()) {
+      figures.emplace_back("large_scale", report::large_scale_svg(rows));
+      figures.emplace_back("large_scale_energy", report::large_scale_energy_svg(rows));
+    }
     for (const auto& [name, svg] : geo_figures) figures.emplace_back("geo_" + name, svg);
     std::vector<std::pair<std::string, std::string>> files = {
         {"trace_t_min.json", to_text([&](std::ostream& o) { report::write_chrome_trace(o, t_min_run); })},
@@ -1056,7 +1059,8 @@ void add_emulator_commands(CLI::App& app) {
   rep->add_option("--out", report_args.compare.out, "The HTML file to write")->required();
   rep->add_option("--assets", report_args.assets,
                   "Also write the pictures and traces as files in this directory (frontier, timeline_t_min, "
-                  "timeline_t_star, savings_breakdown, straggler_savings, large_scale as --figure-formats; "
+                  "timeline_t_star, savings_breakdown, straggler_savings, large_scale and large_scale_energy as "
+                  "--figure-formats; "
                   "trace_*.json, comparison.json)");
   rep->add_option("--figure-formats", report_args.figure_formats,
                   "Formats of the figures in --assets: svg, png (2x), pdf; comma-separated")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -200,22 +201,39 @@ std::string straggler_savings_svg(const Comparison& c) {
   return out + "</svg>";
 }
 
-std::string large_scale_svg(const std::vector<LargeScaleRow>& rows) {
+namespace {
+
+// One quantity of the large-scale rows on a log2 axis of microbatches (strong scaling: the GPU
+// count under each), a colour per workload and a line style per series.
+struct LargeScaleSeries {
+  const char* cls;    // css class of the polyline
+  const char* label;  // for the legend and the tooltip
+  double (*value)(const LargeScaleRow&);
+  double width;
+  const char* dash;   // "" for solid
+};
+
+std::string large_scale_plot(const std::vector<LargeScaleRow>& rows, const std::string& cls, const std::string& title,
+                             const std::string& y_title, const char* unit, double y_floor,
+                             std::span<const LargeScaleSeries> series) {
   if (rows.empty()) throw InputError("no large-scale rows to plot");
   std::map<std::string, std::vector<const LargeScaleRow*>> by_workload;
   std::vector<std::string> order;
-  double m_lo = std::numeric_limits<double>::infinity(), m_hi = -m_lo, s_hi = 1.0;
+  double m_lo = std::numeric_limits<double>::infinity(), m_hi = -m_lo, y_lo = m_lo, y_hi = -m_lo;
   for (const LargeScaleRow& r : rows) {
     if (!by_workload.count(r.workload)) order.push_back(r.workload);
     by_workload[r.workload].push_back(&r);
     m_lo = std::min(m_lo, std::log2(r.microbatches));
     m_hi = std::max(m_hi, std::log2(r.microbatches));
-    s_hi = std::max({s_hi, 100 * r.savings_fraction, 100 * r.t_star_savings_fraction});
+    for (const LargeScaleSeries& s : series) {
+      y_lo = std::min(y_lo, s.value(r));
+      y_hi = std::max(y_hi, s.value(r));
+    }
   }
   const double w = 680, h = 400;
-  Frame f = open_frame("large-scale-savings", "Perseus's savings without stragglers, strong scaling", w, h, 230,
-                       padded(m_lo, m_hi, 0.06), {0.0, s_hi * 1.12}, "microbatches per pipeline (pipelines x M fixed)",
-                       "savings (% of AllMax's energy)", false);
+  const std::pair<double, double> ys = y_floor == 0.0 ? std::pair{0.0, std::max(1.0, y_hi) * 1.12} : padded(y_lo, y_hi, 0.08);
+  Frame f = open_frame(cls, title, w, h, 230, padded(m_lo, m_hi, 0.06), ys, "microbatches per pipeline (pipelines x M fixed)",
+                       y_title, false);
   std::string out = std::move(f.svg);
   std::map<int, bool> ticked;
   for (const LargeScaleRow& r : rows) {
@@ -232,22 +250,21 @@ std::string large_scale_svg(const std::vector<LargeScaleRow>& rows) {
     auto points = by_workload[order[k]];
     std::sort(points.begin(), points.end(), [](auto* a, auto* b) { return a->microbatches < b->microbatches; });
     const char* colour = kPalette[k % 6];
-    std::string iso, at_star;
-    for (const LargeScaleRow* r : points) {
-      iso += px(f.x(std::log2(r->microbatches))) + "," + px(f.y(100 * r->savings_fraction)) + " ";
-      at_star += px(f.x(std::log2(r->microbatches))) + "," + px(f.y(100 * r->t_star_savings_fraction)) + " ";
+    out += fmt::format(R"(<g class="workload {}">)", css_of(order[k]));
+    for (const LargeScaleSeries& s : series) {
+      std::string line;
+      for (const LargeScaleRow* r : points) line += px(f.x(std::log2(r->microbatches))) + "," + px(f.y(s.value(*r))) + " ";
+      line.pop_back();
+      out += fmt::format(R"(<polyline class="series {}" points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>)", s.cls,
+                         line, colour, s.width, *s.dash ? fmt::format(R"( stroke-dasharray="{}")", s.dash) : "");
     }
-    iso.pop_back();
-    at_star.pop_back();
-    out += fmt::format(R"(<g class="workload {}"><polyline class="series iso-time" points="{}" fill="none" stroke="{}" stroke-width="2"/>)",
-                       css_of(order[k]), iso, colour);
-    out += fmt::format(R"(<polyline class="series t-star" points="{}" fill="none" stroke="{}" stroke-width="1.2" stroke-dasharray="4,3"/>)",
-                       at_star, colour);
+    // Markers on the first series, with every series' value in the tooltip.
     for (const LargeScaleRow* r : points) {
-      out += fmt::format(R"(<circle cx="{}" cy="{}" r="3.5" fill="{}"><title>{}, {} microbatches, {} GPUs: {:.2f}% at iso-time, {:.2f}% at T*</title></circle>)",
-                         px(f.x(std::log2(r->microbatches))), px(f.y(100 * r->savings_fraction)), colour,
-                         escape_xml(r->workload), r->microbatches, r->gpus, 100 * r->savings_fraction,
-                         100 * r->t_star_savings_fraction);
+      std::string values;
+      for (const LargeScaleSeries& s : series) values += fmt::format(", {} {:.2f}{}", s.label, s.value(*r), unit);
+      out += fmt::format(R"(<circle cx="{}" cy="{}" r="3.5" fill="{}"><title>{}, {} microbatches, {} GPUs{}</title></circle>)",
+                         px(f.x(std::log2(r->microbatches))), px(f.y(series.front().value(*r))), colour,
+                         escape_xml(r->workload), r->microbatches, r->gpus, values);
     }
     out += "</g>";
     out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"/><text x="{}" y="{}">{}</text>)",
@@ -255,9 +272,34 @@ std::string large_scale_svg(const std::vector<LargeScaleRow>& rows) {
                        px(w - f.right + 34), px(legend_y + 4), escape_xml(order[k]));
     legend_y += 20;
   }
-  out += fmt::format(R"(<text x="{}" y="{}" class="small">solid: iso-time (as fast as AllMax)</text><text x="{}" y="{}" class="small">dashed: at T* (slower, least energy)</text>)",
-                     px(w - f.right + 12), px(legend_y + 10), px(w - f.right + 12), px(legend_y + 24));
+  for (const LargeScaleSeries& s : series) {
+    legend_y += 14;
+    out += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#444" stroke-width="{}"{}/><text x="{}" y="{}" class="small">{}</text>)",
+                       px(w - f.right + 12), px(w - f.right + 28), px(legend_y - 3), px(legend_y - 3), s.width,
+                       *s.dash ? fmt::format(R"( stroke-dasharray="{}")", s.dash) : "", px(w - f.right + 34),
+                       px(legend_y), s.label);
+  }
   return out + "</svg>";
+}
+
+}  // namespace
+
+std::string large_scale_svg(const std::vector<LargeScaleRow>& rows) {
+  static constexpr LargeScaleSeries kSeries[] = {
+      {"iso-time", "iso-time (as fast as AllMax)", [](const LargeScaleRow& r) { return 100 * r.savings_fraction; }, 2.0, ""},
+      {"t-star", "at T* (slower, least energy)", [](const LargeScaleRow& r) { return 100 * r.t_star_savings_fraction; }, 1.2,
+       "4,3"}};
+  return large_scale_plot(rows, "large-scale-savings", "Perseus's savings without stragglers, strong scaling",
+                          "savings (% of AllMax's energy)", "%", 0.0, kSeries);
+}
+
+std::string large_scale_energy_svg(const std::vector<LargeScaleRow>& rows) {
+  static constexpr LargeScaleSeries kSeries[] = {
+      {"all-max", "AllMax", [](const LargeScaleRow& r) { return r.all_max_energy_j / 1e6; }, 1.2, "1,3"},
+      {"iso-time", "Perseus, iso-time", [](const LargeScaleRow& r) { return r.perseus_energy_j / 1e6; }, 2.0, ""},
+      {"t-star", "Perseus at T*", [](const LargeScaleRow& r) { return r.t_star_energy_j / 1e6; }, 1.2, "4,3"}};
+  return large_scale_plot(rows, "large-scale-energy", "Energy per iteration of the whole cluster, strong scaling",
+                          "energy per iteration (MJ, every GPU)", " MJ", 1.0, kSeries);
 }
 
 std::string tradeoff_curves_svg(const std::string& title, const std::vector<TradeoffSeries>& series) {

@@ -34,6 +34,9 @@ std::string straggler_savings_svg(const Comparison& comparison);
 // Perseus's savings without stragglers (iso-time, and at T* for reference) against the
 // microbatches per pipeline, one line per workload. Throws InputError for no rows.
 std::string large_scale_svg(const std::vector<LargeScaleRow>& rows);
+// The same rows as energy: the whole cluster's energy per iteration (MJ, every GPU of every
+// pipeline) under AllMax, Perseus at iso-time and Perseus at T*. Throws InputError for no rows.
+std::string large_scale_energy_svg(const std::vector<LargeScaleRow>& rows);
 
 // Several methods' iteration time-energy frontiers on one plot (Kareus's comparison: Megatron-LM,
 // + Perseus, Nanobatching + Perseus, Kareus); a method with one point is drawn as a marker.

@@ -138,6 +138,7 @@ std::string html_report(const ReportInput& input) {
            "batch is split into more pipelines with fewer microbatches each; every pipeline is emulated.</p>" +
            large_scale_html(input.large_scale) + "\n";
     out += "<div class=\"figure\">" + large_scale_svg(input.large_scale) + "</div>\n";
+    out += "<div class=\"figure\">" + large_scale_energy_svg(input.large_scale) + "</div>\n";
   }
   if (!input.method_frontiers.empty()) {
     out += "<h2 id=\"methods-frontiers\">" + escape_xml(input.method_frontiers_title) +

@@ -53,7 +53,7 @@ std::string marker(const char* shape, double x, double y, double r, const std::s
 }
 
 const char* kStyle =
-    "<style>text{font-family:sans-serif;font-size:12px;fill:#222}.small{font-size:10px}"
+    "<style>text{font-family:sans-serif;font-size:12px;fill:#222}.small{font-size:10px}.tiny{font-size:7px}"
     ".axis{stroke:#444;fill:none}.grid{stroke:#e3e3e3}.title{font-size:14px;font-weight:bold}</style>";
 
 }  // namespace
@@ -253,10 +253,21 @@ std::string timeline_svg(const EmulationResult& result, const TimelinePlotOption
           to_string(e.instruction.kind), px(x0), px(row_y), px(std::max(x1 - x0, 0.5)), px(bar),
           power_colour(e.power_w(), power_lo, power_hi), late ? "#ff7f0e" : "#ffffff", late ? 2 : 1.0, name, s,
           e.start_s, e.end_s, e.frequency_mhz, e.power_w(), e.energy_j, late ? ", clock switch late" : "");
-      if (x1 - x0 >= 7.0 * name.size()) {
+      // Every block that has room for a label gets one: its name at the small size where it
+      // fits (about 6 px a character), else at the tiny size (about 4.2 px), else its kind's
+      // letter alone; a block narrower than that keeps its name in its tooltip only.
+      const double room = x1 - x0 - 2.0;
+      const char* size = "small";
+      std::string text = name;
+      if (room < 6.0 * static_cast<double>(name.size())) {
+        size = "tiny";
+        if (room < 4.2 * static_cast<double>(name.size())) text = room >= 5.0 ? name.substr(0, 1) : std::string();
+      }
+      if (!text.empty()) {
         const bool dark = e.power_w() < power_lo + 0.6 * (power_hi - power_lo);
-        out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" class="small" style="fill:{}">{}</text>)",
-                           px((x0 + x1) / 2), px(row_y + bar / 2 + 3.5), dark ? "#fff" : "#000", name);
+        out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" class="{} label" style="fill:{}">{}</text>)",
+                           px((x0 + x1) / 2), px(row_y + bar / 2 + (size[0] == 's' ? 3.5 : 2.5)), size,
+                           dark ? "#fff" : "#000", text);
       }
     }
   }
