@@ -162,6 +162,49 @@ TEST(ClusterScheduler, PreemptedJobsResumeWhereTheyStopped) {
   EXPECT_GT(preempted, 0);  // six jobs on three GPUs take turns
 }
 
+TEST(ClusterScheduler, ACancelledJobStopsAndTheOthersHaveItsGpus) {
+  // Two jobs of 3600 steps at 1 step/s take turns on one V100 (each would finish near 7200 s);
+  // the one that ran the first round is cancelled after it: the other then runs alone, every
+  // round, and finishes at 360 + 3600 s.
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
+  EmulatedBackend backend(cluster_of(t, {1}, 1));
+  ClusterScheduler s(t, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 360.0});
+  s.submit({0, 3600.0});
+  s.submit({1, 3600.0});
+  const int never_ran = s.submit({0, 100.0});
+  EXPECT_TRUE(s.cancel(never_ran));  // waiting, never leased
+  EXPECT_EQ(s.active_jobs(), 2);
+  const RoundLog& first = s.run_round();
+  ASSERT_EQ(first.leases.size(), 1u);
+  EXPECT_NE(first.leases[0].job, never_ran);
+  const int ran = first.leases[0].job, other = 1 - ran;
+  EXPECT_DOUBLE_EQ(s.jobs()[ran].steps_done, 360.0);
+
+  EXPECT_TRUE(s.cancel(ran));
+  EXPECT_FALSE(s.cancel(ran));  // over already: nothing changes
+  const ScheduledJob& cancelled = s.jobs()[ran];
+  EXPECT_EQ(cancelled.status, JobStatus::kCancelled);
+  EXPECT_DOUBLE_EQ(cancelled.finished_s, 360.0);
+  EXPECT_EQ(s.active_jobs(), 1);
+  while (!s.idle()) {
+    const RoundLog& round = s.run_round();
+    ASSERT_EQ(round.leases.size(), 1u);
+    EXPECT_EQ(round.leases[0].job, other);
+  }
+  EXPECT_EQ(s.jobs()[other].status, JobStatus::kFinished);
+  EXPECT_NEAR(s.jobs()[other].finished_s, 360.0 + 3600.0, 1e-6);
+  // The cancelled job kept what it had done and held, and nothing more.
+  EXPECT_DOUBLE_EQ(cancelled.steps_done, 360.0);
+  EXPECT_DOUBLE_EQ(cancelled.gpu_s[0], 360.0);
+  EXPECT_EQ(cancelled.finish_time_fairness(), 0.0);
+  const ScheduledJob& dropped = s.jobs()[never_ran];
+  EXPECT_EQ(dropped.status, JobStatus::kCancelled);
+  EXPECT_EQ(dropped.rounds, 0);
+  EXPECT_LT(dropped.started_s, 0.0);
+  EXPECT_THROW(s.cancel(3), InputError);
+  EXPECT_THROW(s.cancel(-1), InputError);
+}
+
 TEST(ClusterScheduler, ARestoredSchedulerFinishesWhereTheFirstWould) {
   // Two schedulers in a row (the first stops after 4 rounds, the second restores its jobs, clock
   // and measurement counts) finish every job with all its steps; a job the first finished is not

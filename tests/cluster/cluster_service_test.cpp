@@ -244,6 +244,62 @@ TEST(ClusterService, ARestartedServicePicksUpItsJobsAndMeasurements) {
 
 }
 
+TEST(ClusterService, ACancelAskedForIsKeptAcrossARestartAndAppliedAtTheNextRound) {
+  const TempDir dir;
+  ClusterServiceOptions on_disk;
+  on_disk.db_path = (dir.path() / "cluster.db").string();
+  on_disk.token = "secret";
+  const ThroughputMatrix t = three_types();
+  const SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 360.0};
+  {
+    EmulatedBackend backend(cluster_of(t));
+    ClusterService first(t, backend, options, on_disk);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(call(first, "POST", "/jobs", submission(i, 5000.0), "secret").status, 201);
+    first.run_round();
+    ASSERT_EQ(body_of(call(first, "GET", "/jobs/1"))["status"], "running");
+    // Refused: without the token, an unknown job, another method.
+    EXPECT_EQ(call(first, "DELETE", "/jobs/1").status, 401);
+    EXPECT_EQ(call(first, "DELETE", "/jobs/9", "", "secret").status, 404);
+    EXPECT_EQ(call(first, "DELETE", "/jobs/x", "", "secret").status, 404);
+    EXPECT_EQ(call(first, "PUT", "/jobs/1", "", "secret").status, 405);
+    const ApiResponse asked = call(first, "DELETE", "/jobs/1", "", "secret");
+    ASSERT_EQ(asked.status, 202);
+    EXPECT_EQ(body_of(asked)["cancel_requested"], true);
+    EXPECT_EQ(body_of(asked)["status"], "running");  // until the next round's start
+    EXPECT_EQ(call(first, "DELETE", "/jobs/1", "", "secret").status, 202);  // asked again: the same
+    EXPECT_EQ(body_of(call(first, "GET", "/jobs/1"))["cancel_requested"], true);
+  }  // stops as a killed server would, before the round that would cancel it
+
+  EmulatedBackend backend(cluster_of(t));
+  ClusterService second(t, backend, options, on_disk);
+  EXPECT_EQ(body_of(call(second, "GET", "/jobs/1"))["cancel_requested"], true);
+  second.run_round();
+  const json cancelled = body_of(call(second, "GET", "/jobs/1"));
+  EXPECT_EQ(cancelled["status"], "cancelled");
+  EXPECT_EQ(cancelled["cancel_requested"], false);
+  EXPECT_DOUBLE_EQ(cancelled["finished_s"].get<double>(), 360.0);  // the restored clock
+  const double steps_done = cancelled["steps_done"].get<double>();
+  EXPECT_GT(steps_done, 0.0);
+  for (const json& lease : body_of(call(second, "GET", "/allocation"))["leases"]) EXPECT_NE(lease["id"], 1);
+  const json status = body_of(call(second, "GET", "/status"));
+  EXPECT_EQ(status["jobs"]["cancelled"], 1);
+  EXPECT_EQ(status["jobs"]["running"], 2);
+  const json listed = body_of(call(second, "GET", "/jobs?status=cancelled"))["jobs"];
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["id"], 1);
+  // Over: cancelling again is a conflict, and the job stays as it ended.
+  const ApiResponse again = call(second, "DELETE", "/jobs/1", "", "secret");
+  EXPECT_EQ(again.status, 409);
+  EXPECT_NE(body_of(again)["detail"].get<std::string>().find("cancelled"), std::string::npos);
+  run_to_the_end(second);
+  const json jobs = body_of(call(second, "GET", "/jobs"))["jobs"];
+  EXPECT_EQ(jobs[0]["status"], "finished");
+  EXPECT_EQ(jobs[2]["status"], "finished");
+  EXPECT_EQ(jobs[1]["status"], "cancelled");
+  EXPECT_DOUBLE_EQ(jobs[1]["steps_done"].get<double>(), steps_done);
+  EXPECT_EQ(call(second, "DELETE", "/jobs/0", "", "secret").status, 409);  // finished
+}
+
 TEST(ClusterService, ADatabaseOfAnotherMatrixIsRefusedByName) {
   const TempDir dir;
   ClusterServiceOptions on_disk;
@@ -285,16 +341,22 @@ TEST(ClusterService, ServesOverHttpWhileItsRoundsRun) {
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 201) << r->body;
   }
+  // A job that would run for ever, cancelled over HTTP.
+  ASSERT_EQ(client.Post("/jobs", submission(0, 1e9), "application/json")->status, 201);
+  const auto cancelled = client.Delete("/jobs/4");
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->status, 202) << cancelled->body;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   json status;
   while (std::chrono::steady_clock::now() < deadline) {
     const auto r = client.Get("/status");
     ASSERT_TRUE(r);
     status = json::parse(r->body);
-    if (status["jobs"]["finished"] == 4) break;
+    if (status["jobs"]["finished"] == 4 && status["jobs"]["cancelled"] == 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(status["jobs"]["finished"], 4) << status.dump();
+  EXPECT_EQ(status["jobs"]["cancelled"], 1) << status.dump();
   httplib::Client anonymous("127.0.0.1", http.port());
   EXPECT_EQ(anonymous.Post("/jobs", submission(0, 1.0), "application/json")->status, 401);
   EXPECT_EQ(anonymous.Get("/jobs/2")->status, 200);

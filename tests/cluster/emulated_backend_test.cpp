@@ -87,6 +87,26 @@ TEST(EmulatedBackend, ALeaseThatIsNotARenewalPaysTheRestart) {
   EXPECT_DOUBLE_EQ(b.end_round(360.0)[0].steps_done, 1020.0);
 }
 
+TEST(EmulatedBackend, ACancelledJobIsNeverLeasedNorReportedAgain) {
+  const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
+  EmulatedBackend b(cluster_of(t, {2}, 1));
+  b.submit({0, 0, 1, 1e6});
+  b.submit({1, 1, 1, 1e6});
+  b.begin_round({lease_of(0, 0, {0}), lease_of(1, 0, {1})});
+  ASSERT_EQ(b.end_round(360.0).size(), 2u);
+  b.cancel(0);  // running: stopped for good
+  EXPECT_THROW(b.begin_round({lease_of(0, 0, {0})}), InputError);
+  b.begin_round({lease_of(1, 0, {1}, -1, 1.0, true)});
+  const std::vector<JobProgress> after = b.end_round(360.0);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].id, 1);
+  EXPECT_DOUBLE_EQ(after[0].steps_done, 720.0);
+  EXPECT_THROW(b.cancel(0), InputError);  // over
+  EXPECT_THROW(b.cancel(7), InputError);  // never submitted
+  b.cancel(1);
+  EXPECT_TRUE(b.end_round(360.0).empty());
+}
+
 TEST(EmulatedBackend, BadLeasesAreNamed) {
   const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
   EmulatedBackend b(cluster_of(t, {2}, 1));

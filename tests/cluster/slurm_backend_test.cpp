@@ -4,6 +4,7 @@
 // (tests/cluster/slurm/training_job.py: they checkpoint and resume). More jobs than GPUs, so jobs
 // take turns (preemption by requeue, resumption from the checkpoint); a node dies mid-run; the
 // K80's figure is told wrong and measured right.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <slurm/slurm.h>
 
 #include "perseus/cluster/cluster_scheduler.hpp"
 #include "perseus/cluster/slurm_backend.hpp"
@@ -227,6 +229,46 @@ TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
       EXPECT_GE(starts, 2) << "job " << j.id << " was running when the first scheduler stopped";
     }
   }
+}
+
+TEST_F(SlurmCluster, ACancelledJobEndsInSlurmWithoutARequeueAndTheOthersFinish) {
+  ThroughputMatrix m;
+  m.gpu_types = {"k80", "p100", "v100"};
+  m.job_types = {{"small", 1}};
+  m.steps_per_s = {{1.0, 1.0, 2.0}};
+  {
+    std::ofstream speeds(dir_ + "/speeds");
+    speeds << "n1 small 2.0\nn2 small 2.0\nn3 small 1.0\nn4 small 1.0\n";
+  }
+  SlurmOptions slurm;
+  slurm.config = dir_ + "/slurm.conf";
+  slurm.job_root = dir_ + "/cancelled-jobs";
+  SlurmBackend backend(m.gpu_types, slurm);
+  ClusterScheduler scheduler(m, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 3.0});
+  const std::string command =
+      fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds small 1.0", dir_, kScripts, dir_);
+  scheduler.submit({0, 1e6, 1.0, Job::kNoSlo, 0, command});  // would run for days
+  for (int i = 0; i < 2; ++i) scheduler.submit({0, 12.0, 1.0, Job::kNoSlo, 0, command});
+  // Until its program runs (it logs its start).
+  for (int r = 0; r < 5 && log_of(dir_ + "/cancelled-jobs/job-0").empty(); ++r) scheduler.run_round();
+  ASSERT_EQ(scheduler.jobs()[0].status, JobStatus::kRunning) << scheduler.jobs()[0].detail;
+  ASSERT_FALSE(log_of(dir_ + "/cancelled-jobs/job-0").empty());
+  ASSERT_TRUE(scheduler.cancel(0));
+  // Slurm ended it as cancelled (not requeued, not held).
+  job_info_msg_t* info = nullptr;
+  ASSERT_EQ(slurm_load_job(&info, backend.slurm_id(0), SHOW_ALL), SLURM_SUCCESS);
+  ASSERT_EQ(info->record_count, 1u);
+  EXPECT_EQ(info->job_array[0].job_state & JOB_STATE_BASE, JOB_CANCELLED);
+  slurm_free_job_info_msg(info);
+  for (int r = 0; r < 30 && !scheduler.idle(); ++r) scheduler.run_round();
+  ASSERT_TRUE(scheduler.idle()) << "jobs unfinished after 30 rounds";
+  EXPECT_EQ(scheduler.jobs()[0].status, JobStatus::kCancelled);
+  for (int id : {1, 2}) EXPECT_EQ(scheduler.jobs()[id].status, JobStatus::kFinished) << scheduler.jobs()[id].detail;
+  // It started once and never again.
+  const std::vector<LogLine> log = log_of(dir_ + "/cancelled-jobs/job-0");
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(std::count_if(log.begin(), log.end(), [](const LogLine& l) { return l.event == "start"; }), 1);
+  EXPECT_NE(log.back().event, "done");
 }
 
 }  // namespace

@@ -822,11 +822,12 @@ void add_cluster_commands(CLI::App& app) {
   CLI::App* serve_cmd = cluster->add_subcommand(
       "serve", "Gavel on a live cluster as a server: jobs submitted over HTTP/JSON, rounds run while there are jobs, state in SQLite");
   serve_cmd->footer(
-      "Routes (JSON; POST needs 'Authorization: Bearer TOKEN' when --token is set):\n"
+      "Routes (JSON; POST and DELETE need 'Authorization: Bearer TOKEN' when --token is set):\n"
       "  GET  /healthz, /status (policy, rounds, GPUs up, jobs per status, the last error)\n"
       "  POST /jobs  {\"type\": \"ResNet-50 (batch size 64) x1\", \"steps\": 20000, \"weight\": 1, \"slo_s\": 86400, "
       "\"entity\": \"product\", \"command\": \"python train.py\"}  (type and steps required; command: the slurm backend's)\n"
-      "  GET  /jobs[?status=waiting|running|finished|failed], /jobs/ID\n"
+      "  GET  /jobs[?status=waiting|running|finished|failed|cancelled], /jobs/ID\n"
+      "  DELETE /jobs/ID  (202; the job is cancelled when the round in progress ends: stopped for good, never requeued)\n"
       "  GET  /allocation (each job's share of time per GPU type, the last round's leases), /throughputs (given and measured)\n"
       "Rounds run while jobs wait or run, as `cluster run` runs them (the emulated backend paced at --round / --speedup of wall "
       "time). On SIGINT or SIGTERM the server stops, unfinished jobs checkpoint and are held; started again on the same --db it "

@@ -36,16 +36,24 @@ enum class JobStatus : std::uint8_t {
   kRunning,
   kFinished,  // it ended well (all its steps done)
   kFailed,    // it ended badly; the backend's detail says how
+  kCancelled, // its user stopped it (the scheduler's, never a backend's report)
 };
-// "waiting", "running", "finished", "failed".
+// "waiting", "running", "finished", "failed", "cancelled".
 inline std::string_view to_string(JobStatus status) {
   switch (status) {
     case JobStatus::kWaiting: return "waiting";
     case JobStatus::kRunning: return "running";
     case JobStatus::kFinished: return "finished";
     case JobStatus::kFailed: return "failed";
+    case JobStatus::kCancelled: return "cancelled";
   }
   return "?";
+}
+inline constexpr JobStatus kJobStatuses[] = {JobStatus::kWaiting, JobStatus::kRunning, JobStatus::kFinished,
+                                             JobStatus::kFailed, JobStatus::kCancelled};
+// Finished, failed or cancelled: it never runs again.
+inline bool is_over(JobStatus status) {
+  return status == JobStatus::kFinished || status == JobStatus::kFailed || status == JobStatus::kCancelled;
 }
 
 // One job after a round.
@@ -80,6 +88,10 @@ class ClusterBackend {
   // Every running job is preempted (it checkpoints and stops) and none starts until leased
   // again: before the scheduler stops with jobs unfinished.
   virtual void preempt_all() = 0;
+  // Stops a job for good (running: killed, no checkpoint needed; waiting: dropped) and forgets
+  // it: it is never leased nor reported again. Between rounds. InputError for a job the backend
+  // does not have or has reported over.
+  virtual void cancel(int id) = 0;
   // Whether two jobs may share a lease's GPUs (Lease::partner), and whether a job runs at a
   // lease's pace below 1 (a slower clock plan): the scheduler refuses space sharing and the
   // energy stage on a backend that cannot.

@@ -98,7 +98,7 @@ void ClusterScheduler::restore(double now_s, std::vector<ScheduledJob> jobs, std
     }
     job.gpu_type = job.partner = -1;
     job.gpu_s.resize(matrix_.gpu_types.size(), 0.0);
-    if (job.status == JobStatus::kFinished || job.status == JobStatus::kFailed) continue;
+    if (is_over(job.status)) continue;
     job.status = JobStatus::kWaiting;
   }
   jobs_ = std::move(jobs);
@@ -107,6 +107,21 @@ void ClusterScheduler::restore(double now_s, std::vector<ScheduledJob> jobs, std
   measurements_ = std::move(measurements);
   now_s_ = allocation_start_s_ = now_s;
   changed_ = true;
+}
+
+bool ClusterScheduler::cancel(int id) {
+  if (id < 0 || id >= static_cast<int>(jobs_.size()))
+    throw InputError(fmt::format("cancel job {}: the scheduler has jobs 0 to {}", id, static_cast<int>(jobs_.size()) - 1));
+  ScheduledJob& job = jobs_[static_cast<std::size_t>(id)];
+  if (is_over(job.status)) return false;
+  backend_.cancel(id);
+  job.status = JobStatus::kCancelled;
+  job.finished_s = now_s_;
+  job.gpu_type = job.partner = -1;
+  job.cancel_requested = false;
+  std::erase(active_, id);
+  changed_ = true;
+  return true;
 }
 
 double ClusterScheduler::allocation_gap() const {
@@ -260,7 +275,7 @@ const RoundLog& ClusterScheduler::run_round() {
   for (const JobProgress& p : progress) {
     if (p.id < 0 || p.id >= static_cast<int>(jobs_.size())) continue;
     ScheduledJob& job = jobs_[p.id];
-    if (job.status == JobStatus::kFinished || job.status == JobStatus::kFailed) continue;
+    if (is_over(job.status)) continue;
     const int k = lease_of_[p.id];
     if (k >= 0) ran[k] = std::max(ran[k], std::min(p.ran_s, options_.round_s));
     account(job, p, k >= 0 ? &log.leases[k] : nullptr, log);
@@ -281,9 +296,7 @@ const RoundLog& ClusterScheduler::run_round() {
   }
   now_s_ += options_.round_s;
   if (!log.finished.empty() || !log.failed.empty()) {
-    std::erase_if(active_, [&](int id) {
-      return jobs_[id].status == JobStatus::kFinished || jobs_[id].status == JobStatus::kFailed;
-    });
+    std::erase_if(active_, [&](int id) { return is_over(jobs_[id].status); });
     for (int id : log.finished) jobs_[id].gpu_type = jobs_[id].partner = -1;
     for (int id : log.failed) jobs_[id].gpu_type = jobs_[id].partner = -1;
     changed_ = true;

@@ -63,7 +63,8 @@ struct ScheduledJob {
   int id = 0;
   JobRequest request;
   JobStatus status = JobStatus::kWaiting;
-  double submitted_s = 0.0, started_s = -1.0, finished_s = -1.0;  // the scheduler's clock; -1: not yet
+  // The scheduler's clock; -1: not yet. finished_s is when it ended (finished, failed or cancelled).
+  double submitted_s = 0.0, started_s = -1.0, finished_s = -1.0;
   double steps_done = 0.0;
   // Rounds it held a lease; leases lost while unfinished; leases on other GPUs than the round
   // before's after it had run (a restart elsewhere).
@@ -76,9 +77,12 @@ struct ScheduledJob {
   // was done): Themis's isolated time, counted as Gavel's finish-time-fairness policy counts it.
   double isolated_s = 0.0;
   std::string detail;                           // the backend's (where it ran, why it failed)
+  // Its user asked to cancel it; the server applies that at the next round's start (shown and
+  // kept meanwhile, so that a restart still applies it).
+  bool cancel_requested = false;
   // JCT over isolated time (finished jobs; 0 before): below 1, it fared better than on 1/n of the cluster.
   double finish_time_fairness() const {
-    return finished_s >= 0.0 && isolated_s > 0.0 ? (finished_s - submitted_s) / isolated_s : 0.0;
+    return status == JobStatus::kFinished && isolated_s > 0.0 ? (finished_s - submitted_s) / isolated_s : 0.0;
   }
 };
 
@@ -134,6 +138,11 @@ class ClusterScheduler {
   // type up now (a server down) waits without an allocation. InputError or SolveError from the
   // policy.
   const RoundLog& run_round();
+
+  // Cancels a job not over, between rounds: the backend stops it for good (ClusterBackend::cancel),
+  // it is kCancelled, ended at the scheduler's clock, and the next round reallocates without it.
+  // Returns false (and changes nothing) for a job already over; InputError for an unknown id.
+  bool cancel(int id);
 
   // No job waiting or running.
   bool idle() const { return active_.empty(); }

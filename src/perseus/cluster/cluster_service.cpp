@@ -1,5 +1,6 @@
 #include "perseus/cluster/cluster_service.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -112,6 +113,9 @@ ClusterService::ClusterService(ThroughputMatrix matrix, ClusterBackend& backend,
     if (counts.empty()) counts.assign(given_.job_types.size(), std::vector<int>(given_.gpu_types.size(), 0));
     scheduler_->restore(state.clock_s, std::move(jobs), std::move(counts));
   }
+  // Cancellations asked for before a restart are applied at the first round.
+  for (const ScheduledJob& j : scheduler_->jobs())
+    if (j.cancel_requested && !is_over(j.status)) cancels_.push_back(j.id);
   rounds_before_ = state.rounds;
   clock_s_ = state.clock_s;
   rounds_ = state.rounds;
@@ -158,7 +162,11 @@ void ClusterService::publish(const RoundLog* log) {
                       {"measurements", json::object()}};
   for (int m = 0; m < matrix.num_job_types(); ++m) throughputs["measurements"][matrix.job_types[m].name()] = s.measurements()[m];
 
-  // Saved before it is shown: what a client saw survives a restart.
+  // Saved before it is shown: what a client saw survives a restart. Under the lock, with the
+  // cancellations asked for during the round marked: one asked for after this is saved after it.
+  std::lock_guard lock(mutex_);
+  for (int id : cancels_)
+    if (static_cast<std::size_t>(id) < jobs.size()) jobs[static_cast<std::size_t>(id)]["cancel_requested"] = true;
   if (log) {
     std::vector<std::pair<int, json>> changed;
     std::set<int> ended(log->finished.begin(), log->finished.end());
@@ -168,7 +176,6 @@ void ClusterService::publish(const RoundLog* log) {
         changed.emplace_back(j.id, jobs[static_cast<std::size_t>(j.id)]);
     store_.save_round(changed, {s.now_s(), rounds_before_ + s.rounds_run(), matrix.steps_per_s, s.measurements()});
   }
-  std::lock_guard lock(mutex_);
   // Jobs submitted during the round are not the scheduler's yet: keep their entries.
   for (std::size_t k = jobs.size(); k < jobs_.size(); ++k) jobs.push_back(std::move(jobs_[k]));
   jobs_ = std::move(jobs);
@@ -177,16 +184,26 @@ void ClusterService::publish(const RoundLog* log) {
   topology_ = s.topology();
   clock_s_ = s.now_s();
   rounds_ = rounds_before_ + s.rounds_run();
-  busy_ = !s.idle() || !pending_.empty();
+  busy_ = !s.idle() || !pending_.empty() || !cancels_.empty();
 }
 
 void ClusterService::run_round() {
   std::vector<JobRequest> pending;
+  std::vector<int> cancels;
   {
     std::lock_guard lock(mutex_);
     pending.swap(pending_);
+    cancels.swap(cancels_);
   }
   for (JobRequest& r : pending) scheduler_->submit(std::move(r));  // checked when submitted
+  for (int id : cancels) {
+    // Checked when asked for; a job that ended since is left as it ended.
+    try {
+      if (scheduler_->cancel(id)) log_->info("event=cancelled id={}", id);
+    } catch (const std::exception& e) {
+      log_->error("event=cancel_failed id={} error={}", id, logfmt_value(e.what()));
+    }
+  }
   try {
     const RoundLog& log = scheduler_->run_round();
     publish(&log);
@@ -273,6 +290,26 @@ ApiResponse ClusterService::submit(const ApiRequest& request) {
   return json_response(201, shown);
 }
 
+ApiResponse ClusterService::cancel(const ApiRequest& request, std::size_t id) {
+  if (!service_.token.empty()) server::require_bearer_token(request, service_.token);
+  std::unique_lock lock(mutex_);
+  json& shown = jobs_[id];
+  const std::string status = shown["status"].get<std::string>();
+  if (status != "waiting" && status != "running")
+    throw ApiError(409, fmt::format("job {} is {}: only a waiting or running job can be cancelled", id, status));
+  if (std::find(cancels_.begin(), cancels_.end(), static_cast<int>(id)) == cancels_.end()) {
+    shown["cancel_requested"] = true;
+    store_.add_job(static_cast<int>(id), shown);
+    cancels_.push_back(static_cast<int>(id));
+    busy_ = true;
+  }
+  json answer = shown;
+  lock.unlock();
+  wake_.notify_all();
+  log_->info("event=cancel_requested id={}", id);
+  return json_response(202, answer);
+}
+
 ApiResponse ClusterService::route(const ApiRequest& request) {
   const std::string& path = request.path;
   const auto only = [&](const char* method) {
@@ -287,9 +324,9 @@ ApiResponse ClusterService::route(const ApiRequest& request) {
     if (request.method == "POST") return submit(request);
     only("GET");
     const auto status = request.query.find("status");
-    if (status != request.query.end() && status->second != "waiting" && status->second != "running" &&
-        status->second != "finished" && status->second != "failed")
-      throw ApiError(400, fmt::format("status '{}': waiting, running, finished or failed", status->second.substr(0, 32)));
+    if (status != request.query.end() &&
+        std::none_of(std::begin(kJobStatuses), std::end(kJobStatuses), [&](JobStatus s) { return to_string(s) == status->second; }))
+      throw ApiError(400, fmt::format("status '{}': waiting, running, finished, failed or cancelled", status->second.substr(0, 32)));
     json out = json::array();
     std::lock_guard lock(mutex_);
     for (const json& j : jobs_)
@@ -297,14 +334,18 @@ ApiResponse ClusterService::route(const ApiRequest& request) {
     return json_response(200, {{"jobs", out}});
   }
   if (path.rfind("/jobs/", 0) == 0) {
-    only("GET");
+    if (request.method != "GET" && request.method != "DELETE")
+      throw ApiError(405, fmt::format("method {} not allowed on {}; use GET or DELETE", request.method.substr(0, 16), path.substr(0, 200)));
     const std::string id = path.substr(6);
     std::size_t k = 0;
     const bool digits = !id.empty() && id.size() < 10 && id.find_first_not_of("0123456789") == std::string::npos;
     if (digits) k = std::stoul(id);
-    std::lock_guard lock(mutex_);
-    if (!digits || k >= jobs_.size()) throw ApiError(404, fmt::format("no job '{}'", id.substr(0, 32)));
-    return json_response(200, jobs_[k]);
+    {
+      std::lock_guard lock(mutex_);
+      if (!digits || k >= jobs_.size()) throw ApiError(404, fmt::format("no job '{}'", id.substr(0, 32)));
+      if (request.method == "GET") return json_response(200, jobs_[k]);
+    }
+    return cancel(request, k);
   }
   if (path == "/allocation") {
     only("GET");
@@ -319,7 +360,8 @@ ApiResponse ClusterService::route(const ApiRequest& request) {
   if (path == "/status") {
     only("GET");
     std::lock_guard lock(mutex_);
-    json counts = {{"waiting", 0}, {"running", 0}, {"finished", 0}, {"failed", 0}};
+    json counts = json::object();
+    for (JobStatus s : kJobStatuses) counts[std::string(to_string(s))] = 0;
     for (const json& j : jobs_) counts[j["status"].get<std::string>()] = counts[j["status"].get<std::string>()].get<int>() + 1;
     return json_response(200, {{"policy", to_string(options_.policy.policy)},
                                {"heterogeneity_aware", options_.policy.heterogeneity_aware},

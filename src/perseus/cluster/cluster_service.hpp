@@ -8,13 +8,15 @@
 //   GET  /status             policy, rounds, clock, GPUs up, jobs per status, the last error
 //   GET  /jobs[?status=S]    every job (or those of status S): request, status, progress
 //   GET  /jobs/{id}          one job
+//   DELETE /jobs/{id}        -> 202 and the job, "cancel_requested": true; the next round's start
+//                            cancels it (the backend stops it for good; status "cancelled")
 //   POST /jobs               {"type": job type name, "steps": N, optional "weight", "slo_s",
 //                            "entity", "command"} -> 201 and the job; its first round is the next
 //   GET  /allocation         each job's share of time per GPU type, and the last round's leases
 //   GET  /throughputs        the matrix as given and as measured, with measurement counts
 //
-// Errors are {"detail": "..."} with 400 (a bad field, named), 401 (POST without the token), 404,
-// 405. A restarted server picks up its jobs and measurements from the database (the rounds'
+// Errors are {"detail": "..."} with 400 (a bad field, named), 401 (POST or DELETE without the
+// token), 404, 405, 409 (cancelling a job already over). A restarted server picks up its jobs and measurements from the database (the rounds'
 // history of time received starts afresh).
 #pragma once
 
@@ -62,7 +64,7 @@ class ClusterService : public server::RequestHandler {
   void handle_async(const server::ApiRequest& request, Responder respond) override;
   server::ApiResponse handle(const server::ApiRequest& request);
   void record_rejected(const server::ApiRequest& request, int status) override;
-  // GETs read the last picture: they run on the event loop. POST writes the database.
+  // GETs read the last picture: they run on the event loop. POST and DELETE write the database.
   bool runs_on_loop(const server::ApiRequest& request) const override { return request.method == "GET"; }
 
   // One round now, on this thread: the jobs submitted since the last are handed over, the
@@ -82,6 +84,7 @@ class ClusterService : public server::RequestHandler {
  private:
   server::ApiResponse route(const server::ApiRequest& request);
   server::ApiResponse submit(const server::ApiRequest& request);
+  server::ApiResponse cancel(const server::ApiRequest& request, std::size_t id);
   // Rebuilds the picture from the scheduler (round thread only) and saves what changed.
   void publish(const RoundLog* log);
   void loop();
@@ -99,6 +102,7 @@ class ClusterService : public server::RequestHandler {
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable wake_;
   std::vector<JobRequest> pending_;  // submitted, not yet handed to the scheduler
+  std::vector<int> cancels_;         // job ids asked to be cancelled, not yet applied
   std::vector<nlohmann::json> jobs_;  // the picture: every job by id
   nlohmann::json allocation_, throughputs_;
   ClusterTopology topology_;

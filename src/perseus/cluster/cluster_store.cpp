@@ -62,6 +62,7 @@ json job_to_json(const ScheduledJob& job, const ThroughputMatrix& matrix, const 
           {"energy_j", job.energy_j},
           {"isolated_s", job.isolated_s},
           {"ftf_rho", job.status == JobStatus::kFinished ? json(job.finish_time_fairness()) : json(nullptr)},
+          {"cancel_requested", job.cancel_requested},
           {"detail", job.detail}};
 }
 
@@ -91,7 +92,7 @@ ScheduledJob job_from_json(const json& j, const ThroughputMatrix& matrix, const 
   if (job.request.entity < 0) throw InputError(fmt::format("job {}: entity '{}' is not one of the policy's", job.id, entity));
   job.request.command = text("command");
   const std::string status = text("status");
-  for (JobStatus s : {JobStatus::kWaiting, JobStatus::kRunning, JobStatus::kFinished, JobStatus::kFailed})
+  for (JobStatus s : kJobStatuses)
     if (status == to_string(s)) job.status = s;
   if (status != to_string(job.status)) throw InputError(fmt::format("job {}: status '{}'", job.id, status));
   job.steps_done = number("steps_done");
@@ -109,6 +110,10 @@ ScheduledJob job_from_json(const json& j, const ThroughputMatrix& matrix, const 
   job.migrations = static_cast<int>(optional_number("migrations", 0.0));
   job.energy_j = optional_number("energy_j", 0.0);
   job.isolated_s = optional_number("isolated_s", 0.0);
+  if (j.contains("cancel_requested")) {
+    if (!j.at("cancel_requested").is_boolean()) throw InputError(fmt::format("job {}: 'cancel_requested' is not true or false", job.id));
+    job.cancel_requested = j.at("cancel_requested").get<bool>();
+  }
   job.gpu_s.assign(matrix.gpu_types.size(), 0.0);
   if (j.contains("gpu_hours")) {
     const json& hours = j.at("gpu_hours");

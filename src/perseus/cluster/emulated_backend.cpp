@@ -116,6 +116,15 @@ void EmulatedBackend::submit(const BackendJob& job) {
   live_.push_back(job.id);
 }
 
+void EmulatedBackend::cancel(int id) {
+  if (id < 0 || id >= static_cast<int>(jobs_.size()) || jobs_[static_cast<std::size_t>(id)].reported_done)
+    throw InputError(fmt::format("cancel job {}: not a job of this cluster, or over", id));
+  RunningJob& r = jobs_[static_cast<std::size_t>(id)];
+  stop(r);
+  r.reported_done = true;
+  std::erase(live_, id);
+}
+
 void EmulatedBackend::begin_round(const std::vector<Lease>& leases) {
   std::vector<char> leased(jobs_.size(), 0);
   const auto check = [&](int id) {

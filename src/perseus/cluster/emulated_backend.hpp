@@ -38,6 +38,7 @@ class EmulatedBackend : public ClusterBackend {
   void begin_round(const std::vector<Lease>& leases) override;
   std::vector<JobProgress> end_round(double round_s) override;
   void preempt_all() override { begin_round({}); }
+  void cancel(int id) override;
   bool shares_gpus() const override { return true; }
   bool paces_jobs() const override { return true; }
 

@@ -397,6 +397,18 @@ const std::vector<std::string>& SlurmBackend::nodes_of(int job) const {
   return it == jobs_.end() ? kNone : it->second.nodes;
 }
 
+void SlurmBackend::cancel(int id) {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.over) throw InputError(fmt::format("cancel job {}: not a job of this backend, or over", id));
+  Tracked& t = it->second;
+  t.over = true;  // never reported again, whatever Slurm says next
+  t.released = false;
+  // A job that already ended (between the round's report and now) has nothing left to kill.
+  // One slow to stop still ends (Slurm kills it after KillWait); a job leased its GPUs meanwhile
+  // waits for them in Slurm's queue.
+  if (slurm_kill_job(t.slurm_id, SIGKILL, 0) == SLURM_SUCCESS) wait_until_stopped({t.slurm_id});
+}
+
 void SlurmBackend::preempt_all() {
   for (auto& [id, t] : jobs_)
     if (!t.over && t.released) {

@@ -65,6 +65,9 @@ class SlurmBackend : public ClusterBackend {
   const std::vector<std::string>& nodes_of(int job) const;
   // Every job not finished is requeued in hold (checkpointing).
   void preempt_all() override;
+  // As scancel: Slurm signals the job (it may checkpoint, which nothing reads again) and ends it
+  // without requeueing; waits a while for its GPUs to be free.
+  void cancel(int id) override;
   void interrupt() override { interrupted_ = true; }
   // Slurm gives a GPU to one job, which runs at the clocks it sets itself.
   static constexpr bool kSharesGpus = false, kPacesJobs = false;
