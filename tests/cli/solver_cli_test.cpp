@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -68,6 +69,20 @@ TEST(Cli, EveryCommandHasHelp) {
   const CommandResult top = perseus({"--help"});
   EXPECT_EQ(top.exit_code, 0);
   EXPECT_NE(top.out.find("optimize"), std::string::npos);
+}
+
+TEST(Cli, StartsWithoutLoadingTheLibrariesOnlySomeCommandsUse) {
+  // librsvg (with cairo, pango, GLib, ...) and XGBoost are loaded by the commands that use them
+  // (model/shared_library.hpp), and `perseus cluster` runs perseus-cluster, which links CLP,
+  // CBC and libslurm (cli/main.cpp): linked, they were 62 of the binary's 71 libraries and most
+  // of every command's start. The dynamic section lists what the loader maps at start.
+  testing::TempDir tmp;
+  const std::string listing = (tmp.path() / "dynamic").string();
+  ASSERT_EQ(std::system(fmt::format("readelf -d '{}' > '{}'", PERSEUS_BINARY, listing).c_str()), 0);
+  const std::string dynamic = read_text_file(listing);
+  ASSERT_NE(dynamic.find("NEEDED"), std::string::npos) << dynamic;
+  for (const char* library : {"librsvg", "libcairo", "libglib", "libxgboost", "libClp", "libCbc", "libslurm"})
+    EXPECT_EQ(dynamic.find(library), std::string::npos) << library << " is linked:\n" << dynamic;
 }
 
 TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {

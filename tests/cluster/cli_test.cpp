@@ -16,6 +16,30 @@ perseus::testing::CommandOutput run(const std::string& args) {
   return perseus::testing::run_command(std::string(PERSEUS_BINARY) + " " + args);
 }
 
+TEST(ClusterCli, RunsFromItsOwnExecutableAsIfPerseusRanIt) {
+  // `perseus cluster` runs perseus-cluster beside perseus (cli/main.cpp): the same usage, help,
+  // errors and exit statuses.
+  const auto top = run("--help");
+  ASSERT_EQ(top.status, 0) << top.out;
+  EXPECT_NE(top.out.find("cluster"), std::string::npos) << top.out;
+  const auto help = run("cluster --help");
+  ASSERT_EQ(help.status, 0) << help.out;
+  EXPECT_NE(help.out.find("Usage: perseus cluster"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("allocate"), std::string::npos) << help.out;
+  const auto bad_flag = run("cluster allocate --no-such-flag");
+  EXPECT_EQ(bad_flag.status, 2) << bad_flag.out;
+  const auto bad_input = run("cluster allocate --random 5 --gpus tpu:8");
+  EXPECT_EQ(bad_input.status, 2) << bad_input.out;
+  EXPECT_NE(bad_input.out.find("perseus: error:"), std::string::npos) << bad_input.out;
+  // Alone, perseus says what it cannot find.
+  const perseus::testing::TempDir dir;
+  const std::filesystem::path alone = dir.path() / "perseus";
+  std::filesystem::copy_file(PERSEUS_BINARY, alone);
+  const auto missing = perseus::testing::run_command(alone.string() + " cluster --help");
+  EXPECT_EQ(missing.status, 4) << missing.out;
+  EXPECT_NE(missing.out.find((dir.path() / "perseus-cluster").string()), std::string::npos) << missing.out;
+}
+
 TEST(ClusterCli, AllocatesRandomJobsOnGavelsMatrix) {
   const auto r = run("cluster allocate --random 30 --gpus k80:4,p100:4,v100:4 --json");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -659,7 +659,7 @@ void run_serve(const ServeArgs& a) {
 }  // namespace
 
 void add_cluster_commands(CLI::App& app) {
-  CLI::App* cluster = app.add_subcommand("cluster", "Gavel: heterogeneity-aware cluster scheduling");
+  CLI::App* cluster = app.add_subcommand("cluster", kClusterDescription);
   cluster->require_subcommand(1);
   static ThroughputsArgs thr;
   CLI::App* throughputs_cmd = cluster->add_subcommand(

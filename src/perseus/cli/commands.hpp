@@ -36,6 +36,13 @@ void add_planner_commands(CLI::App& app);   // profile synth, partition, plan (p
 void add_runs_commands(CLI::App& app);      // runs import, runs validate (runs_commands.cpp)
 void add_kareus_commands(CLI::App& app);    // kareus space, kareus frontier (kareus_commands.cpp)
 void add_geo_commands(CLI::App& app);       // geo simulate, select-dcs, bubbletea, fill-or-slow, reproduce (geo_commands.cpp)
-void add_cluster_commands(CLI::App& app);   // cluster allocate (cluster_commands.cpp)
+// cluster throughputs, allocate, simulate, run, serve (cluster_commands.cpp): in perseus-cluster,
+// which `perseus cluster` runs (main.cpp says why).
+void add_cluster_commands(CLI::App& app);
+inline constexpr const char* kClusterDescription = "Gavel: heterogeneity-aware cluster scheduling";
+
+// Parses the command line and runs the chosen subcommand, with one exit status per kind of
+// failure: 0, 2 bad input (flags or data), 3 a solve that cannot succeed, 4 anything else.
+int run_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace perseus::cli

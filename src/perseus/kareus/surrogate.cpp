@@ -7,11 +7,36 @@
 
 #include <fmt/format.h>
 
+#include "perseus/model/shared_library.hpp"
+
 namespace perseus::kareus {
 namespace {
 
+// XGBoost, loaded by the first surrogate trained (model/shared_library.hpp says why): the C
+// API's functions this file calls, with the header's types.
+struct XgBoost {
+  SharedLibrary library{"libxgboost.so.0", "libxgboost0"};
+#define PERSEUS_XGB_FUNCTION(name) decltype(&::name) name = library.symbol<decltype(&::name)>(#name)
+  PERSEUS_XGB_FUNCTION(XGBGetLastError);
+  PERSEUS_XGB_FUNCTION(XGDMatrixCreateFromMat);
+  PERSEUS_XGB_FUNCTION(XGDMatrixSetFloatInfo);
+  PERSEUS_XGB_FUNCTION(XGDMatrixFree);
+  PERSEUS_XGB_FUNCTION(XGBoosterCreate);
+  PERSEUS_XGB_FUNCTION(XGBoosterSetParam);
+  PERSEUS_XGB_FUNCTION(XGBoosterUpdateOneIter);
+  PERSEUS_XGB_FUNCTION(XGBoosterPredict);
+  PERSEUS_XGB_FUNCTION(XGBoosterFree);
+#undef PERSEUS_XGB_FUNCTION
+};
+
+// Loaded once (thread-safe); a failed load throws here and is tried again by the next call.
+const XgBoost& xgb() {
+  static const XgBoost loaded;
+  return loaded;
+}
+
 void check(int status, const char* what) {
-  if (status != 0) throw SolveError(fmt::format("kareus surrogate: {}: {}", what, XGBGetLastError()));
+  if (status != 0) throw SolveError(fmt::format("kareus surrogate: {}: {}", what, xgb().XGBGetLastError()));
 }
 
 // A DMatrix freed on scope exit.
@@ -19,10 +44,10 @@ struct Matrix {
   DMatrixHandle handle = nullptr;
   Matrix(const std::vector<float>& features, std::size_t columns) {
     const bst_ulong rows = columns ? features.size() / columns : 0;
-    check(XGDMatrixCreateFromMat(features.data(), rows, columns, -1e30f, &handle), "creating a matrix");
+    check(xgb().XGDMatrixCreateFromMat(features.data(), rows, columns, -1e30f, &handle), "creating a matrix");
   }
   ~Matrix() {
-    if (handle) XGDMatrixFree(handle);
+    if (handle) xgb().XGDMatrixFree(handle);
   }
   Matrix(const Matrix&) = delete;
   Matrix& operator=(const Matrix&) = delete;
@@ -31,14 +56,14 @@ struct Matrix {
 }  // namespace
 
 Regressor::~Regressor() {
-  if (booster_) XGBoosterFree(booster_);
+  if (booster_) xgb().XGBoosterFree(booster_);
 }
 
 Regressor::Regressor(Regressor&& other) noexcept : booster_(std::exchange(other.booster_, nullptr)) {}
 
 Regressor& Regressor::operator=(Regressor&& other) noexcept {
   if (this != &other) {
-    if (booster_) XGBoosterFree(booster_);
+    if (booster_) xgb().XGBoosterFree(booster_);
     booster_ = std::exchange(other.booster_, nullptr);
   }
   return *this;
@@ -51,10 +76,10 @@ void Regressor::fit(const std::vector<float>& features, std::size_t columns, con
                                  targets.size(), columns));
   }
   Matrix train(features, columns);
-  check(XGDMatrixSetFloatInfo(train.handle, "label", targets.data(), targets.size()), "setting the labels");
-  if (booster_) XGBoosterFree(booster_), booster_ = nullptr;
+  check(xgb().XGDMatrixSetFloatInfo(train.handle, "label", targets.data(), targets.size()), "setting the labels");
+  if (booster_) xgb().XGBoosterFree(booster_), booster_ = nullptr;
   BoosterHandle booster = nullptr;
-  check(XGBoosterCreate(&train.handle, 1, &booster), "creating a booster");
+  check(xgb().XGBoosterCreate(&train.handle, 1, &booster), "creating a booster");
   booster_ = booster;
   const std::pair<const char*, std::string> settings[] = {
       {"objective", "reg:squarederror"},
@@ -64,8 +89,8 @@ void Regressor::fit(const std::vector<float>& features, std::size_t columns, con
       {"seed", std::to_string(seed % 2147483647)},
       {"verbosity", "0"},
   };
-  for (const auto& [name, value] : settings) check(XGBoosterSetParam(booster_, name, value.c_str()), name);
-  for (int i = 0; i < params.trees; ++i) check(XGBoosterUpdateOneIter(booster_, i, train.handle), "training");
+  for (const auto& [name, value] : settings) check(xgb().XGBoosterSetParam(booster_, name, value.c_str()), name);
+  for (int i = 0; i < params.trees; ++i) check(xgb().XGBoosterUpdateOneIter(booster_, i, train.handle), "training");
 }
 
 std::vector<float> Regressor::predict(const std::vector<float>& features, std::size_t columns) const {
@@ -73,7 +98,7 @@ std::vector<float> Regressor::predict(const std::vector<float>& features, std::s
   Matrix rows(features, columns);
   bst_ulong length = 0;
   const float* result = nullptr;
-  check(XGBoosterPredict(booster_, rows.handle, 0, 0, 0, &length, &result), "predicting");
+  check(xgb().XGBoosterPredict(booster_, rows.handle, 0, 0, 0, &length, &result), "predicting");
   return {result, result + length};
 }
 
