@@ -241,6 +241,54 @@ def plan_examples():
     return example, textwrap.fill(two_bw, 96), "```\n" + "\n".join(refusals) + "\n```"
 
 
+def ptdp_flops(batch, layers, hidden, seq=2048, vocab=51200):
+    """The dissertation's equation 4.2: an iteration's FLOPs with recomputation (its extra forward)."""
+    return 96 * batch * seq * layers * hidden ** 2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
+def ptdp_table():
+    """docs/planner.md's published PTD-P runs (data/published/ptdp.csv) beside the planner's
+    estimates: at the published shape (t, p and, where published, b fixed; the planner picks the
+    rest; recomputation, as the published runs) and at its own pick, both as TFLOP/s per GPU by
+    equation 4.2 (the same work: a pick without recomputation is faster, not more work)."""
+    import csv
+    with open(ROOT / "data" / "published" / "ptdp.csv") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    out = ["| source | model | GPUs | batch | published t, p, b | TFLOP/s published | planner at that shape | ratio | planner's pick | its TFLOP/s | pick / shape |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    ratios, picks = [], []
+    for r in rows:
+        shape = ["--layers", r["layers"], "--hidden", r["hidden"], "--heads", r["heads"]]
+        base = ["plan", *shape, "--gpu", "a100-sxm", "--gpus", r["gpus"], "--global-batch", r["global_batch"], "--no-solve",
+                "--json", "-q"]
+        fixed = ["-t", r["tensor"]] + (["-p", r["pipeline"]] if r["pipeline"] else []) + \
+            (["-b", r["microbatch"]] if r["microbatch"] else [])
+        flops = ptdp_flops(int(r["global_batch"]), int(r["layers"]), int(r["hidden"]))
+        gpus = int(r["gpus"])
+
+        def estimate(args):
+            c = json.loads(perseus(*args))["configuration"]
+            return flops / (c["iteration_time_s"] * gpus) / 1e12, c
+
+        at_shape, c = estimate(base + fixed + ["--schedule", "1f1b-recompute"])  # as the published runs
+        own, pick = estimate(base)
+        ratio = at_shape / float(r["tflops_per_gpu"])
+        ratios.append(ratio)
+        picks.append(own / at_shape)
+        published = f"{r['tensor']}, {r['pipeline'] or '?'}, {r['microbatch'] or '?'}"
+        shape_text = f"b={c['microbatch_size']}" + ("" if r["pipeline"] else f" p={c['pipeline']}")
+        out.append(f"| {r['source']} | {float(r['parameters_b']):g}B | {gpus:,} | {int(r['global_batch']):,} | {published} | "
+                   f"{r['tflops_per_gpu']} | {at_shape:.0f} ({shape_text}) | {ratio:.2f} | "
+                   f"t={pick['tensor']} p={pick['pipeline']} d={pick['data']} b={pick['microbatch_size']}"
+                   f"{'' if pick['recompute'] else ' no recompute'} | {own:.0f} | {own / at_shape:.2f} |")
+    ratios.sort()
+    out.append("")
+    out.append(f"Planner over published at the published shapes: median {ratios[len(ratios) // 2]:.2f}, from "
+               f"{ratios[0]:.2f} to {ratios[-1]:.2f} ({len(ratios)} runs); its own picks estimate {min(picks):.2f} to "
+               f"{max(picks):.2f} times its estimate at the published shape.")
+    return "\n".join(out)
+
+
 def replace_block(text, name, body, path):
     pattern = re.compile(rf"(<!-- begin generated: {re.escape(name)} -->)\n(.*?)\n?(<!-- end generated: {re.escape(name)} -->)",
                          re.S)
@@ -272,6 +320,7 @@ def main():
                 "plan-example": example,
                 "plan-2bw": two_bw,
                 "plan-refusals": refusals,
+                "ptdp-published": ptdp_table(),
             },
             "docs/emulator.md": {
                 "compare-summary": compare_summary(comparison),

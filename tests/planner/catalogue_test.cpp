@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "perseus/model/errors.hpp"
 #include "perseus/planner/catalogue.hpp"
@@ -26,6 +29,55 @@ TEST(Catalogue, ParameterCountsMatchThePublishedSizes) {
   EXPECT_NEAR(params_of(find_model("llama3-8b")), 8.03e9, 0.01e9);
   EXPECT_NEAR(params_of(find_model("llama3-70b")), 70.55e9, 0.05e9);
   EXPECT_NEAR(params_of(find_model("bert-large")), 336e6, 2e6);
+}
+
+TEST(Catalogue, GptsGivenByTheirShapeHaveThePublishedPtdpSizes) {
+  // data/published/ptdp.csv: each published run's model (layers, hidden, heads), as a GPT given
+  // by its shape, against the size the dissertation prints for it (equation 4.3: 12lh^2 + 13lh
+  // + (V + s)h, V = 51,200, s = 2048; printed to 0.1 billion).
+  std::ifstream in(std::string(PERSEUS_SOURCE_DIR) + "/data/published/ptdp.csv");
+  ASSERT_TRUE(in) << "data/published/ptdp.csv";
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#' || line.rfind("source,", 0) == 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    ASSERT_GE(cells.size(), 5u) << line;
+    const ModelShape shape{std::stoi(cells[2]), std::stoi(cells[3]), std::stoi(cells[4]), 0, 0};
+    const ModelSpec model = resolve_model("", shape);
+    EXPECT_EQ(model.transformer.vocab, 51200);
+    EXPECT_EQ(model.transformer.seq_len, 2048);
+    EXPECT_NEAR(params_of(model) / 1e9, std::stod(cells[1]), 0.051) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 17);
+}
+
+TEST(Catalogue, AShapeChangesACatalogueModelOrMakesAGptAndBadOnesAreNamed) {
+  const ModelSpec half = resolve_model("gpt3-175b", {48, 0, 0, 4096, 0});
+  EXPECT_EQ(half.transformer.layers, 48);
+  EXPECT_EQ(half.transformer.seq_len, 4096);
+  EXPECT_EQ(half.transformer.hidden, 12288);
+  EXPECT_EQ(half.published_parameters, 0.0);  // no longer the published model
+  EXPECT_NE(half.name, "gpt3-175b");
+  // 12 l h^2 + 13 l h per layer stack: half the layers, half those parameters.
+  const double layer_params = 12.0 * 12288.0 * 12288.0 + 13.0 * 12288.0;
+  EXPECT_NEAR(params_of(find_model("gpt3-175b")) - params_of(resolve_model("gpt3-175b", {48, 0, 0, 0, 0})), 48 * layer_params, 1e3);
+  EXPECT_EQ(resolve_model("gpt3-13b", {}).name, "gpt3-13b");
+  const auto message = [](std::string_view name, ModelShape shape) {
+    try {
+      resolve_model(name, shape);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("", {2, 100, 3, 0, 0}).find("--heads 3 does not divide --hidden 100"), std::string::npos);
+  EXPECT_NE(message("", {2, 0, 0, 0, 0}).find("--layers, --hidden and --heads"), std::string::npos);
+  EXPECT_NE(message("gpt3-175b", {0, 1024, 0, 0, 0}).find("without --model gpt3-175b"), std::string::npos);
+  EXPECT_NE(message("wide-resnet50-8", {4, 0, 0, 0, 0}).find("not a Transformer"), std::string::npos);
+  EXPECT_NE(message("", {-1, 64, 4, 0, 0}).find("--layers -1"), std::string::npos);
 }
 
 TEST(Catalogue, ResNetCountsAreTorchvisionsExactly) {

@@ -205,6 +205,27 @@ TEST(PlannerCli, PipeDream2BwBeatsOneFOneBAndRefinementCanBeSkipped) {
   EXPECT_FALSE(json::parse(raw.out).at("frontier").at("points").get<std::size_t>() == 0);
 }
 
+TEST(PlannerCli, PlansAGptGivenByItsShape) {
+  // The dissertation's 1-trillion-parameter run (Table 4.1): 128 layers, hidden 25,600, 160
+  // heads, 3,072 GPUs at t = 8, p = 64, batch 3,072.
+  const CommandRun run = perseus({"plan", "--layers", "128", "--hidden", "25600", "--heads", "160", "--gpu", "a100-sxm",
+                                  "--gpus", "3072", "--global-batch", "3072", "-t", "8", "-p", "64", "--no-solve", "--json", "-q"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json plan = json::parse(run.out);
+  EXPECT_EQ(plan.at("model"), "gpt-l128-h25600-a160");
+  EXPECT_EQ(plan.at("configuration").at("tensor"), 8);
+  EXPECT_EQ(plan.at("configuration").at("pipeline"), 64);
+  EXPECT_EQ(plan.at("configuration").at("data"), 6);
+  const CommandRun configure = perseus({"configure", "--layers", "24", "--hidden", "2304", "--heads", "24", "--gpu",
+                                        "a100-sxm", "--gpus", "32", "--global-batch", "512", "--top", "1", "--json"});
+  ASSERT_EQ(configure.exit_code, 0) << configure.err;
+  EXPECT_EQ(json::parse(configure.out).at("configurations").size(), 1u);
+  const CommandRun bad = perseus({"plan", "--layers", "24", "--hidden", "2304", "--heads", "25", "--gpu", "a100-sxm",
+                                  "--gpus", "32", "-q"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--heads 25 does not divide --hidden 2304"), std::string::npos) << bad.err;
+}
+
 TEST(PlannerCli, ConfigureAndPartitionPrintJson) {
   const CommandRun configure = perseus({"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "1024",
                                  "--global-batch", "1536", "--top", "3", "--json"});

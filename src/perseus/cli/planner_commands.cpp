@@ -398,7 +398,19 @@ void run_partition(const PartitionArgs& a) {
 
 // -------------------------------------------------------------------------------- configure
 
+// --model, or a GPT given by its shape (resolve_model): configure's and plan's.
+void add_model_options(CLI::App* cmd, std::string& model, ModelShape& shape) {
+  cmd->add_option("--model", model, "Model (perseus models); or give --layers, --hidden and --heads for a GPT of that shape");
+  cmd->add_option("--layers", shape.layers, "Transformer layers (a catalogue model's, or a GPT's with --hidden --heads)")
+      ->check(kPositive);
+  cmd->add_option("--hidden", shape.hidden, "Hidden size of a GPT given by its shape (no --model)")->check(kPositive);
+  cmd->add_option("--heads", shape.heads, "Attention heads of a GPT given by its shape (no --model)")->check(kPositive);
+  cmd->add_option("--seq-len", shape.seq_len, "Sequence length (a GPT given by its shape: 2048)")->check(kPositive);
+  cmd->add_option("--vocab", shape.vocab, "Vocabulary (a GPT given by its shape: 51200, Megatron-LM's)")->check(kPositive);
+}
+
 struct ConfigureArgs {
+  ModelShape shape;
   std::string model, gpu, schedule = "1f1b";
   int gpus = 0, global_batch = 0, top = 10, tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;
   double memory_headroom = -1.0;
@@ -407,7 +419,7 @@ struct ConfigureArgs {
 
 
 void run_configure(const ConfigureArgs& a) {
-  const ModelSpec& model = find_model(a.model);
+  const ModelSpec model = resolve_model(a.model, a.shape);
   const GpuSpec& gpu = find_gpu(a.gpu);
   ClusterSpec cluster{&gpu, a.gpus, 0, 0.0};
   SweepOptions options;
@@ -706,7 +718,7 @@ void add_planner_commands(CLI::App& app) {
   static ConfigureArgs conf;
   CLI::App* cf = app.add_subcommand("configure", "Sweep tensor/pipeline/data parallelism, microbatch size and "
                                                  "recomputation: what fits and how fast (PTD-P)");
-  cf->add_option("--model", conf.model, "Model (perseus models)")->required();
+  add_model_options(cf, conf.model, conf.shape);
   cf->add_option("--gpu", conf.gpu, "GPU (perseus gpus)")->required();
   cf->add_option("--gpus", conf.gpus, "Number of GPUs")->required()->check(kPositive);
   cf->add_option("--global-batch", conf.global_batch, "Sequences per iteration (default: the model's published batch)")
@@ -742,7 +754,7 @@ void add_planner_commands(CLI::App& app) {
   static PlanArgs plan;
   CLI::App* pl = app.add_subcommand("plan", "From a model and a cluster to a configuration, a partition, a synthetic "
                                             "profile, the frontier and the energy Perseus saves");
-  pl->add_option("--model", plan.request.model, "Model (perseus models)")->required();
+  add_model_options(pl, plan.request.model, plan.request.shape);
   pl->add_option("--gpu", plan.request.gpu, "GPU (perseus gpus)")->required();
   pl->add_option("--gpus", plan.request.num_gpus, "Number of GPUs")->required()->check(kPositive);
   pl->add_option("--global-batch", plan.request.global_batch, "Sequences per iteration (default: the model's)")

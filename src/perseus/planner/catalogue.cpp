@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fmt/format.h>
+
 #include "perseus/model/errors.hpp"
 
 namespace perseus::planner {
@@ -403,6 +405,37 @@ const std::vector<GpuSpec>& gpu_catalogue() {
 
 const ModelSpec& find_model(std::string_view name) { return find_named(model_catalogue(), name, "model"); }
 const GpuSpec& find_gpu(std::string_view name) { return find_named(gpu_catalogue(), name, "GPU"); }
+
+ModelSpec resolve_model(std::string_view name, const ModelShape& shape) {
+  for (const auto& [value, flag] : {std::pair{shape.layers, "--layers"}, std::pair{shape.hidden, "--hidden"},
+                                    std::pair{shape.heads, "--heads"}, std::pair{shape.seq_len, "--seq-len"},
+                                    std::pair{shape.vocab, "--vocab"}})
+    if (value < 0) throw InputError(fmt::format("{} {}: must be positive", flag, value));
+  if (name.empty()) {
+    if (shape.layers == 0 || shape.hidden == 0 || shape.heads == 0)
+      throw InputError("a model: give --model (perseus models), or --layers, --hidden and --heads for a GPT of that shape");
+    if (shape.hidden % shape.heads != 0)
+      throw InputError(fmt::format("--heads {} does not divide --hidden {}", shape.heads, shape.hidden));
+    ModelSpec m = gpt3(fmt::format("gpt-l{}-h{}-a{}", shape.layers, shape.hidden, shape.heads), shape.layers, shape.hidden,
+                       shape.heads, 512, 0.0);
+    m.description = fmt::format("GPT of {} layers, hidden size {}, {} heads (given by its shape)", shape.layers, shape.hidden, shape.heads);
+    m.source = "the command line (Megatron-LM's GPT: 4h FFN, learned positions, tied embeddings)";
+    m.transformer.vocab = shape.vocab > 0 ? shape.vocab : 51200;
+    m.transformer.seq_len = shape.seq_len > 0 ? shape.seq_len : 2048;
+    return m;
+  }
+  ModelSpec m = find_model(name);
+  if (shape.empty()) return m;
+  if (!m.is_transformer()) throw InputError(fmt::format("{} is not a Transformer: --layers, --seq-len and --vocab do not apply", m.name));
+  if (shape.hidden != 0 || shape.heads != 0)
+    throw InputError(fmt::format("--hidden and --heads make another model: give them without --model {} (with --layers)", m.name));
+  if (shape.layers > 0) m.transformer.layers = shape.layers;
+  if (shape.seq_len > 0) m.transformer.seq_len = shape.seq_len;
+  if (shape.vocab > 0) m.transformer.vocab = shape.vocab;
+  m.published_parameters = 0.0;  // another size than published
+  m.name += fmt::format("-l{}-s{}-v{}", m.transformer.layers, m.transformer.seq_len, m.transformer.vocab);
+  return m;
+}
 
 std::vector<int> supported_frequencies(const GpuSpec& gpu, int lowest_mhz) {
   const int lowest = std::clamp(lowest_mhz, gpu.min_mhz, gpu.max_mhz);

@@ -106,6 +106,20 @@ const std::vector<GpuSpec>& gpu_catalogue();
 
 // Case-insensitive lookups; InputError listing the known names otherwise.
 const ModelSpec& find_model(std::string_view name);
+
+// A model given by its shape on the command line (--layers --hidden --heads --seq-len
+// --vocab), as the PTD-P paper's weak-scaling models are: 0 leaves a value as it is.
+struct ModelShape {
+  int layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;
+  bool empty() const { return layers == 0 && hidden == 0 && heads == 0 && seq_len == 0 && vocab == 0; }
+};
+// The catalogue's `name` (empty: none) with `shape` applied. Without a name, a GPT of that
+// shape (Megatron-LM's: 4h FFN, learned positions, tied embeddings; sequence 2048 and a vocabulary
+// of 51,200 unless given), named for its shape; it needs layers, hidden and heads. A catalogue
+// model takes --layers, --seq-len and --vocab (a wider one is another model: no name).
+// InputError naming the flag for a value that does not make a model (heads not dividing the
+// hidden size, a value below 1, a shape on a model that is not a Transformer).
+ModelSpec resolve_model(std::string_view name, const ModelShape& shape);
 const GpuSpec& find_gpu(std::string_view name);
 
 // Frequencies a GPU supports, highest first, from `max_mhz` down to `lowest_mhz`

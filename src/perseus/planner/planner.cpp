@@ -167,9 +167,9 @@ Partition partition_layers(const EnergyModel& model, std::span<const LayerCost> 
 
 PlanReport plan_training(const PlanRequest& request) {
   PlanReport out;
-  const ModelSpec& model = find_model(request.model);
+  out.model = std::make_shared<const ModelSpec>(resolve_model(request.model, request.shape));
+  const ModelSpec& model = *out.model;
   const GpuSpec& gpu = find_gpu(request.gpu);
-  out.model = &model;
   out.gpu = &gpu;
   if (request.num_gpus < 1) throw InputError("plan: --gpus must be at least 1");
   if (request.global_batch < 0) throw InputError("plan: --global-batch must be positive");  // 0: the model's

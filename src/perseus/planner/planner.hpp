@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,7 +45,8 @@ EnergyProblem make_async_window_problem(const Profile& profile, int stages, int 
                                         const OptionsConfig& config, std::vector<Warning>* warnings);
 
 struct PlanRequest {
-  std::string model;
+  std::string model;               // the catalogue's; empty with a shape of a GPT (resolve_model)
+  ModelShape shape;                // --layers --hidden --heads --seq-len --vocab
   std::string gpu;
   int num_gpus = 0;
   int global_batch = 0;            // 0: the model's published batch
@@ -71,7 +73,7 @@ struct StragglerSaving {
 };
 
 struct PlanReport {
-  const ModelSpec* model = nullptr;
+  std::shared_ptr<const ModelSpec> model;  // as resolved (a shape given makes a model of its own)
   const GpuSpec* gpu = nullptr;
   ClusterSpec cluster;
   int global_batch = 0;
