@@ -46,6 +46,27 @@ class SlurmCluster : public ::testing::Test {
     ASSERT_TRUE(started_) << "the local Slurm cluster did not start (Debian's slurmctld and slurmd); its logs: " << dir_ << "/log";
   }
   void TearDown() override { passed_ = !HasFailure(); }
+  // One job type, "small", at 1 step/s on the K80 and P100 and 2 on the V100, as told and as the
+  // speeds file makes the test jobs run; its jobs keep their directories under `job_root`.
+  static ThroughputMatrix small_jobs() {
+    ThroughputMatrix m;
+    m.gpu_types = {"k80", "p100", "v100"};
+    m.job_types = {{"small", 1}};
+    m.steps_per_s = {{1.0, 1.0, 2.0}};
+    std::ofstream speeds(dir_ + "/speeds");
+    speeds << "n1 small 2.0\nn2 small 2.0\nn3 small 1.0\nn4 small 1.0\n";
+    return m;
+  }
+  static SlurmOptions slurm_options(const std::string& job_root) {
+    SlurmOptions slurm;
+    slurm.config = dir_ + "/slurm.conf";
+    slurm.job_root = dir_ + "/" + job_root;
+    return slurm;
+  }
+  static std::string small_job_command() {
+    return fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds small 1.0", dir_,
+                       kScripts, dir_);
+  }
   static std::string dir_;
   static bool started_, passed_;
 };
@@ -174,20 +195,10 @@ TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
   // from its state submits them again; the old Slurm jobs are cancelled first (they checkpoint on
   // SIGTERM) and the new ones resume from those checkpoints: never two copies of a job at once.
   // (Run after the test above, n1 is down; alone, it is up.)
-  ThroughputMatrix m;
-  m.gpu_types = {"k80", "p100", "v100"};
-  m.job_types = {{"small", 1}};
-  m.steps_per_s = {{1.0, 1.0, 2.0}};
-  {
-    std::ofstream speeds(dir_ + "/speeds");
-    speeds << "n1 small 2.0\nn2 small 2.0\nn3 small 1.0\nn4 small 1.0\n";
-  }
-  SlurmOptions slurm;
-  slurm.config = dir_ + "/slurm.conf";
-  slurm.job_root = dir_ + "/restored-jobs";
+  const ThroughputMatrix m = small_jobs();
+  const SlurmOptions slurm = slurm_options("restored-jobs");
   const SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 3.0};
-  const std::string command =
-      fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds small 1.0", dir_, kScripts, dir_);
+  const std::string command = small_job_command();
   std::vector<ScheduledJob> saved;
   std::vector<std::vector<int>> counts;
   double clock_s = 0.0;
@@ -232,21 +243,10 @@ TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
 }
 
 TEST_F(SlurmCluster, ACancelledJobEndsInSlurmWithoutARequeueAndTheOthersFinish) {
-  ThroughputMatrix m;
-  m.gpu_types = {"k80", "p100", "v100"};
-  m.job_types = {{"small", 1}};
-  m.steps_per_s = {{1.0, 1.0, 2.0}};
-  {
-    std::ofstream speeds(dir_ + "/speeds");
-    speeds << "n1 small 2.0\nn2 small 2.0\nn3 small 1.0\nn4 small 1.0\n";
-  }
-  SlurmOptions slurm;
-  slurm.config = dir_ + "/slurm.conf";
-  slurm.job_root = dir_ + "/cancelled-jobs";
-  SlurmBackend backend(m.gpu_types, slurm);
+  const ThroughputMatrix m = small_jobs();
+  SlurmBackend backend(m.gpu_types, slurm_options("cancelled-jobs"));
   ClusterScheduler scheduler(m, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 3.0});
-  const std::string command =
-      fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds small 1.0", dir_, kScripts, dir_);
+  const std::string command = small_job_command();
   scheduler.submit({0, 1e6, 1.0, Job::kNoSlo, 0, command});  // would run for days
   for (int i = 0; i < 2; ++i) scheduler.submit({0, 12.0, 1.0, Job::kNoSlo, 0, command});
   // Until its program runs (it logs its start).
