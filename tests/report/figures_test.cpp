@@ -90,7 +90,10 @@ TEST(StragglerSavingsPlot, OneLinePerMethodAndTheStarAtTStarOverT) {
   EXPECT_NE(text.find(fmt::format("T*/T = {:.3f}", c.t_star_s / c.all_max_time_s)), std::string::npos);
 }
 
-TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
+// Two workloads at 12, 24 and 48 microbatches (1,536 in all, pipelines of 64 GPUs), each row
+// then filled by `fill`.
+template <typename Fill>
+std::vector<LargeScaleRow> large_scale_rows(Fill fill) {
   std::vector<LargeScaleRow> rows;
   for (const char* workload : {"a", "b"}) {
     for (int m : {12, 24, 48}) {
@@ -99,11 +102,18 @@ TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
       r.microbatches = m;
       r.pipelines = 1536 / m;
       r.gpus = r.pipelines * 64;
-      r.savings_fraction = 0.1 + 0.01 * m / 12;
-      r.t_star_savings_fraction = 0.2;
+      fill(r);
       rows.push_back(r);
     }
   }
+  return rows;
+}
+
+TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
+  const std::vector<LargeScaleRow> rows = large_scale_rows([](LargeScaleRow& r) {
+    r.savings_fraction = 0.1 + 0.01 * r.microbatches / 12;
+    r.t_star_savings_fraction = 0.2;
+  });
   const auto svg = parse_xml(large_scale_svg(rows));
   EXPECT_EQ(count_class(svg, "polyline", "iso-time"), 2);
   EXPECT_EQ(count_class(svg, "polyline", "t-star"), 2);
@@ -114,20 +124,11 @@ TEST(LargeScalePlot, OneLinePerWorkloadAtIsoTimeAndAtTStar) {
 // Energy per iteration: a line per workload for AllMax, Perseus at iso-time and at T*, each at
 // its energy on one linear axis (less energy lower on the page, the same MJ the same height).
 TEST(LargeScalePlot, EnergyDrawsAllMaxIsoTimeAndTStarToScale) {
-  std::vector<LargeScaleRow> rows;
-  for (const char* workload : {"a", "b"}) {
-    for (int m : {12, 24, 48}) {
-      LargeScaleRow r;
-      r.workload = workload;
-      r.microbatches = m;
-      r.pipelines = 1536 / m;
-      r.gpus = r.pipelines * 64;
-      r.all_max_energy_j = 100e6 + 1e6 * m;
-      r.perseus_energy_j = 0.9 * r.all_max_energy_j;
-      r.t_star_energy_j = 0.8 * r.all_max_energy_j;
-      rows.push_back(r);
-    }
-  }
+  const std::vector<LargeScaleRow> rows = large_scale_rows([](LargeScaleRow& r) {
+    r.all_max_energy_j = 100e6 + 1e6 * r.microbatches;
+    r.perseus_energy_j = 0.9 * r.all_max_energy_j;
+    r.t_star_energy_j = 0.8 * r.all_max_energy_j;
+  });
   const auto svg = parse_xml(large_scale_energy_svg(rows));
   for (const char* series : {"all-max", "iso-time", "t-star"}) EXPECT_EQ(count_class(svg, "polyline", series), 2) << series;
   // The y of a series' first point (m = 12) of workload "a", from its polyline.

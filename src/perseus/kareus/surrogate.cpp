@@ -16,17 +16,15 @@ namespace {
 // API's functions this file calls, with the header's types.
 struct XgBoost {
   SharedLibrary library{"libxgboost.so.0", "libxgboost0"};
-#define PERSEUS_XGB_FUNCTION(name) decltype(&::name) name = library.symbol<decltype(&::name)>(#name)
-  PERSEUS_XGB_FUNCTION(XGBGetLastError);
-  PERSEUS_XGB_FUNCTION(XGDMatrixCreateFromMat);
-  PERSEUS_XGB_FUNCTION(XGDMatrixSetFloatInfo);
-  PERSEUS_XGB_FUNCTION(XGDMatrixFree);
-  PERSEUS_XGB_FUNCTION(XGBoosterCreate);
-  PERSEUS_XGB_FUNCTION(XGBoosterSetParam);
-  PERSEUS_XGB_FUNCTION(XGBoosterUpdateOneIter);
-  PERSEUS_XGB_FUNCTION(XGBoosterPredict);
-  PERSEUS_XGB_FUNCTION(XGBoosterFree);
-#undef PERSEUS_XGB_FUNCTION
+  PERSEUS_LIBRARY_FUNCTION(XGBGetLastError);
+  PERSEUS_LIBRARY_FUNCTION(XGDMatrixCreateFromMat);
+  PERSEUS_LIBRARY_FUNCTION(XGDMatrixSetFloatInfo);
+  PERSEUS_LIBRARY_FUNCTION(XGDMatrixFree);
+  PERSEUS_LIBRARY_FUNCTION(XGBoosterCreate);
+  PERSEUS_LIBRARY_FUNCTION(XGBoosterSetParam);
+  PERSEUS_LIBRARY_FUNCTION(XGBoosterUpdateOneIter);
+  PERSEUS_LIBRARY_FUNCTION(XGBoosterPredict);
+  PERSEUS_LIBRARY_FUNCTION(XGBoosterFree);
 };
 
 // Loaded once (thread-safe); a failed load throws here and is tried again by the next call.

@@ -34,3 +34,7 @@ class SharedLibrary {
 };
 
 }  // namespace perseus
+
+// A member of a struct holding a SharedLibrary named `library`: the function `name`, typed by its
+// declaration in the library's header, e.g. PERSEUS_LIBRARY_FUNCTION(cairo_create);
+#define PERSEUS_LIBRARY_FUNCTION(name) decltype(&::name) name = library.symbol<decltype(&::name)>(#name)

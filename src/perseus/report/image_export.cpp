@@ -19,22 +19,20 @@ namespace {
 // (model/shared_library.hpp says why): the functions this file calls, with their headers' types.
 struct Rsvg {
   SharedLibrary library{"librsvg-2.so.2", "librsvg2-2"};
-#define PERSEUS_RSVG_FUNCTION(name) decltype(&::name) name = library.symbol<decltype(&::name)>(#name)
-  PERSEUS_RSVG_FUNCTION(rsvg_handle_new_from_data);
-  PERSEUS_RSVG_FUNCTION(rsvg_handle_get_intrinsic_size_in_pixels);
-  PERSEUS_RSVG_FUNCTION(rsvg_handle_render_document);
-  PERSEUS_RSVG_FUNCTION(g_object_unref);
-  PERSEUS_RSVG_FUNCTION(g_error_free);
-  PERSEUS_RSVG_FUNCTION(cairo_create);
-  PERSEUS_RSVG_FUNCTION(cairo_scale);
-  PERSEUS_RSVG_FUNCTION(cairo_destroy);
-  PERSEUS_RSVG_FUNCTION(cairo_image_surface_create);
-  PERSEUS_RSVG_FUNCTION(cairo_pdf_surface_create_for_stream);
-  PERSEUS_RSVG_FUNCTION(cairo_surface_write_to_png_stream);
-  PERSEUS_RSVG_FUNCTION(cairo_surface_finish);
-  PERSEUS_RSVG_FUNCTION(cairo_surface_status);
-  PERSEUS_RSVG_FUNCTION(cairo_surface_destroy);
-#undef PERSEUS_RSVG_FUNCTION
+  PERSEUS_LIBRARY_FUNCTION(rsvg_handle_new_from_data);
+  PERSEUS_LIBRARY_FUNCTION(rsvg_handle_get_intrinsic_size_in_pixels);
+  PERSEUS_LIBRARY_FUNCTION(rsvg_handle_render_document);
+  PERSEUS_LIBRARY_FUNCTION(g_object_unref);
+  PERSEUS_LIBRARY_FUNCTION(g_error_free);
+  PERSEUS_LIBRARY_FUNCTION(cairo_create);
+  PERSEUS_LIBRARY_FUNCTION(cairo_scale);
+  PERSEUS_LIBRARY_FUNCTION(cairo_destroy);
+  PERSEUS_LIBRARY_FUNCTION(cairo_image_surface_create);
+  PERSEUS_LIBRARY_FUNCTION(cairo_pdf_surface_create_for_stream);
+  PERSEUS_LIBRARY_FUNCTION(cairo_surface_write_to_png_stream);
+  PERSEUS_LIBRARY_FUNCTION(cairo_surface_finish);
+  PERSEUS_LIBRARY_FUNCTION(cairo_surface_status);
+  PERSEUS_LIBRARY_FUNCTION(cairo_surface_destroy);
 };
 
 // Loaded once (thread-safe); a failed load throws here and is tried again by the next export.
