@@ -29,18 +29,21 @@ int right_of(Dag::NodeId n) { return 3 + 2 * n; }
 
 class Crawler {
  public:
-  explicit Crawler(const EnergyProblem& problem) : problem_(problem), dag_(problem.dag) {
+  Crawler(const EnergyProblem& problem, const CrawlOptions& options) : problem_(problem), dag_(problem.dag) {
     const std::size_t n = dag_.num_nodes();
+    tables_.reserve(problem.operations.size());
+    for (const OperationOptions& op : problem.operations) {
+      tables_.push_back(options.cost == CrawlCost::kFitted ? fitted_table(op)
+                                                           : hull_table(op, problem.p_blocking, options.hull_unit_s));
+    }
     duration_.resize(n);
     min_q_.resize(n);
     max_q_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const OperationOptions& op = problem.options_of(static_cast<Dag::NodeId>(i));
-      min_q_[i] = op.min_q();
-      max_q_[i] = op.max_q();
+      const CostTable& table = table_of(static_cast<Dag::NodeId>(i));
+      min_q_[i] = table.min_q;
+      max_q_[i] = table.min_q + static_cast<std::int64_t>(table.cost.size()) - 1;
     }
-    tables_.reserve(problem.operations.size());
-    for (const OperationOptions& op : problem.operations) tables_.push_back(make_table(op));
     // The critical-path passes run over arrays in topological order (positions), so that
     // they read and write memory in order; pred_/succ_ hold positions too.
     const auto& order = dag_.topological_order();
@@ -64,6 +67,8 @@ class Crawler {
 
   CrawlResult run(const CrawlOptions& options) {
     algorithm_ = options.max_flow;
+    on_flow_ = options.on_flow ? &options.on_flow : nullptr;
+    if (on_flow_ && algorithm_ != MaxFlowAlgorithm::kDinic) throw SolveError("the crawl's flows need its own max flow");
     CrawlResult result;
     set_durations(min_q_);
     result.t_min_q = compute_times();
@@ -115,11 +120,53 @@ class Crawler {
     std::vector<double> lower, upper;  // flow bounds at d; upper is +inf when unbounded
   };
 
-  static CostTable make_table(const OperationOptions& op) {
+  static CostTable fitted_table(const OperationOptions& op) {
+    return make_table(op.min_q(), op.max_q(), [&](std::int64_t d) { return op.fitted_cost(d); });
+  }
+
+  // The lower convex hull of every option's (time, effective energy), times rounded to
+  // multiples of `unit_s`, per unit of time (so that the flow bounds are prices in J/s, the
+  // relaxation's duals, whatever the unit), interpolated at every whole unit.
+  static CostTable hull_table(const OperationOptions& op, double p_blocking, double unit_s) {
+    std::vector<std::pair<std::int64_t, double>> points;  // (units, effective J)
+    for (const Option& option : op.options) {
+      const Measurement& m = option.measurement;
+      points.emplace_back(std::max<std::int64_t>(1, std::llround(m.time_s / unit_s)), m.energy_j - p_blocking * m.time_s);
+    }
+    std::sort(points.begin(), points.end());
+    std::vector<std::pair<std::int64_t, double>> hull;
+    for (const auto& p : points) {
+      if (!hull.empty() && hull.back().first == p.first) continue;  // the cheaper came first
+      if (!hull.empty() && p.second >= hull.back().second) continue;  // slower and dearer: never
+      while (hull.size() >= 2) {
+        const auto& a = hull[hull.size() - 2];
+        const auto& b = hull.back();
+        const double cross = static_cast<double>(b.first - a.first) * (p.second - a.second) -
+                             (b.second - a.second) * static_cast<double>(p.first - a.first);
+        if (cross > 0) break;
+        hull.pop_back();
+      }
+      hull.push_back(p);
+    }
+    std::size_t piece = 0;
+    return make_table(hull.front().first, hull.back().first, [&](std::int64_t d) {
+      while (piece + 1 < hull.size() && hull[piece + 1].first < d) ++piece;
+      if (piece + 1 == hull.size() || d <= hull[piece].first) return hull[piece].second / unit_s;
+      const auto& [q0, e0] = hull[piece];
+      const auto& [q1, e1] = hull[piece + 1];
+      return (e0 + (e1 - e0) * static_cast<double>(d - q0) / static_cast<double>(q1 - q0)) / unit_s;
+    });
+  }
+
+  // Cost and flow bounds at every duration in [min_q, max_q]; `cost_at` is called once for
+  // each, in increasing order.
+  template <typename Cost>
+  static CostTable make_table(std::int64_t min_q, std::int64_t max_q, Cost&& cost_at) {
     CostTable table;
-    table.min_q = op.min_q();
-    const std::int64_t max_q = op.max_q();
-    const auto c = [&](std::int64_t d) { return op.fitted_cost(d); };
+    table.min_q = min_q;
+    std::vector<double> values;
+    for (std::int64_t d = min_q; d <= max_q; ++d) values.push_back(cost_at(d));
+    const auto c = [&](std::int64_t d) { return values[static_cast<std::size_t>(d - min_q)]; };
     const double infinity = std::numeric_limits<double>::infinity();
     for (std::int64_t d = table.min_q; d <= max_q; ++d) {
       table.cost.push_back(c(d));
@@ -306,6 +353,7 @@ class Crawler {
     std::vector<int> preflow_nodes;
     if (algorithm_ == MaxFlowAlgorithm::kDinic) {
       network_.run(kSource, kSink, kFlowEpsilon);
+      if (on_flow_) report_flow();
     } else {
       preflow_side = preflow_source_side();
       for (int x = 0; x < network_.num_nodes(); ++x) {
@@ -376,6 +424,21 @@ class Crawler {
     return true;
   }
 
+  // CrawlOptions::on_flow: the flows of the dependency, start and end arcs. Arcs off the
+  // critical DAG have capacity 0 and carry none.
+  void report_flow() {
+    const std::size_t n = dag_.num_nodes();
+    flow_dependencies_.resize(dummy_arc_.size());
+    flow_starts_.assign(n, 0.0);
+    flow_ends_.assign(n, 0.0);
+    for (std::size_t e = 0; e < dummy_arc_.size(); ++e) flow_dependencies_[e] = network_.flow(dummy_arc_[e]);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (source_arc_[i] >= 0) flow_starts_[i] = network_.flow(source_arc_[i]);
+      if (sink_arc_[i] >= 0) flow_ends_[i] = network_.flow(sink_arc_[i]);
+    }
+    (*on_flow_)(CrawlFlow{iteration_length_, flow_dependencies_, flow_starts_, flow_ends_});
+  }
+
   // The same cut with LEMON's Preflow on the positive-capacity arcs, rebuilt every step.
   std::vector<char> preflow_source_side() const {
     using Graph = lemon::SmartDigraph;
@@ -439,6 +502,8 @@ class Crawler {
   std::vector<Dag::NodeId> stale_arcs_;   // nodes whose arcs set_capacities() must set
   std::int64_t iteration_length_ = 0;
   MaxFlowAlgorithm algorithm_ = MaxFlowAlgorithm::kDinic;
+  const std::function<void(const CrawlFlow&)>* on_flow_ = nullptr;
+  std::vector<double> flow_dependencies_, flow_starts_, flow_ends_;  // report_flow()'s
   FlowNetwork network_;
   // Network arcs per DAG node: the operation, its lower-bound terms, and its dependencies.
   std::vector<int> op_arc_, lower_out_arc_, lower_in_arc_, source_arc_, sink_arc_;
@@ -466,7 +531,10 @@ double CrawlResult::reference_energy(const CrawlStep& step, const EnergyProblem&
 }
 
 CrawlResult crawl_frontier(const EnergyProblem& problem, const CrawlOptions& options) {
-  Crawler crawler(problem);
+  if (options.cost == CrawlCost::kMeasuredHull && !(options.hull_unit_s > 0.0)) {
+    throw SolveError("crawl on the measured hull needs a positive time unit");
+  }
+  Crawler crawler(problem, options);
   return crawler.run(options);
 }
 

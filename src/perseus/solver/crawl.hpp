@@ -60,8 +60,32 @@ enum class MaxFlowAlgorithm {
   kLemonPreflow,  // LEMON's push-relabel, kept for comparison
 };
 
+// What the crawl's durations cost.
+enum class CrawlCost {
+  // The reference's: each operation's fitted exponential over its reference options, in
+  // units of the problem's unit_time. The frontier's crawl.
+  kFitted,
+  // The LP relaxation's (relaxation.hpp): the lower convex hull of every option's measured
+  // (time, effective energy), in units of CrawlOptions::hull_unit_s. Its minimum cuts' flows
+  // are (near-)optimal duals of the relaxation, one supporting line per step (bound_crawl.hpp).
+  kMeasuredHull,
+};
+
+// The flow of a step's minimum cut, in cost per time unit: on every DAG edge (in the order
+// of each node's successors, node by node), from the iteration's start into every first
+// operation and from every last operation to the end (0 for the others). Only the critical
+// DAG carries any.
+struct CrawlFlow {
+  std::int64_t time_q = 0;  // the iteration time the cut shortens
+  std::span<const double> dependencies, starts, ends;
+};
+
 struct CrawlOptions {
   MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kDinic;
+  CrawlCost cost = CrawlCost::kFitted;
+  double hull_unit_s = 0.0;  // kMeasuredHull's time unit (> 0)
+  // Called after every step's maximum flow, before its changes apply.
+  std::function<void(const CrawlFlow&)> on_flow;
   // Called every `progress_every` steps with (steps so far, current time_q, t_min_q).
   std::function<void(std::size_t, std::int64_t, std::int64_t)> progress;
   std::size_t progress_every = 1000;

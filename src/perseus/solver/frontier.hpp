@@ -109,6 +109,12 @@ struct FrontierOptions {
   // Large DAGs: LP solves at evenly spread deadlines while the crawl runs (as many as half
   // of its length pays for, at most this many), each a supporting line and a rounded plan.
   int certify_grid_max = 16;
+  // Beside the crawl, the LP relaxation crawled on the measured hull (bound_crawl.hpp), a
+  // supporting line per step for every point's final bound (the plans do not depend on it):
+  // in this many node-steps (its steps times the DAG's nodes, from 64 to 2,048 steps; a step
+  // costs about what one of the frontier's crawl does). 0: none, the LP solves' lines alone
+  // (docs/solver.md, "Certified frontier").
+  double bound_crawl_node_steps = 4e5;
   double certify_work_share = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;

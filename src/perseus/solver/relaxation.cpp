@@ -185,14 +185,90 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   return solution;
 }
 
+struct LagrangianBound::Hulls {
+  std::vector<std::vector<HullPoint>> of;  // per problem operation
+};
+
+LagrangianBound::LagrangianBound(const EnergyProblem& problem) : problem_(problem), hulls_(std::make_unique<Hulls>()) {
+  for (const OperationOptions& operation : problem.operations) hulls_->of.push_back(hull_of(operation, problem.p_blocking));
+}
+
+LagrangianBound::~LagrangianBound() = default;
+
+// Start times s_i >= 0 and durations d_i of any plan meeting the deadline D satisfy
+// s_i + d_i <= s_j (dependency i -> j, price y_ij), s_i + d_i <= D (price z_i) and s_i >= 0
+// (price a_i). Priced in, the effective energy is at least
+//   sum_i [c_i(d_i) + out_i * d_i + (out_i - in_i) * s_i] - D * sum_i z_i,
+// out_i = z_i + sum_j y_ij and in_i = a_i + sum_h y_hi. Each term is least at s_i = 0 when
+// out_i >= in_i, else at s_i = D - d_i, where it is c_i(d_i) + in_i * d_i + (out_i - in_i) * D:
+// so the bound is sum_i h_i(max(in_i, out_i)) - D * (sum_i z_i + sum_i max(0, in_i - out_i)),
+// h_i the hull's dual term. With a circulation in = out and this is Fulkerson's dual.
+SupportingLine LagrangianBound::line(std::span<const double> dependency_prices, std::span<const double> start_prices,
+                                     std::span<const double> end_prices) const {
+  const Dag& dag = problem_.dag;
+  const std::size_t n = dag.num_nodes();
+  into_.assign(n, 0.0);
+  out_of_.assign(n, 0.0);
+  double slope = 0.0;
+  std::size_t edge = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    into_[i] += std::max(0.0, start_prices[i]);
+    const double end = std::max(0.0, end_prices[i]);
+    out_of_[i] += end;
+    slope -= end;
+    for (const Dag::NodeId j : dag.successors(static_cast<Dag::NodeId>(i))) {
+      const double y = std::max(0.0, dependency_prices[edge++]);
+      out_of_[i] += y;
+      into_[j] += y;
+    }
+  }
+  double intercept = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    intercept += dual_term(hulls_->of[problem_.node_operation[i]], std::max(into_[i], out_of_[i]));
+    slope -= std::max(0.0, into_[i] - out_of_[i]);
+  }
+  return {0.0, intercept, slope};
+}
+
 void SupportingLines::add(double deadline_s, const RelaxedSolution& solution) {
   lines_.push_back({deadline_s, solution.effective_j, solution.slope_j_per_s});
 }
 
 std::optional<double> SupportingLines::energy_at(double time_s) const {
   if (lines_.empty()) return std::nullopt;
+  if (enveloped_ != lines_.size()) {
+    // Upper envelope of lines by slope (the convex hull trick): a line is dropped when the
+    // one after it takes over no later than it took over from the one before.
+    std::vector<std::pair<double, double>> sorted;
+    sorted.reserve(lines_.size());
+    for (const SupportingLine& line : lines_) {
+      sorted.emplace_back(line.slope_j_per_s, line.effective_j - line.slope_j_per_s * line.at_s);
+    }
+    std::sort(sorted.begin(), sorted.end());
+    const auto crossing = [](const std::pair<double, double>& a, const std::pair<double, double>& b) {
+      return (a.second - b.second) / (b.first - a.first);  // where b (steeper) overtakes a
+    };
+    envelope_.clear();
+    for (const auto& line : sorted) {
+      if (!envelope_.empty() && envelope_.back().first == line.first) envelope_.pop_back();  // same slope: higher wins (sorted)
+      while (envelope_.size() >= 2 &&
+             crossing(envelope_[envelope_.size() - 2], line) <= crossing(envelope_[envelope_.size() - 2], envelope_.back())) {
+        envelope_.pop_back();
+      }
+      envelope_.push_back(line);
+    }
+    takes_over_at_.clear();
+    for (std::size_t i = 1; i < envelope_.size(); ++i) takes_over_at_.push_back(crossing(envelope_[i - 1], envelope_[i]));
+    enveloped_ = lines_.size();
+  }
+  // The line in charge at time_s: the last whose takeover lies at or before it.
+  const auto i = static_cast<std::size_t>(std::upper_bound(takes_over_at_.begin(), takes_over_at_.end(), time_s) -
+                                          takes_over_at_.begin());
+  // Neighbours too: the takeover points are rounded, the maximum is not.
   double best = -std::numeric_limits<double>::infinity();
-  for (const Line& line : lines_) best = std::max(best, line.effective_j + line.slope_j_per_s * (time_s - line.at_s));
+  for (std::size_t j = i > 0 ? i - 1 : 0; j <= std::min(i + 1, envelope_.size() - 1); ++j) {
+    best = std::max(best, envelope_[j].second + envelope_[j].first * time_s);
+  }
   return best + blocking_w_ * time_s;
 }
 

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "perseus/solver/problem.hpp"
@@ -47,22 +48,56 @@ struct RelaxedSolution {
 // lines, plus p_blocking * S * t. Each line is tangent to the LP optimum's curve where it was
 // solved, so the bound equals the LP optimum there and lies below it elsewhere, never above
 // the least energy of any plan (docs/solver.md, "Certified frontier").
-// add: O(1); energy_at: O(lines).
+// add: O(1); energy_at: O(log lines), after O(lines log lines) to rebuild the envelope when
+// lines were added since the last call.
+// effective(t) >= effective_j + slope_j_per_s * (t - at_s) for the LP optimum at every
+// deadline t (effective energy: blocking excluded).
+struct SupportingLine {
+  double at_s = 0.0;
+  double effective_j = 0.0;
+  double slope_j_per_s = 0.0;
+  double effective_at(double t) const { return effective_j + slope_j_per_s * (t - at_s); }
+};
+
 class SupportingLines {
  public:
   explicit SupportingLines(double blocking_w) : blocking_w_(blocking_w) {}  // p_blocking * S
   void add(double deadline_s, const RelaxedSolution& solution);
+  void add(const SupportingLine& line) { lines_.push_back(line); }
   bool empty() const { return lines_.empty(); }
   std::size_t size() const { return lines_.size(); }
   // nullopt when no line is known.
   std::optional<double> energy_at(double time_s) const;
 
  private:
-  struct Line {
-    double at_s, effective_j, slope_j_per_s;
-  };
   double blocking_w_;
-  std::vector<Line> lines_;
+  std::vector<SupportingLine> lines_;
+  // The upper envelope of lines_ as (slope, intercept at t = 0), slopes increasing, and where
+  // each next line takes over; rebuilt when lines_ has grown.
+  mutable std::vector<std::pair<double, double>> envelope_;
+  mutable std::vector<double> takes_over_at_;
+  mutable std::size_t enveloped_ = 0;
+};
+
+// The Lagrangian bound of the relaxation from any prices (J/s; negative ones count as 0) on
+// its constraints: a supporting line valid at every deadline, whether or not the prices form
+// a circulation (docs/solver.md, "Certified frontier"). Prices: per DAG edge (u -> v: v
+// starts after u ends; edges in the order of each node's successors, node by node), per node
+// on its start (at or after the iteration's) and on its end (at or before the deadline). The
+// line touches the LP optimum's curve where the prices are the optimal duals.
+// line(): O(nodes + edges + the hulls' points).
+class LagrangianBound {
+ public:
+  explicit LagrangianBound(const EnergyProblem& problem);
+  ~LagrangianBound();
+  SupportingLine line(std::span<const double> dependency_prices, std::span<const double> start_prices,
+                      std::span<const double> end_prices) const;
+
+ private:
+  const EnergyProblem& problem_;
+  struct Hulls;
+  std::unique_ptr<Hulls> hulls_;
+  mutable std::vector<double> into_, out_of_;  // line()'s, kept to reuse their memory
 };
 
 class LpRelaxation {
