@@ -142,7 +142,7 @@ TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
   EXPECT_NE(run.out.find("Timings (s): profile_read"), std::string::npos) << run.out;
   const FrontierIndex index = read_frontier_directory(out);
   const std::size_t points = index.entries.size();
-  ASSERT_GT(points, 600u);
+  ASSERT_GT(points, 500u);  // hundreds of plans (553 with the hull crawl's rounded plans among the candidates)
   EXPECT_EQ(index.plans(), points);
   std::size_t py_files = 0, bytes = 0;
   for (const auto& entry : fs::directory_iterator(out)) {

@@ -263,8 +263,20 @@ TEST(RelaxationCrawl, ItsLinesLieBelowTheLpOptimumAndCloseToItEverywhere) {
   for (std::uint32_t seed = 1; seed <= 4; ++seed) {
     const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, seed);
     LpRelaxation relaxation(problem);
-    const RelaxationCrawl crawl = crawl_relaxation(problem, 500);
+    const RelaxationCrawl crawl = crawl_relaxation(problem, 500, 16);
     EXPECT_GE(crawl.steps, 400u) << "seed " << seed;
+    // Its rounded states, slowest first: rounded down each meets its state's time, and each
+    // node's option rounded down is no slower than rounded up.
+    ASSERT_EQ(crawl.rounded.size(), 16u);
+    for (std::size_t j = 0; j < crawl.rounded.size(); ++j) {
+      const RoundedState& state = crawl.rounded[j];
+      if (j > 0) EXPECT_LT(state.time_s, crawl.rounded[j - 1].time_s);
+      EXPECT_LE(evaluate_measured(problem, state.down).time_s, state.time_s + 1e-9) << "seed " << seed << " state " << j;
+      for (std::size_t i = 0; i < state.down.size(); ++i) {
+        EXPECT_LE(problem.chosen(static_cast<Dag::NodeId>(i), state.down).measurement.time_s,
+                  problem.chosen(static_cast<Dag::NodeId>(i), state.up).measurement.time_s);
+      }
+    }
     EXPECT_EQ(crawl.lines.size(), crawl.steps + 1);  // the last cut is the one that stops it
     SupportingLines lines(problem.p_blocking * problem.num_gpus());
     for (const SupportingLine& line : crawl.lines) lines.add(line);

@@ -15,15 +15,25 @@
 
 namespace perseus {
 
+// The crawl's durations at one of its states, rounded to options: each node's slowest option
+// no slower (the fastest when none is), and its fastest no faster (the slowest when none is).
+// Rounded down the plan meets the state's time; rounded up it is cheaper and usually late.
+struct RoundedState {
+  double time_s = 0.0;  // the state's iteration time
+  OptionChoice down, up;
+};
+
 struct RelaxationCrawl {
   std::vector<SupportingLine> lines;  // one per minimum cut, slowest first
   double unit_s = 0.0;                // the crawl's time unit
   std::size_t steps = 0;
+  std::vector<RoundedState> rounded;  // at evenly spread states, slowest first
 };
 
 // The crawl from the all-slowest plan's time (every option counted, not the reference's
 // alone) towards T_min in about `steps` steps: its unit is that span over `steps`, at least
-// 1 ns. Precondition: steps >= 1. O(steps x a crawl step's cost).
-RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps);
+// 1 ns; its durations rounded at `rounded_states` states spread evenly over it (none: 0).
+// Precondition: steps >= 1. O(steps x a crawl step's cost + rounded_states x nodes x options).
+RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps, std::size_t rounded_states = 0);
 
 }  // namespace perseus

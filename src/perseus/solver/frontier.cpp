@@ -1,6 +1,7 @@
 #include "perseus/solver/frontier.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -267,7 +268,14 @@ struct FrontierBuilder::State {
     if (options.bound_crawl_node_steps > 0) {
       const double steps = std::clamp(options.bound_crawl_node_steps / static_cast<double>(problem.dag.num_nodes()),
                                       static_cast<double>(kBoundCrawlStepsMin), static_cast<double>(kBoundCrawlStepsMax));
-      for (const SupportingLine& line : crawl_relaxation(problem, static_cast<std::size_t>(steps)).lines) crawl_lines.add(line);
+      // Its rounded plans only where the points are not searched (small DAGs get the LP's
+      // plan and a local search at each).
+      const std::size_t nodes = problem.dag.num_nodes();
+      const double states = search || nodes > options.hull_plan_max_nodes || options.hull_plan_node_states <= 0.0
+                                ? 0.0
+                                : std::clamp(options.hull_plan_node_states / static_cast<double>(nodes), 16.0, 128.0);
+      hull_crawl = crawl_relaxation(problem, static_cast<std::size_t>(steps), static_cast<std::size_t>(states));
+      for (const SupportingLine& line : hull_crawl->lines) crawl_lines.add(line);
     }
     // T*'s relaxation, the certification's first solve (large DAGs, whose slowest point is
     // the slowest plan's; small ones search their points first).
@@ -284,6 +292,25 @@ struct FrontierBuilder::State {
       grid_points.resize(grid.size());
     }
     side_work = side.work() - from;
+    // The hull crawl's rounded states as candidates, coarse to fine (every other one, then
+    // the rest between, ...) while their repairs stay within a share of the budget: they are
+    // not the refinement's work, which is counted before them.
+    if (hull_crawl && !hull_crawl->rounded.empty()) {
+      const double limit = side.work() + options.hull_plan_work_share * budget;
+      const std::size_t count = hull_crawl->rounded.size();
+      std::vector<char> done(count, 0);
+      for (std::size_t stride = std::bit_floor(count); stride >= 1 && side.work() < limit; stride /= 2) {
+        for (std::size_t j = stride - 1; j < count && side.work() < limit; j += stride) {
+          if (done[j]) continue;
+          done[j] = 1;
+          const RoundedState& state = hull_crawl->rounded[j];
+          auto down = side.repair(state.down, state.time_s);
+          auto up = side.repair(state.up, state.time_s);
+          if (!up || (down && side.effective_energy(*down) <= side.effective_energy(*up))) up = std::move(down);
+          if (up) hull_points.push_back(make_point(problem, *up));
+        }
+      }
+    }
   }
 
   // Grid deadline j: the relaxation's line, and its rounded plan as a candidate.
@@ -523,6 +550,8 @@ struct FrontierBuilder::State {
   std::unique_ptr<LpRelaxation> helper_relaxation;  // the certification's second solves
   SupportingLines lines;
   SupportingLines crawl_lines;  // the hull crawl's (FrontierOptions::bound_crawl_node_steps)
+  std::optional<RelaxationCrawl> hull_crawl;
+  std::vector<FrontierPoint> hull_points;  // its rounded states' plans
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
   double lp_work = 0.0;
@@ -693,6 +722,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   for (std::optional<FrontierPoint>& point : s.grid_points) {
     if (point) candidates.push_back(std::move(*point));
   }
+  for (FrontierPoint& point : s.hull_points) candidates.push_back(std::move(point));
   const double repairs_limit = refiner.work() + std::max(0.0, limit - refiner.work()) / 3.0;
   for (auto it = s.last_plans.rbegin(); it != s.last_plans.rend() && refiner.work() < repairs_limit; ++it) {
     if (auto repaired = refiner.repair(std::move(it->first), t_min)) candidates.push_back(point_at(*repaired, it->second));

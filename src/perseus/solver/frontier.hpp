@@ -115,6 +115,16 @@ struct FrontierOptions {
   // costs about what one of the frontier's crawl does). 0: none, the LP solves' lines alone
   // (docs/solver.md, "Certified frontier").
   double bound_crawl_node_steps = 4e5;
+  // Beyond the local search's DAGs: that crawl's durations rounded to options at evenly
+  // spread states, each made to meet its time (PlanRefiner::repair) as a candidate plan: in
+  // this many node-states (states times the DAG's nodes, 16 to 128 states), on DAGs of at
+  // most hull_plan_max_nodes (a repair's cost grows with the DAG faster than the work counts
+  // it: on 1,536 nodes 16 of them doubled the frontier's time and improved nothing), coarse
+  // to fine while the repairs' work stays within hull_plan_work_share of the refinement's
+  // budget. 0: none.
+  double hull_plan_node_states = 24576;
+  std::size_t hull_plan_max_nodes = 768;
+  double hull_plan_work_share = 0.25;
   double certify_work_share = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
