@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "perseus/cost/operation_options.hpp"
 #include "perseus/model/errors.hpp"
@@ -158,6 +159,77 @@ TEST(OptionForDuration, MatchesBruteForceOnRealOptions) {
       }
       EXPECT_EQ(op.option_for_duration(d), best) << "d=" << d;
       EXPECT_TRUE(op.options[op.option_for_duration(d)].reference);
+    }
+  }
+}
+
+TEST(OptionBracket, SlowestThatFitsAndFastestNoFaster) {
+  OperationOptions op;
+  for (double t : {0.010, 0.008, 0.005}) {
+    Measurement m;
+    m.time_s = t;
+    op.options.push_back({m, 0, 0.0});
+  }
+  const std::vector<std::tuple<double, std::int32_t, std::int32_t>> expected = {
+      {0.012, 0, 0},  // slower than every option: the slowest either way
+      {0.010, 0, 0}, {0.009, 1, 0}, {0.008, 1, 1}, {0.006, 2, 1}, {0.005, 2, 2},
+      {0.004, 2, 2},  // faster than every option: the fastest either way
+  };
+  for (const auto& [duration, down, up] : expected) {
+    const OperationOptions::Bracket bracket = op.bracket(duration);
+    EXPECT_EQ(bracket.down, down) << duration;
+    EXPECT_EQ(bracket.up, up) << duration;
+  }
+  // Within the tolerance a duration counts as the option's time.
+  EXPECT_EQ(op.bracket(0.008 - 1e-12).down, 2);
+  EXPECT_EQ(op.bracket(0.008 - 1e-12, 1e-9).down, 1);
+  EXPECT_EQ(op.bracket(0.008 + 1e-12, 1e-9).up, 1);
+}
+
+// Every option lies on or above the hull, the hull's corners are options, it is convex and
+// decreasing; with a time unit its corners sit on whole units.
+TEST(EffectiveEnergyHull, LiesBelowEveryOptionAndIsConvexOnRealOptions) {
+  std::vector<Warning> warnings;
+  const auto ops = build_operation_options(Profile::read_csv(kBloom), {0.001, kA100Blocking, {}}, &warnings);
+  for (const double unit : {0.0, 0.0005}) {
+    for (const OperationOptions& op : ops) {
+      const auto time_of = [&](const Measurement& m) {
+        return unit > 0 ? std::max(1.0, std::round(m.time_s / unit)) * unit : m.time_s;
+      };
+      const std::vector<HullPoint> hull = effective_energy_hull(op, kA100Blocking, unit);
+      ASSERT_FALSE(hull.empty());
+      for (std::size_t k = 0; k < hull.size(); ++k) {
+        const bool is_option = std::any_of(op.options.begin(), op.options.end(), [&](const Option& o) {
+          return time_of(o.measurement) == hull[k].time_s &&
+                 o.measurement.energy_j - kA100Blocking * o.measurement.time_s == hull[k].effective_j;
+        });
+        EXPECT_TRUE(is_option) << "corner " << k;
+        if (unit > 0) EXPECT_NEAR(hull[k].time_s / unit, std::round(hull[k].time_s / unit), 1e-9);
+        if (k > 0) {
+          EXPECT_GT(hull[k].time_s, hull[k - 1].time_s);
+          EXPECT_LT(hull[k].effective_j, hull[k - 1].effective_j);
+        }
+        if (k > 1) {
+          const double left = (hull[k - 1].effective_j - hull[k - 2].effective_j) / (hull[k - 1].time_s - hull[k - 2].time_s);
+          const double right = (hull[k].effective_j - hull[k - 1].effective_j) / (hull[k].time_s - hull[k - 1].time_s);
+          EXPECT_GT(right, left) << "corner " << k - 1 << " is not convex";
+        }
+      }
+      for (const Option& o : op.options) {
+        const double t = time_of(o.measurement);
+        const double e = o.measurement.energy_j - kA100Blocking * o.measurement.time_s;
+        ASSERT_GE(t, hull.front().time_s);
+        // The hull at t: interpolated between corners, flat at the cheapest beyond the last.
+        double at = hull.back().effective_j;
+        for (std::size_t k = 1; k < hull.size(); ++k) {
+          if (t <= hull[k].time_s) {
+            const double w = (t - hull[k - 1].time_s) / (hull[k].time_s - hull[k - 1].time_s);
+            at = hull[k - 1].effective_j + w * (hull[k].effective_j - hull[k - 1].effective_j);
+            break;
+          }
+        }
+        EXPECT_GE(e, at - 1e-9 * std::abs(at)) << "an option below the hull at " << t << " s";
+      }
     }
   }
 }

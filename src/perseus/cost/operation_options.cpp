@@ -53,6 +53,48 @@ std::size_t OperationOptions::num_reference_options() const {
 
 double OperationOptions::fitted_cost(std::int64_t d) const { return cost(static_cast<double>(d)); }
 
+OperationOptions::Bracket OperationOptions::bracket(double duration_s, double tolerance_s) const {
+  std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
+  for (std::size_t k = 0; k < options.size(); ++k) {
+    const double t = options[k].measurement.time_s;
+    const auto index = static_cast<std::int32_t>(k);
+    if (t <= duration_s + tolerance_s && (down < 0 || t > options[down].measurement.time_s)) down = index;
+    if (t >= duration_s - tolerance_s && (up < 0 || t < options[up].measurement.time_s)) up = index;
+    if (t < options[fastest].measurement.time_s) fastest = index;
+    if (t > options[slowest].measurement.time_s) slowest = index;
+  }
+  return {down >= 0 ? down : fastest, up >= 0 ? up : slowest};
+}
+
+std::vector<HullPoint> effective_energy_hull(const OperationOptions& operation, double p_blocking, double time_unit_s) {
+  std::vector<HullPoint> points;
+  for (const Option& option : operation.options) {
+    const Measurement& m = option.measurement;
+    const double time_s =
+        time_unit_s > 0 ? static_cast<double>(std::max<std::int64_t>(1, std::llround(m.time_s / time_unit_s))) * time_unit_s
+                        : m.time_s;
+    points.push_back({time_s, m.energy_j - p_blocking * m.time_s});
+  }
+  std::sort(points.begin(), points.end(), [](const HullPoint& a, const HullPoint& b) {
+    return a.time_s != b.time_s ? a.time_s < b.time_s : a.effective_j < b.effective_j;
+  });
+  std::vector<HullPoint> hull;
+  for (const HullPoint& p : points) {
+    if (!hull.empty() && hull.back().time_s == p.time_s) continue;  // the cheaper came first
+    if (!hull.empty() && p.effective_j >= hull.back().effective_j) continue;  // slower and dearer
+    while (hull.size() >= 2) {
+      const HullPoint& a = hull[hull.size() - 2];
+      const HullPoint& b = hull.back();
+      const double cross = (b.time_s - a.time_s) * (p.effective_j - a.effective_j) -
+                           (b.effective_j - a.effective_j) * (p.time_s - a.time_s);
+      if (cross > 0) break;  // b stays below the chord from a to p
+      hull.pop_back();
+    }
+    hull.push_back(p);
+  }
+  return hull;
+}
+
 // CPython's float_floor_div (Objects/floatobject.c): floor division through fmod, which is
 // what `time // unit_time` computes in the reference.
 double python_floordiv(double a, double b) {

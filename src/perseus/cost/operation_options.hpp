@@ -61,7 +61,31 @@ struct OperationOptions {
   // cost(d): the fitted (or overridden) effective energy at duration d. A constant
   // operation's cost is {0, 0, its option's effective energy} unless overridden.
   double fitted_cost(std::int64_t d) const;
+
+  // The options either side of a planned duration (seconds), for plans rounded from a
+  // relaxation's durations: `down` is the slowest option that fits within it (the fastest
+  // when none does), `up` the fastest that is no faster (the slowest when none is). Times
+  // within `tolerance_s` of the duration count as equal to it. O(options).
+  struct Bracket {
+    std::int32_t down = 0;
+    std::int32_t up = 0;
+  };
+  Bracket bracket(double duration_s, double tolerance_s = 0.0) const;
 };
+
+// A corner of an operation's lower convex hull in (time, effective energy).
+struct HullPoint {
+  double time_s = 0.0;
+  double effective_j = 0.0;  // energy - p_blocking * time
+};
+
+// The lower convex hull of an operation's options in (time, energy - p_blocking * time),
+// fastest first and decreasing in energy: a slower option that costs more than a faster one
+// is never worth its time, so the hull stops at the cheapest option. Where `time_unit_s` > 0,
+// times are first rounded to whole units (at least one), as a crawl in those units sees
+// them; of options that round to one time the cheaper is kept. O(k log k) for k options.
+std::vector<HullPoint> effective_energy_hull(const OperationOptions& operation, double p_blocking,
+                                             double time_unit_s = 0.0);
 
 // The time quantum when a user gives none: the reference's for A100 profiles. (Its A40 runs
 // used 0.1 ms; a finer unit gives more crawl steps, each a point of the frontier.)

@@ -128,25 +128,9 @@ class Crawler {
   // multiples of `unit_s`, per unit of time (so that the flow bounds are prices in J/s, the
   // relaxation's duals, whatever the unit), interpolated at every whole unit.
   static CostTable hull_table(const OperationOptions& op, double p_blocking, double unit_s) {
-    std::vector<std::pair<std::int64_t, double>> points;  // (units, effective J)
-    for (const Option& option : op.options) {
-      const Measurement& m = option.measurement;
-      points.emplace_back(std::max<std::int64_t>(1, std::llround(m.time_s / unit_s)), m.energy_j - p_blocking * m.time_s);
-    }
-    std::sort(points.begin(), points.end());
-    std::vector<std::pair<std::int64_t, double>> hull;
-    for (const auto& p : points) {
-      if (!hull.empty() && hull.back().first == p.first) continue;  // the cheaper came first
-      if (!hull.empty() && p.second >= hull.back().second) continue;  // slower and dearer: never
-      while (hull.size() >= 2) {
-        const auto& a = hull[hull.size() - 2];
-        const auto& b = hull.back();
-        const double cross = static_cast<double>(b.first - a.first) * (p.second - a.second) -
-                             (b.second - a.second) * static_cast<double>(p.first - a.first);
-        if (cross > 0) break;
-        hull.pop_back();
-      }
-      hull.push_back(p);
+    std::vector<std::pair<std::int64_t, double>> hull;  // (units, effective J), fastest first
+    for (const HullPoint& p : effective_energy_hull(op, p_blocking, unit_s)) {
+      hull.emplace_back(std::llround(p.time_s / unit_s), p.effective_j);
     }
     std::size_t piece = 0;
     return make_table(hull.front().first, hull.back().first, [&](std::int64_t d) {

@@ -19,40 +19,6 @@ namespace {
 constexpr double kTimeUnitsPerSecond = 1e10;
 constexpr double kFlowUnitsPerJPerS = 1e6;
 
-// Lower convex hull of an operation's (time, effective energy) options, fastest first.
-struct HullPoint {
-  double time_s = 0.0;
-  double effective_j = 0.0;
-};
-
-std::vector<HullPoint> hull_of(const OperationOptions& operation, double p_blocking) {
-  std::vector<HullPoint> points;
-  for (const Option& option : operation.options) {
-    const Measurement& m = option.measurement;
-    points.push_back({m.time_s, m.energy_j - p_blocking * m.time_s});
-  }
-  std::sort(points.begin(), points.end(), [](const HullPoint& a, const HullPoint& b) {
-    return a.time_s != b.time_s ? a.time_s < b.time_s : a.effective_j < b.effective_j;
-  });
-  std::vector<HullPoint> hull;
-  for (const HullPoint& p : points) {
-    if (!hull.empty() && hull.back().time_s == p.time_s) continue;  // the cheaper came first
-    // Slower options that cost more than a faster one are never worth their time: the hull
-    // the relaxation uses is also non-increasing.
-    if (!hull.empty() && p.effective_j >= hull.back().effective_j) continue;
-    while (hull.size() >= 2) {
-      const HullPoint& a = hull[hull.size() - 2];
-      const HullPoint& b = hull.back();
-      const double cross = (b.time_s - a.time_s) * (p.effective_j - a.effective_j) -
-                           (b.effective_j - a.effective_j) * (p.time_s - a.time_s);
-      if (cross > 0) break;  // b stays below the chord from a to p
-      hull.pop_back();
-    }
-    hull.push_back(p);
-  }
-  return hull;
-}
-
 // h(y) = min over hull points of (effective + y * time): the operation's term of the dual at
 // flow y (J/s), concave and piecewise linear.
 double dual_term(const std::vector<HullPoint>& hull, double y) {
@@ -89,7 +55,7 @@ LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), mo
   Model& m = *model_;
   const Dag& dag = problem.dag;
   const std::size_t n = dag.num_nodes();
-  for (const OperationOptions& operation : problem.operations) m.hulls.push_back(hull_of(operation, problem.p_blocking));
+  for (const OperationOptions& operation : problem.operations) m.hulls.push_back(effective_energy_hull(operation, problem.p_blocking));
   const long long infinite = std::numeric_limits<long long>::max();
   // Rounded down, as the deadline is: sums of rounded times then never exceed the rounded
   // sum, and a deadline at T_min stays feasible.
@@ -164,20 +130,11 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
                            kTimeUnitsPerSecond;
     const double duration = std::clamp(tension, hull.front().time_s, hull.back().time_s);
     solution.duration_s[i] = duration;
-    // The slowest option that fits (the fastest when none does, a rounding artefact), and
-    // the fastest option no faster (the slowest when none is).
-    const auto& options = problem_.options_of(static_cast<Dag::NodeId>(i)).options;
-    std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
-    for (std::size_t k = 0; k < options.size(); ++k) {
-      const double t = options[k].measurement.time_s;
-      const auto index = static_cast<std::int32_t>(k);
-      if (t <= duration + 1e-9 && (down < 0 || t > options[down].measurement.time_s)) down = index;
-      if (t >= duration - 1e-9 && (up < 0 || t < options[up].measurement.time_s)) up = index;
-      if (t < options[fastest].measurement.time_s) fastest = index;
-      if (t > options[slowest].measurement.time_s) slowest = index;
-    }
-    solution.rounded[i] = down >= 0 ? down : fastest;
-    solution.rounded_up[i] = up >= 0 ? up : slowest;
+    // The slowest option that fits, and the fastest option no faster (a nanosecond's
+    // tolerance: the tension is read back from integer potentials).
+    const OperationOptions::Bracket bracket = problem_.options_of(static_cast<Dag::NodeId>(i)).bracket(duration, 1e-9);
+    solution.rounded[i] = bracket.down;
+    solution.rounded_up[i] = bracket.up;
   }
   solution.effective_j = effective;
   solution.slope_j_per_s = -y_return;
@@ -190,7 +147,7 @@ struct LagrangianBound::Hulls {
 };
 
 LagrangianBound::LagrangianBound(const EnergyProblem& problem) : problem_(problem), hulls_(std::make_unique<Hulls>()) {
-  for (const OperationOptions& operation : problem.operations) hulls_->of.push_back(hull_of(operation, problem.p_blocking));
+  for (const OperationOptions& operation : problem.operations) hulls_->of.push_back(effective_energy_hull(operation, problem.p_blocking));
 }
 
 LagrangianBound::~LagrangianBound() = default;
