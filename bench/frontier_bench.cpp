@@ -64,6 +64,7 @@ struct Timing {
 
 // The median run of `repeat` solves (by total wall time).
 double certify_seconds = 0.0;  // --certify
+FrontierOptions defaults;      // --bound-crawl-node-steps, --hull-plan-node-states
 
 Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::optional<Solution>* last) {
   std::vector<Timing> runs;
@@ -71,6 +72,8 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     SolveRequest request;
     request.frontier.refine = refine;
     request.frontier.certify_seconds = certify_seconds;
+    request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
+    request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
     Solution solution = solve(problem, request);
@@ -116,6 +119,12 @@ int main(int argc, char** argv) {
   app.add_flag("--bound", bound, "Also solve without refinement and check max(0.5 s, 3x the --no-refine time)");
   app.add_flag("--csv", csv, "CSV output");
   app.add_option("--certify", certify_seconds, "Seconds of certification beyond its default solves (optimize --certify)");
+  app.add_option("--bound-crawl-node-steps", defaults.bound_crawl_node_steps,
+                 "The hull crawl's size (FrontierOptions::bound_crawl_node_steps; 0: none)")
+      ->capture_default_str();
+  app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
+                 "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")
+      ->capture_default_str();
   bool crawl_only = false;
   app.add_flag("--crawl-only", crawl_only, "Time the crawl alone (no frontier), e.g. to compare max-flow changes");
   app.add_option("--dump-crawl", dump_path,

@@ -134,6 +134,24 @@ TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
 
 // Every plan lives in plans.bin; freqs_pipeline files exist for the few a deployment loads
 // first, and any other is one command away.
+// The second crawl (on the measured hull) bounds every plan and offers plans of its own;
+// --no-hull-crawl skips it, and the summary says which ran.
+TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
+  testing::TempDir tmp;
+  const CommandResult with_hull = perseus(with(optimize_args(kBloom, tmp.path() / "with"), {"--json", "-q"}));
+  ASSERT_EQ(with_hull.exit_code, 0) << with_hull.err;
+  const json certified = json::parse(with_hull.out).at("certification");
+  EXPECT_GE(certified.at("hull_crawl_steps").get<int>(), 64);
+  EXPECT_GT(certified.at("hull_crawl_plans").get<int>(), 0);
+  const CommandResult without = perseus(with(optimize_args(kBloom, tmp.path() / "without"), {"--json", "-q", "--no-hull-crawl"}));
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  const json summary = json::parse(without.out);
+  EXPECT_EQ(summary.at("certification").at("hull_crawl_steps"), 0);
+  EXPECT_EQ(summary.at("certification").at("hull_crawl_plans"), 0);
+  // The LP solves still bound every point.
+  EXPECT_EQ(summary.at("certification").at("bounded_points"), summary.at("points"));
+}
+
 TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
   testing::TempDir tmp;
   const fs::path out = tmp.path() / "bloom";

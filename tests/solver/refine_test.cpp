@@ -296,6 +296,33 @@ TEST(RelaxationCrawl, ItsLinesLieBelowTheLpOptimumAndCloseToItEverywhere) {
   }
 }
 
+// Crowded towards T_min: state j of n lies 1 - (1 - j / (n + 1))^p of the crawl's steps
+// from its slowest end (its steps are even in time), so with p = 3 the first state is
+// already 0.33 of the way and half of them lie in the fastest 0.13.
+TEST(RelaxationCrawl, ItsRoundedStatesCrowdTowardsTMinAtAPowerAboveOne) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, 3);
+  const RelaxationCrawl even = crawl_relaxation(problem, 500, 15, 1.0);
+  const RelaxationCrawl crowded = crawl_relaxation(problem, 500, 15, 3.0);
+  ASSERT_EQ(even.rounded.size(), 15u);
+  ASSERT_GE(crowded.rounded.size(), 12u);  // states falling on one step are taken once
+  const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+  const double t_end = t_slow - static_cast<double>(crowded.steps) * crowded.unit_s;  // where the steps end
+  const auto share = [&](const RoundedState& state) { return (t_slow - state.time_s) / (t_slow - t_end); };
+  for (std::size_t j = 0; j < even.rounded.size(); ++j) {
+    EXPECT_NEAR(share(even.rounded[j]), (j + 1) / 16.0, 0.02) << "state " << j;
+  }
+  EXPECT_NEAR(share(crowded.rounded.front()), 1.0 - std::pow(15.0 / 16.0, 3.0), 0.02);
+  for (std::size_t j = 1; j < crowded.rounded.size(); ++j) {
+    EXPECT_LT(crowded.rounded[j].time_s, crowded.rounded[j - 1].time_s);
+  }
+  const auto fast = std::count_if(crowded.rounded.begin(), crowded.rounded.end(),
+                                  [&](const RoundedState& state) { return share(state) > 1.0 - 0.13; });
+  EXPECT_GE(fast, 6);
+  // The crawl itself, and so its lines, do not depend on where the states are taken.
+  EXPECT_EQ(crowded.steps, even.steps);
+  EXPECT_EQ(crowded.lines.size(), even.lines.size());
+}
+
 // The lower convex hull of an operation's (time, effective energy) options at time x,
 // as the least interpolation between two options around x (exact in one dimension).
 double hull_at(const EnergyProblem& problem, Dag::NodeId node, double x) {

@@ -33,6 +33,7 @@ struct OptimizeArgs {
   std::string coefficients;
   bool force = false;
   bool no_refine = false;
+  bool no_hull_crawl = false;
   double certify = 0.0;
   bool data_load = false;
   std::size_t max_plans = 0;
@@ -57,6 +58,7 @@ void run_optimize(const OptimizeArgs& args) {
   if (!args.coefficients.empty()) request.options.overrides = read_cost_overrides(args.coefficients);
   request.frontier.refine = !args.no_refine;
   request.frontier.certify_seconds = args.certify;
+  if (args.no_hull_crawl) request.frontier.bound_crawl_node_steps = 0.0;
   if (!args.quiet) request.progress = solve_progress_printer();
   const Solution solution = solve(profile, request);
   const EnergyProblem& problem = solution.problem;
@@ -326,6 +328,9 @@ void add_solver_commands(CLI::App& app) {
                   "Seconds to spend beyond the default on proving lower bounds (LP solves where plans are furthest "
                   "from theirs; each also offers a better plan there): tighter gaps, often cheaper plans")
       ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_flag("--no-hull-crawl", optimize.no_hull_crawl,
+                "Skip the second crawl, of the LP relaxation on the measured options' hull, that bounds every plan "
+                "and offers plans of its own: faster, with looser bounds (docs/solver.md, \"Certified frontier\")");
   cmd->add_flag("--data-load", optimize.data_load, "Add a data-loading operation (profile 'load' rows) per microbatch");
   cmd->add_flag("--json", optimize.json, "Print the summary as JSON");
   cmd->add_flag("-q,--quiet", optimize.quiet, "No progress messages");

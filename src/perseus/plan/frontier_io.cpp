@@ -71,7 +71,9 @@ nlohmann::json certification_json(const Frontier& frontier) {
           {"median_gap_fraction", c.bounded_points ? nlohmann::json(c.median_gap) : nlohmann::json(nullptr)},
           {"worst_gap_fraction", c.bounded_points ? nlohmann::json(c.worst_gap) : nlohmann::json(nullptr)},
           {"lp_solves", frontier.certify_solves},
-          {"seconds", frontier.certify_seconds}};
+          {"seconds", frontier.certify_seconds},
+          {"hull_crawl_steps", frontier.hull_crawl_steps},
+          {"hull_crawl_plans", frontier.hull_crawl_plans}};
 }
 
 PyFiles parse_py_files(const std::string& text, const std::string& what) {

@@ -1,6 +1,7 @@
 #include "perseus/solver/bound_crawl.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "perseus/solver/crawl.hpp"
 
@@ -14,25 +15,17 @@ RoundedState round_state(const EnergyProblem& problem, const std::vector<std::in
   RoundedState state{static_cast<double>(time_q) * unit_s, OptionChoice(n), OptionChoice(n)};
   for (std::size_t i = 0; i < n; ++i) {
     const double duration = static_cast<double>(durations[i]) * unit_s;
-    const auto& options = problem.options_of(static_cast<Dag::NodeId>(i)).options;
-    std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
-    for (std::size_t k = 0; k < options.size(); ++k) {
-      const double t = options[k].measurement.time_s;
-      const auto index = static_cast<std::int32_t>(k);
-      if (t <= duration && (down < 0 || t > options[down].measurement.time_s)) down = index;
-      if (t >= duration && (up < 0 || t < options[up].measurement.time_s)) up = index;
-      if (t < options[fastest].measurement.time_s) fastest = index;
-      if (t > options[slowest].measurement.time_s) slowest = index;
-    }
-    state.down[i] = down >= 0 ? down : fastest;
-    state.up[i] = up >= 0 ? up : slowest;
+    const OperationOptions::Bracket bracket = problem.options_of(static_cast<Dag::NodeId>(i)).bracket(duration);
+    state.down[i] = bracket.down;
+    state.up[i] = bracket.up;
   }
   return state;
 }
 
 }  // namespace
 
-RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps, std::size_t rounded_states) {
+RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps, std::size_t rounded_states,
+                                 double fast_end_power) {
   const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
   const double t_slowest = evaluate_measured(problem, slowest_choice(problem)).time_s;
   RelaxationCrawl result;
@@ -45,12 +38,16 @@ RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps
   const CrawlResult crawl = crawl_frontier(problem, options);
   result.steps = crawl.steps.size();
   if (rounded_states > 0 && !crawl.steps.empty()) {
-    // States 1..count of count + 1 equal parts of the steps (neither end: the frontier has
-    // its own plans there).
+    // Neither end: the frontier has its own plans there.
     CrawlCursor cursor(crawl);
-    const std::size_t count = std::min(rounded_states, crawl.steps.size());
+    const std::size_t total = crawl.steps.size();
+    const std::size_t count = std::min(rounded_states, total);
+    std::size_t last = 0;
     for (std::size_t j = 1; j <= count; ++j) {
-      const std::size_t step = j * crawl.steps.size() / (count + 1);
+      const double share = 1.0 - std::pow(1.0 - static_cast<double>(j) / static_cast<double>(count + 1), fast_end_power);
+      const auto step = std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(total) * share));
+      if (step >= total || step <= last) continue;
+      last = step;
       result.rounded.push_back(round_state(problem, cursor.advance_to(step), result.unit_s, crawl.steps[step].time_q));
     }
   }

@@ -27,13 +27,17 @@ struct RelaxationCrawl {
   std::vector<SupportingLine> lines;  // one per minimum cut, slowest first
   double unit_s = 0.0;                // the crawl's time unit
   std::size_t steps = 0;
-  std::vector<RoundedState> rounded;  // at evenly spread states, slowest first
+  std::vector<RoundedState> rounded;  // slowest first
 };
 
 // The crawl from the all-slowest plan's time (every option counted, not the reference's
 // alone) towards T_min in about `steps` steps: its unit is that span over `steps`, at least
-// 1 ns; its durations rounded at `rounded_states` states spread evenly over it (none: 0).
-// Precondition: steps >= 1. O(steps x a crawl step's cost + rounded_states x nodes x options).
-RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps, std::size_t rounded_states = 0);
+// 1 ns; its durations rounded at up to `rounded_states` states (none: 0): state j of n at
+// step 1 - (1 - j / (n + 1))^fast_end_power of the way, evenly spread at 1, crowded towards
+// T_min above it (where the frontier is steepest); states falling on one step are taken once.
+// Preconditions: steps >= 1, fast_end_power >= 1.
+// O(steps x a crawl step's cost + rounded_states x nodes x options).
+RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps, std::size_t rounded_states = 0,
+                                 double fast_end_power = 1.0);
 
 }  // namespace perseus

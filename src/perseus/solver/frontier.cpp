@@ -1,6 +1,7 @@
 #include "perseus/solver/frontier.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -188,7 +189,7 @@ struct FrontierBuilder::State {
 
   State(const EnergyProblem& p, FrontierOptions o)
       : problem(p), options(std::move(o)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()),
-        crawl_lines(p.p_blocking * p.num_gpus()) {
+        crawl_lines(p.p_blocking * p.num_gpus()), hull_refiner(p) {
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
     length = crawl_length(problem);
     search = problem.dag.num_nodes() <= options.local_search_max_nodes;
@@ -262,21 +263,6 @@ struct FrontierBuilder::State {
         t_min_point = make_point(problem, *plan);
       }
     }
-    // The relaxation crawled on the measured hull: a supporting line at every step, for the
-    // final bounds only (the certification's solves go where the LP lines leave the widest
-    // gaps: there its rounded plans pay most; aimed by these lines, the medians rose).
-    if (options.bound_crawl_node_steps > 0) {
-      const double steps = std::clamp(options.bound_crawl_node_steps / static_cast<double>(problem.dag.num_nodes()),
-                                      static_cast<double>(kBoundCrawlStepsMin), static_cast<double>(kBoundCrawlStepsMax));
-      // Its rounded plans only where the points are not searched (small DAGs get the LP's
-      // plan and a local search at each).
-      const std::size_t nodes = problem.dag.num_nodes();
-      const double states = search || nodes > options.hull_plan_max_nodes || options.hull_plan_node_states <= 0.0
-                                ? 0.0
-                                : std::clamp(options.hull_plan_node_states / static_cast<double>(nodes), 16.0, 128.0);
-      hull_crawl = crawl_relaxation(problem, static_cast<std::size_t>(steps), static_cast<std::size_t>(states));
-      for (const SupportingLine& line : hull_crawl->lines) crawl_lines.add(line);
-    }
     // T*'s relaxation, the certification's first solve (large DAGs, whose slowest point is
     // the slowest plan's; small ones search their points first).
     if (!search) {
@@ -288,27 +274,49 @@ struct FrontierBuilder::State {
       const double solve_passes = kNetworkSimplexPassesPerItem * dag_size + kRoundingPasses;
       const double solves = std::floor(kGridShareOfCrawl * kCrawlStepPasses * static_cast<double>(length) / solve_passes);
       const int count = solves < 2 ? 0 : static_cast<int>(std::min(solves, static_cast<double>(options.certify_grid_max)));
-      for (int j = 1; j <= count; ++j) grid.push_back(t_min + (*t_star - t_min) * j / (count + 1));
+      for (int j = 1; j <= count; ++j) {
+        const double share = std::pow(static_cast<double>(j) / static_cast<double>(count + 1), options.fast_end_power);
+        grid.push_back(t_min + (*t_star - t_min) * share);
+      }
       grid_points.resize(grid.size());
     }
     side_work = side.work() - from;
-    // The hull crawl's rounded states as candidates, coarse to fine (every other one, then
-    // the rest between, ...) while their repairs stay within a share of the budget: they are
-    // not the refinement's work, which is counted before them.
-    if (hull_crawl && !hull_crawl->rounded.empty()) {
-      const double limit = side.work() + options.hull_plan_work_share * budget;
-      const std::size_t count = hull_crawl->rounded.size();
-      std::vector<char> done(count, 0);
-      for (std::size_t stride = std::bit_floor(count); stride >= 1 && side.work() < limit; stride /= 2) {
-        for (std::size_t j = stride - 1; j < count && side.work() < limit; j += stride) {
-          if (done[j]) continue;
-          done[j] = 1;
-          const RoundedState& state = hull_crawl->rounded[j];
-          auto down = side.repair(state.down, state.time_s);
-          auto up = side.repair(state.up, state.time_s);
-          if (!up || (down && side.effective_energy(*down) <= side.effective_energy(*up))) up = std::move(down);
-          if (up) hull_points.push_back(make_point(problem, *up));
-        }
+  }
+
+  // The relaxation crawled on the measured hull: a supporting line at every step, for the
+  // final bounds only (the certification's solves go where the LP lines leave the widest
+  // gaps: there its rounded plans pay most; aimed by these lines, the medians rose). Then its
+  // rounded states as candidate plans, only where the points are not searched (small DAGs
+  // get the LP's plan and a local search at each), coarse to fine (every other one, then the
+  // rest between, ...) while their repairs stay within a share of the budget. Nothing else
+  // waits for it, so it runs last, on whichever thread is free first (claim_hull_work), with
+  // a refiner of its own: the plans do not depend on which thread.
+  bool claim_hull_work() { return !hull_claimed.exchange(true); }
+  void hull_work() {
+    if (!options.refine || options.bound_crawl_node_steps <= 0) return;
+    const std::size_t nodes = problem.dag.num_nodes();
+    const double steps = std::clamp(options.bound_crawl_node_steps / static_cast<double>(nodes),
+                                    static_cast<double>(kBoundCrawlStepsMin), static_cast<double>(kBoundCrawlStepsMax));
+    const double states = search || nodes > options.hull_plan_max_nodes || options.hull_plan_node_states <= 0.0
+                              ? 0.0
+                              : std::clamp(options.hull_plan_node_states / static_cast<double>(nodes), 16.0, 128.0);
+    hull_crawl = crawl_relaxation(problem, static_cast<std::size_t>(steps), static_cast<std::size_t>(states),
+                                  options.hull_plan_fast_end_power);
+    for (const SupportingLine& line : hull_crawl->lines) crawl_lines.add(line);
+    if (hull_crawl->rounded.empty()) return;
+    const PlanRefiner& refiner = hull_refiner;
+    const double limit = options.hull_plan_work_share * budget;
+    const std::size_t count = hull_crawl->rounded.size();
+    std::vector<char> done(count, 0);
+    for (std::size_t stride = std::bit_floor(count); stride >= 1 && refiner.work() < limit; stride /= 2) {
+      for (std::size_t j = stride - 1; j < count && refiner.work() < limit; j += stride) {
+        if (done[j]) continue;
+        done[j] = 1;
+        const RoundedState& state = hull_crawl->rounded[j];
+        auto down = refiner.repair(state.down, state.time_s);
+        auto up = refiner.repair(state.up, state.time_s);
+        if (!up || (down && refiner.effective_energy(*down) <= refiner.effective_energy(*up))) up = std::move(down);
+        if (up) hull_points.push_back(make_point(problem, *up));
       }
     }
   }
@@ -385,7 +393,8 @@ struct FrontierBuilder::State {
   }
 
   // The second thread: the work beside the crawl, then the steps as they come (queueing
-  // their plans in chunks), then chunks to reclaim, then the grid's solves. Every task is
+  // their plans in chunks), then chunks to reclaim, then the grid's solves, then the hull
+  // crawl unless the first thread, its chunks done, took it first. Every task is
   // done before finish() goes on, whichever thread does it, so the frontier does not depend
   // on timing.
   void run_beside() {
@@ -402,7 +411,8 @@ struct FrontierBuilder::State {
           std::unique_lock lock(mutex);
           ready.wait(lock, [&] {
             return stop || !published.index.empty() || (finished && !steps_consumed) || next_chunk < chunks.size() ||
-                   grid_next < grid.size() || (steps_consumed && next_chunk == chunks.size());
+                   grid_next < grid.size() || (steps_consumed && next_chunk == chunks.size()) ||
+                   (steps_consumed && !hull_claimed);
           });
           if (stop) return;
           std::swap(taken, published);
@@ -439,6 +449,10 @@ struct FrontierBuilder::State {
         }
         if (grid_next < grid.size()) {
           solve_grid(grid_next++);
+          continue;
+        }
+        if (steps_consumed && claim_hull_work()) {
+          hull_work();
           continue;
         }
         if (steps_consumed) return;  // nothing left to claim: the rest is being reclaimed
@@ -552,6 +566,8 @@ struct FrontierBuilder::State {
   SupportingLines crawl_lines;  // the hull crawl's (FrontierOptions::bound_crawl_node_steps)
   std::optional<RelaxationCrawl> hull_crawl;
   std::vector<FrontierPoint> hull_points;  // its rounded states' plans
+  PlanRefiner hull_refiner;                // theirs (its work is counted apart from the budget)
+  std::atomic<bool> hull_claimed{false};
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
   double lp_work = 0.0;
@@ -633,6 +649,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   const PlanRefiner refiner(problem);
   if (s.background) {
     // This thread, its crawl done, takes chunks too until every one is reclaimed.
+    bool stopped = false;
     while (true) {
       std::size_t chunk = 0;
       std::vector<State::PendingPlan> plans;
@@ -641,12 +658,28 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         s.ready.wait(lock, [&] {
           return s.stop || s.next_chunk < s.chunks.size() || (s.steps_consumed && s.chunks_done == s.chunks.size());
         });
-        if (s.stop || s.next_chunk == s.chunks.size()) break;
+        if (s.stop || s.next_chunk == s.chunks.size()) {
+          stopped = s.stop;
+          break;
+        }
         chunk = s.next_chunk++;
         plans = std::move(s.chunks[chunk]);
       }
       s.reclaim_chunk(refiner, chunk, std::move(plans));
       s.ready.notify_all();
+    }
+    if (!stopped && s.claim_hull_work()) {
+      try {
+        s.hull_work();
+      } catch (...) {
+        {
+          std::lock_guard lock(s.mutex);
+          s.stop = true;
+        }
+        s.ready.notify_all();
+        s.beside.join();
+        throw;
+      }
     }
     s.beside.join();
     if (s.error) std::rethrow_exception(s.error);
@@ -656,6 +689,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   } else {
     s.work_beside_crawl();
     for (std::size_t j = 0; j < s.grid.size(); ++j) s.solve_grid(j);
+    s.hull_work();
   }
   const std::size_t total = crawl.steps.size() + 2;
   std::size_t done = total;
@@ -680,7 +714,8 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // What follows is bounded in work (refine_visits_min, refine_work_per_crawl_step): a
   // quarter for the plans beyond the crawl's slowest, then T_min (both done beside the
   // crawl: side_work), then the local search of small DAGs.
-  refiner.add_work(s.side.work() - s.side_work);  // the reclaims (the helpers' counted where they ran)
+  // The reclaims (the helpers' counted where they ran) and the hull crawl's repairs.
+  refiner.add_work(s.side.work() - s.side_work + s.hull_refiner.work());
   const double budget = s.budget;
   const double bounded_from = refiner.work();
   refiner.add_work(s.side_work);
@@ -722,6 +757,8 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   for (std::optional<FrontierPoint>& point : s.grid_points) {
     if (point) candidates.push_back(std::move(*point));
   }
+  frontier.hull_crawl_steps = s.hull_crawl ? s.hull_crawl->steps : 0;
+  frontier.hull_crawl_plans = s.hull_points.size();
   for (FrontierPoint& point : s.hull_points) candidates.push_back(std::move(point));
   const double repairs_limit = refiner.work() + std::max(0.0, limit - refiner.work()) / 3.0;
   for (auto it = s.last_plans.rbegin(); it != s.last_plans.rend() && refiner.work() < repairs_limit; ++it) {

@@ -47,6 +47,10 @@ struct Frontier {
   double lp_seconds = 0.0;            // of the refinement and certification, in LP relaxation solves
   int certify_solves = 0;             // LP solves of the certification (FrontierOptions::certify_*)
   double certify_seconds = 0.0;       // time the certification took
+  // The relaxation crawled on the measured hull (FrontierOptions::bound_crawl_node_steps):
+  // its steps (0: not run) and the candidate plans rounded from its states.
+  std::size_t hull_crawl_steps = 0;
+  std::size_t hull_crawl_plans = 0;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -106,18 +110,23 @@ struct FrontierOptions {
   // same plans and bounds on any machine), then more while certify_seconds lasts; it stops
   // early once every point is within certify_target_gap of its bound.
   int certify_solves = 8;
-  // Large DAGs: LP solves at evenly spread deadlines while the crawl runs (as many as half
-  // of its length pays for, at most this many), each a supporting line and a rounded plan.
+  // Large DAGs: LP solves at deadlines spread between T_min and T* while the crawl runs (as
+  // many as half of its length pays for, at most this many), each a supporting line and a
+  // rounded plan. Deadline j of n lies (j / (n + 1))^fast_end_power of the way from T_min:
+  // crowded towards T_min, where the frontier is steepest and the crawl's plans furthest
+  // from their bounds (1: evenly spread; docs/solver.md, "Certified frontier").
   int certify_grid_max = 16;
+  double fast_end_power = 2.0;
   // Beside the crawl, the LP relaxation crawled on the measured hull (bound_crawl.hpp), a
-  // supporting line per step for every point's final bound (the plans do not depend on it):
-  // in this many node-steps (its steps times the DAG's nodes, from 64 to 2,048 steps; a step
-  // costs about what one of the frontier's crawl does). 0: none, the LP solves' lines alone
-  // (docs/solver.md, "Certified frontier").
+  // supporting line per step for every point's final bound, and the states the plans below
+  // are rounded from: in this many node-steps (its steps times the DAG's nodes, from 64 to
+  // 2,048 steps; a step costs about what one of the frontier's crawl does). 0: none, the LP
+  // solves' lines alone and no plans from it (docs/solver.md, "Certified frontier").
   double bound_crawl_node_steps = 4e5;
-  // Beyond the local search's DAGs: that crawl's durations rounded to options at evenly
-  // spread states, each made to meet its time (PlanRefiner::repair) as a candidate plan: in
-  // this many node-states (states times the DAG's nodes, 16 to 128 states), on DAGs of at
+  // Beyond the local search's DAGs: that crawl's durations rounded to options at states
+  // crowded towards T_min (hull_plan_fast_end_power, as the grid's deadlines are; see
+  // crawl_relaxation), each made to meet its time (PlanRefiner::repair) as a candidate plan:
+  // in this many node-states (states times the DAG's nodes, 16 to 128 states), on DAGs of at
   // most hull_plan_max_nodes (a repair's cost grows with the DAG faster than the work counts
   // it: on 1,536 nodes 16 of them doubled the frontier's time and improved nothing), coarse
   // to fine while the repairs' work stays within hull_plan_work_share of the refinement's
@@ -125,6 +134,7 @@ struct FrontierOptions {
   double hull_plan_node_states = 24576;
   std::size_t hull_plan_max_nodes = 768;
   double hull_plan_work_share = 0.25;
+  double hull_plan_fast_end_power = 3.0;
   double certify_work_share = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
