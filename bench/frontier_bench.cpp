@@ -64,7 +64,7 @@ struct Timing {
 
 // The median run of `repeat` solves (by total wall time).
 double certify_seconds = 0.0;  // --certify
-FrontierOptions defaults;      // --bound-crawl-node-steps, --hull-plan-node-states
+FrontierOptions defaults;      // --bound-crawl-node-steps, --hull-plan-node-states, --certify-worst-solves
 
 Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::optional<Solution>* last) {
   std::vector<Timing> runs;
@@ -74,6 +74,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.certify_seconds = certify_seconds;
     request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
     request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
+    request.frontier.certify_worst_solves = defaults.certify_worst_solves;
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
     Solution solution = solve(problem, request);
@@ -121,6 +122,9 @@ int main(int argc, char** argv) {
   app.add_option("--certify", certify_seconds, "Seconds of certification beyond its default solves (optimize --certify)");
   app.add_option("--bound-crawl-node-steps", defaults.bound_crawl_node_steps,
                  "The hull crawl's size (FrontierOptions::bound_crawl_node_steps; 0: none)")
+      ->capture_default_str();
+  app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
+                 "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")
       ->capture_default_str();
   app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
                  "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")

@@ -103,6 +103,34 @@ TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
   EXPECT_LT(median_gap(b), median_gap(a));
 }
 
+// After the counted solves, more where a point is still more than certify_worst_gap above
+// its bound: none when no point is that far (a gap of 100%), every one allowed when all are
+// (a gap of 0), the widest first, which brings the frontier's worst gap down.
+TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
+  const CrawlResult crawl = crawl_frontier(problem);
+  FrontierOptions none;
+  none.certify_worst_solves = 0;
+  FrontierOptions never;
+  never.certify_worst_gap = 1.0;
+  FrontierOptions always;
+  always.certify_worst_gap = 0.0;
+  always.certify_worst_solves = 4;
+  const Frontier a = build_frontier(problem, crawl, none);
+  const Frontier b = build_frontier(problem, crawl, never);
+  const Frontier c = build_frontier(problem, crawl, always);
+  EXPECT_EQ(b.certify_solves, a.certify_solves);
+  EXPECT_EQ(b.points.size(), a.points.size());
+  EXPECT_EQ(c.certify_solves, a.certify_solves + 4);
+  const auto worst_gap = [](const Frontier& f) {
+    double worst = 0.0;
+    for (const FrontierPoint& p : f.points) worst = std::max(worst, p.measured.energy_j / *p.lower_bound_j - 1.0);
+    return worst;
+  };
+  std::cout << "worst gap: " << 100 * worst_gap(a) << "% without, " << 100 * worst_gap(c) << "% with 4 solves\n";
+  EXPECT_LT(worst_gap(c), worst_gap(a));
+}
+
 TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
   const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, 11);
   const Frontier frontier = build_frontier(problem, crawl_frontier(problem));

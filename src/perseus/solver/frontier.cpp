@@ -885,6 +885,45 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         }
       }
     }
+    // Then where a point is still more than certify_worst_gap above the best bound known
+    // (the hull crawl's lines included: there they lie within hundredths of a percent of the
+    // LP optimum), a solve there for its rounded plan, widest first, at most
+    // certify_worst_solves (and as many as the counted solves' share of the budget pays for).
+    // The inheritance below carries each plan to its slower neighbours, so points up to a 64th
+    // of the span slower than one of these deadlines wait for it; faster ones do not. Such
+    // points gather where the frontier is steepest, near T_min, where the crawl's quantised
+    // plans were 1.0-1.3% above the LP optimum and the LP's rounded plans 0.1-0.3%
+    // (docs/solver.md, "Certified frontier").
+    {
+      const double apart = span / 64.0;
+      const auto cap = static_cast<int>(std::min<double>(
+          options.certify_worst_solves, std::floor(options.certify_work_share * budget / lp_solve_work)));
+      std::vector<double> aimed;  // this loop's deadlines
+      for (int made = 0; made < cap; ++made) {
+        std::optional<std::size_t> target;
+        double widest = options.certify_worst_gap;
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          const double t = points[i].measured.time_s;
+          if (solved(t) || std::any_of(aimed.begin(), aimed.end(), [&](double d) { return t > d && t - d < apart; })) continue;
+          auto bound = lines.energy_at(t);
+          if (const auto crawled = s.crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
+          if (!bound) continue;
+          const double gap = points[i].measured.energy_j / *bound - 1.0;
+          if (gap > widest) {
+            widest = gap;
+            target = i;
+          }
+        }
+        if (!target) break;
+        const double t = points[*target].measured.time_s;
+        const auto relaxed = s.solve_relaxation(t);
+        solved_at.push_back(t);
+        aimed.push_back(t);
+        ++frontier.certify_solves;
+        if (!relaxed) continue;
+        replace_if_cheaper(points, *target, rounded_plan(*relaxed, t));
+      }
+    }
     // Slower points inherit what improved, slack reclaimed: one pass, fastest first. A
     // chunk at a time, each point's candidate from its faster neighbour as the chunk starts
     // is worked out on every thread; where that neighbour has just been replaced, its new

@@ -138,6 +138,10 @@ struct FrontierOptions {
   double certify_work_share = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
+  // Then up to this many solves where a point is still above its bound by more than
+  // certify_worst_gap, widest first (docs/solver.md, "Certified frontier"). 0: none.
+  int certify_worst_solves = 8;
+  double certify_worst_gap = 0.005;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
