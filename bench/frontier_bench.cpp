@@ -75,6 +75,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
     request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
     request.frontier.certify_worst_solves = defaults.certify_worst_solves;
+    request.frontier.certify_interpolation_share = defaults.certify_interpolation_share;
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
     Solution solution = solve(problem, request);
@@ -125,6 +126,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
                  "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")
+      ->capture_default_str();
+  app.add_option("--certify-interpolation-share", defaults.certify_interpolation_share,
+                 "Budget share of the interpolated relaxations' repairs (FrontierOptions::certify_interpolation_share)")
       ->capture_default_str();
   app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
                  "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")

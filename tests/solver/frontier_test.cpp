@@ -110,10 +110,12 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
   const CrawlResult crawl = crawl_frontier(problem);
   FrontierOptions none;
+  none.certify_interpolation_share = 0.0;  // the solves alone (its own test below)
   none.certify_worst_solves = 0;
-  FrontierOptions never;
+  FrontierOptions never = none;
+  never.certify_worst_solves = FrontierOptions{}.certify_worst_solves;
   never.certify_worst_gap = 1.0;
-  FrontierOptions always;
+  FrontierOptions always = never;
   always.certify_worst_gap = 0.0;
   always.certify_worst_solves = 4;
   const Frontier a = build_frontier(problem, crawl, none);
@@ -129,6 +131,30 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   };
   std::cout << "worst gap: " << 100 * worst_gap(a) << "% without, " << 100 * worst_gap(c) << "% with 4 solves\n";
   EXPECT_LT(worst_gap(c), worst_gap(a));
+}
+
+// Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,
+// with no solve of its own: with a budget for it the points get cheaper on the whole.
+TEST(Frontier, InterpolatedRelaxationsImprovePointsBetweenSolvedDeadlines) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
+  const CrawlResult crawl = crawl_frontier(problem);
+  FrontierOptions off;
+  off.certify_worst_gap = 0.0;
+  off.certify_interpolation_share = 0.0;
+  FrontierOptions on = off;
+  on.certify_interpolation_share = 1.0;
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, on);
+  EXPECT_EQ(b.certify_solves, a.certify_solves);  // no solve of its own
+  const auto mean_gap = [](const Frontier& f) {
+    double sum = 0.0;
+    for (const FrontierPoint& p : f.points) sum += p.measured.energy_j / *p.lower_bound_j - 1.0;
+    return sum / static_cast<double>(f.points.size());
+  };
+  std::cout << "mean gap: " << 100 * mean_gap(a) << "% without, " << 100 * mean_gap(b) << "% with\n";
+  EXPECT_LT(mean_gap(b), mean_gap(a));
+  // Not point by point: the inheritance pass after it starts from different plans, and a
+  // few points end up a little dearer (up to 0.2% here) while the mean falls.
 }
 
 TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {

@@ -58,6 +58,8 @@ void run_optimize(const OptimizeArgs& args) {
   if (!args.coefficients.empty()) request.options.overrides = read_cost_overrides(args.coefficients);
   request.frontier.refine = !args.no_refine;
   request.frontier.certify_seconds = args.certify;
+  // More effort asked for: the interpolated relaxations too (FrontierOptions).
+  if (args.certify > 0) request.frontier.certify_interpolation_share = 0.25;
   if (args.no_hull_crawl) request.frontier.bound_crawl_node_steps = 0.0;
   if (!args.quiet) request.progress = solve_progress_printer();
   const Solution solution = solve(profile, request);
@@ -326,7 +328,8 @@ void add_solver_commands(CLI::App& app) {
   cmd->add_flag("--no-refine", optimize.no_refine, "Keep the crawl's plans as they are (no slack reclaiming)");
   cmd->add_option("--certify", optimize.certify,
                   "Seconds to spend beyond the default on proving lower bounds (LP solves where plans are furthest "
-                  "from theirs; each also offers a better plan there): tighter gaps, often cheaper plans")
+                  "from theirs; each also offers a better plan there, and plans interpolated between solves are "
+                  "tried where points stay furthest above): tighter gaps, often cheaper plans")
       ->check(CLI::Range(0.0, 86400.0));
   cmd->add_flag("--no-hull-crawl", optimize.no_hull_crawl,
                 "Skip the second crawl, of the LP relaxation on the measured options' hull, that bounds every plan "

@@ -142,6 +142,11 @@ struct FrontierOptions {
   // certify_worst_gap, widest first (docs/solver.md, "Certified frontier"). 0: none.
   int certify_worst_solves = 8;
   double certify_worst_gap = 0.005;
+  // Then, at points still above it, the solved deadlines' relaxed durations either side
+  // interpolated, rounded and repaired, the widest first, while the repairs' work stays
+  // within this share of the refinement's budget. 0: none, the default: on bloom 8 x 12 a
+  // quarter made the whole command 0.22 -> 0.37 s (`perseus optimize --certify` sets 0.25).
+  double certify_interpolation_share = 0.0;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
