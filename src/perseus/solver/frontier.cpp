@@ -790,6 +790,12 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // cheaper than the crawl's (by up to 1.5% on 8 x 12 pipelines), and every point then
   // inherits its faster neighbour's plan, slack reclaimed, where that is cheaper. Bounded by
   // its own count of solves (certify_solves), not by the refinement's work.
+  // The best bound known at t: the LP solves' lines and the hull crawl's, whichever is higher.
+  const auto best_bound = [&](double t) {
+    auto bound = s.lines.energy_at(t);
+    if (const auto crawled = s.crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
+    return bound;
+  };
   const auto certify = [&] {
     const auto started = std::chrono::steady_clock::now();
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
@@ -911,8 +917,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         for (std::size_t i = 0; i < points.size(); ++i) {
           const double t = points[i].measured.time_s;
           if (solved(t) || std::any_of(aimed.begin(), aimed.end(), [&](double d) { return t > d && t - d < apart; })) continue;
-          auto bound = lines.energy_at(t);
-          if (const auto crawled = s.crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
+          const auto bound = best_bound(t);
           if (!bound) continue;
           const double gap = points[i].measured.energy_j / *bound - 1.0;
           if (gap > widest) {
@@ -939,10 +944,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       std::sort(relaxed_durations.begin(), relaxed_durations.end(),
                 [](const auto& a, const auto& b) { return a.first < b.first; });
       std::vector<std::pair<double, std::size_t>> far;  // (gap, point)
-      for (std::size_t i = 0; i < points.size(); ++i) {
+      for (std::size_t i = 0; options.certify_interpolation_share > 0 && i < points.size(); ++i) {
         const double t = points[i].measured.time_s;
-        auto bound = lines.energy_at(t);
-        if (const auto crawled = s.crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
+        const auto bound = best_bound(t);
         if (bound && points[i].measured.energy_j / *bound - 1.0 > options.certify_worst_gap) {
           far.emplace_back(points[i].measured.energy_j / *bound - 1.0, i);
         }
@@ -996,8 +1000,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     for (FrontierPoint& point : points) {
       // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
       // lines (thousands of joules, cancelling) can leave it a hair above.
-      auto bound = lines.energy_at(point.measured.time_s);
-      if (const auto crawled = s.crawl_lines.energy_at(point.measured.time_s)) bound = std::max(bound.value_or(*crawled), *crawled);
+      auto bound = best_bound(point.measured.time_s);
       if (bound) bound = std::min(*bound, point.measured.energy_j);
       if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
     }
