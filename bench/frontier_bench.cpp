@@ -71,11 +71,15 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
   for (int r = 0; r < repeat; ++r) {
     SolveRequest request;
     request.frontier.refine = refine;
-    request.frontier.certify_seconds = certify_seconds;
     request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
     request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
     request.frontier.certify_worst_solves = defaults.certify_worst_solves;
     request.frontier.certify_interpolation_share = defaults.certify_interpolation_share;
+    request.frontier.certify_sweep_share = defaults.certify_sweep_share;
+    request.frontier.certify_sweep_stride = defaults.certify_sweep_stride;
+    request.frontier.certify_sweep_gap = defaults.certify_sweep_gap;
+    request.frontier.certify_sweep_max_nodes = defaults.certify_sweep_max_nodes;
+    request.frontier.certify_for(certify_seconds);  // as optimize --certify
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
     Solution solution = solve(problem, request);
@@ -129,6 +133,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--certify-interpolation-share", defaults.certify_interpolation_share,
                  "Budget share of the interpolated relaxations' repairs (FrontierOptions::certify_interpolation_share)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-share", defaults.certify_sweep_share,
+                 "Budget share of the LP's warm-started sweep (FrontierOptions::certify_sweep_share; 0: none)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-stride", defaults.certify_sweep_stride,
+                 "A sweep solve at every this many far points (FrontierOptions::certify_sweep_stride)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-gap", defaults.certify_sweep_gap,
+                 "Points further above their bound than this are swept (FrontierOptions::certify_sweep_gap)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-max-nodes", defaults.certify_sweep_max_nodes,
+                 "Largest DAG swept (FrontierOptions::certify_sweep_max_nodes)")
       ->capture_default_str();
   app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
                  "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")

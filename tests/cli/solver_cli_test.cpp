@@ -143,6 +143,7 @@ TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
   const json certified = json::parse(with_hull.out).at("certification");
   EXPECT_GE(certified.at("hull_crawl_steps").get<int>(), 64);
   EXPECT_GT(certified.at("hull_crawl_plans").get<int>(), 0);
+  EXPECT_GT(certified.at("sweep_solves").get<int>(), 0);
   const CommandResult without = perseus(with(optimize_args(kBloom, tmp.path() / "without"), {"--json", "-q", "--no-hull-crawl"}));
   ASSERT_EQ(without.exit_code, 0) << without.err;
   const json summary = json::parse(without.out);
@@ -150,6 +151,12 @@ TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
   EXPECT_EQ(summary.at("certification").at("hull_crawl_plans"), 0);
   // The LP solves still bound every point.
   EXPECT_EQ(summary.at("certification").at("bounded_points"), summary.at("points"));
+  // --no-lp-sweep skips the sweep, and its plans: the median gap widens.
+  const CommandResult unswept = perseus(with(optimize_args(kBloom, tmp.path() / "unswept"), {"--json", "-q", "--no-lp-sweep"}));
+  ASSERT_EQ(unswept.exit_code, 0) << unswept.err;
+  const json plain = json::parse(unswept.out).at("certification");
+  EXPECT_EQ(plain.at("sweep_solves"), 0);
+  EXPECT_GT(plain.at("median_gap_fraction").get<double>(), certified.at("median_gap_fraction").get<double>());
 }
 
 TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {

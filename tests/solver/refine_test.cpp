@@ -202,6 +202,59 @@ TEST(SupportingLines, EachSolveBoundsEveryDeadlineAndTouchesAtItsOwn) {
   }
 }
 
+// The warm-started relaxation agrees with the network simplex's at every deadline, in
+// whatever order they come (each solve starts from the last one's basis), its line bounds
+// every deadline's exact optimum, and its relaxed durations meet the deadline.
+TEST(WarmLpRelaxation, MatchesTheRelaxationInAnyOrderAndItsLinesBoundEveryDeadline) {
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 2, 2, 1, false}, 6, seed);
+    const testing::BruteForce brute(problem);
+    LpRelaxation cold(problem);
+    WarmLpRelaxation warm(problem);
+    const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+    const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+    const auto deadline_at = [&](int k) { return t_min + (t_slow - t_min) * k / 16.0; };
+    std::vector<int> order;  // fast to slow, then back and forth
+    for (int k = 0; k <= 16; ++k) order.push_back(k);
+    for (int k : {9, 2, 15, 0, 7, 16, 4}) order.push_back(k);
+    int pivots_after_first = 0;
+    for (std::size_t at = 0; at < order.size(); ++at) {
+      const double deadline = deadline_at(order[at]);
+      SupportingLine line;
+      const auto relaxed = warm.solve(deadline, &line);
+      ASSERT_TRUE(relaxed.has_value()) << "seed " << seed << " at " << order[at];
+      if (at > 0 && at <= 16) pivots_after_first += warm.last_iterations();
+      const double exact = cold.solve(deadline)->lower_bound_j;
+      EXPECT_NEAR(relaxed->lower_bound_j, exact, 1e-6 * exact) << "seed " << seed << " at " << order[at];
+      EXPECT_LE(critical_path_length<double>(problem.dag, relaxed->duration_s), deadline + 1e-6);
+      for (int k = 0; k <= 16; ++k) {
+        const double t = deadline_at(k);
+        const double bound = line.effective_at(t) + problem.p_blocking * problem.num_gpus() * t;
+        EXPECT_LE(bound, brute.optimum_energy_at(t) + 1e-6) << "seed " << seed << " line of " << order[at] << " at " << k;
+      }
+      // Rounded down, every duration's option is no slower: the plan meets the deadline.
+      const MeasuredFigures rounded = evaluate_measured(problem, relaxed->rounded);
+      EXPECT_LE(rounded.time_s, deadline + 1e-6);
+    }
+    // Warm: the sweep's steps take a few pivots each.
+    EXPECT_LT(pivots_after_first, 16 * 4) << "seed " << seed;  // measured 24-25
+    EXPECT_FALSE(warm.solve(t_min * 0.99).has_value());
+    // Started from the network simplex's durations at one deadline, it is at that optimum,
+    // and sweeps on from there.
+    WarmLpRelaxation started(problem);
+    const double middle = deadline_at(8);
+    const auto known = cold.solve(middle);
+    ASSERT_TRUE(started.start_from(middle, known->duration_s)) << "seed " << seed;
+    for (int k : {8, 9, 10, 6}) {
+      const auto relaxed = started.solve(deadline_at(k));
+      ASSERT_TRUE(relaxed.has_value());
+      const double exact = cold.solve(deadline_at(k))->lower_bound_j;
+      EXPECT_NEAR(relaxed->lower_bound_j, exact, 1e-6 * exact) << "seed " << seed << " at " << k;
+      if (k == 8) EXPECT_EQ(started.last_iterations(), 0) << "seed " << seed;
+    }
+  }
+}
+
 TEST(SupportingLines, TheEnvelopeIsTheGreatestLineWhereverLinesAreAdded) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> slope(-500.0, 0.0), level(1000.0, 2000.0), at(1.0, 3.0);

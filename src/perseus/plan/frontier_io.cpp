@@ -73,7 +73,8 @@ nlohmann::json certification_json(const Frontier& frontier) {
           {"lp_solves", frontier.certify_solves},
           {"seconds", frontier.certify_seconds},
           {"hull_crawl_steps", frontier.hull_crawl_steps},
-          {"hull_crawl_plans", frontier.hull_crawl_plans}};
+          {"hull_crawl_plans", frontier.hull_crawl_plans},
+          {"sweep_solves", frontier.certify_sweep_solves}};
 }
 
 PyFiles parse_py_files(const std::string& text, const std::string& what) {

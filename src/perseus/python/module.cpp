@@ -102,7 +102,7 @@ std::shared_ptr<SolvedFrontier> optimize(const Profile& profile, int microbatche
   request.options = {unit_time, p_blocking, {}};
   if (!coefficients.empty()) request.options.overrides = read_cost_overrides(coefficients);
   request.frontier.refine = refine;
-  request.frontier.certify_seconds = certify_seconds;
+  request.frontier.certify_for(certify_seconds);
   Solution solution = [&] {
     py::gil_scoped_release release;  // a long solve lets other Python threads run
     return solve(profile, request);

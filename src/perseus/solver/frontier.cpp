@@ -1,17 +1,18 @@
 #include "perseus/solver/frontier.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <limits>
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -52,6 +53,15 @@ constexpr std::size_t kBoundCrawlStepsMax = 2048;
 // What a pass over the DAG costs beyond its nodes and edges, in visits (measured: 0.19 us a
 // pass over 38 nodes and edges, 0.55 us over 176).
 constexpr double kPassOverheadVisits = 35.0;
+// Work charged for a warm-started solve of the sweep (WarmLpRelaxation): a fixed part and
+// one per simplex pivot, calibrated on bloom-176b A100 8 x 12 and 8 x 96 (192 and 1,536
+// nodes), where a pivot took about as long as 30-50 passes over the DAG and a solve's fixed
+// part 200-500.
+constexpr double kWarmSolvePasses = 400.0;
+constexpr double kWarmPivotPasses = 50.0;
+// Its start from a solved deadline's durations (WarmLpRelaxation::start_from): primal pivots,
+// about 7 passes each on 768 nodes.
+constexpr double kStartPivotPasses = 10.0;
 
 // The reference's fitted energy of a crawl step: cost + S * time * p_blocking.
 double reference_energy(const CrawlStep& step, const EnergyProblem& problem) {
@@ -972,6 +982,93 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
           between.rounded_up[k] = bracket.up;
         }
         replace_if_cheaper(points, i, rounded_plan(between, t));
+      }
+    }
+    // Last, the LP swept over the points still more than certify_sweep_gap above the best
+    // bound, fastest first, warm-started: near T_min, where those crowd, the frontier's plans
+    // stayed 0.4-0.8% above the LP optimum, and its rounded-down plans at each point,
+    // reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between two solves
+    // get their durations interpolated (feasible, within the LP's curvature of optimal). In
+    // two halves, each on a relaxation and refiner of its own, within half the share: beside
+    // each other where there are two threads, one after the other otherwise, the same plans.
+    if (options.certify_sweep_share > 0 && problem.dag.num_nodes() <= options.certify_sweep_max_nodes) {
+      std::vector<std::size_t> far;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const auto bound = best_bound(points[i].measured.time_s);
+        if (bound && points[i].measured.energy_j / *bound - 1.0 > options.certify_sweep_gap) far.push_back(i);
+      }
+      struct Half {
+        std::span<const std::size_t> far;  // its points, fastest first
+        std::vector<std::pair<std::size_t, OptionChoice>> plans;  // (point, plan) offered
+        std::vector<SupportingLine> lines;
+        std::size_t solves = 0;
+        double lp_seconds = 0.0;
+      };
+      const std::size_t middle = far.size() / 2;
+      std::array<Half, 2> halves{Half{std::span<const std::size_t>(far).first(middle)},
+                                 Half{std::span<const std::size_t>(far).subspan(middle)}};
+      const std::size_t stride = static_cast<std::size_t>(std::max(1, options.certify_sweep_stride));
+      const std::size_t n = problem.dag.num_nodes();
+      const double half_share = 0.5 * options.certify_sweep_share * budget;
+      const auto sweep = [&](Half& half, WarmLpRelaxation& relaxation, const PlanRefiner& r) {
+        const double work_limit = r.work() + half_share;
+        // From the solved deadline nearest its first point (a quarter of a start from nothing).
+        if (!half.far.empty() && !relaxed_durations.empty()) {
+          const double first_t = points[half.far.front()].measured.time_s;
+          const auto nearest = std::min_element(relaxed_durations.begin(), relaxed_durations.end(), [&](const auto& a, const auto& b) {
+            return std::abs(a.first - first_t) < std::abs(b.first - first_t);
+          });
+          relaxation.start_from(nearest->first, nearest->second);
+          r.add_work(kWarmSolvePasses + kStartPivotPasses * relaxation.last_iterations());
+        }
+        const auto offer = [&](std::size_t i, const std::vector<double>& durations) {
+          OptionChoice plan(n);
+          for (std::size_t k = 0; k < n; ++k) plan[k] = problem.options_of(static_cast<Dag::NodeId>(k)).bracket(durations[k], 1e-9).down;
+          half.plans.emplace_back(i, r.reclaim_slack(std::move(plan), points[i].measured.time_s));
+        };
+        std::optional<std::pair<double, std::vector<double>>> previous;  // the last solve's deadline and durations
+        std::size_t previous_at = 0;
+        std::vector<double> between(n);
+        for (std::size_t a = 0; a < half.far.size() && r.work() < work_limit;) {
+          const std::size_t i = half.far[a];
+          const double t = points[i].measured.time_s;
+          SupportingLine line;
+          const auto solve_started = std::chrono::steady_clock::now();
+          const auto relaxed = relaxation.solve(t, &line);
+          half.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_started).count();
+          r.add_work(kWarmSolvePasses + kWarmPivotPasses * relaxation.last_iterations());
+          ++half.solves;
+          if (relaxed) {
+            half.lines.push_back(line);
+            offer(i, relaxed->duration_s);
+            for (std::size_t b = previous ? previous_at + 1 : a; b < a; ++b) {
+              const double w = (points[half.far[b]].measured.time_s - previous->first) / (t - previous->first);
+              for (std::size_t k = 0; k < n; ++k) between[k] = (1 - w) * previous->second[k] + w * relaxed->duration_s[k];
+              offer(half.far[b], between);
+            }
+            previous.emplace(t, relaxed->duration_s);
+            previous_at = a;
+          }
+          if (a + 1 == half.far.size()) break;
+          a = std::min(a + stride, half.far.size() - 1);
+        }
+      };
+      if (!far.empty()) {
+        if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
+        const double helper_work = s.helpers[0]->work();
+        WarmLpRelaxation first(problem), second(problem);
+        std::thread beside;
+        if (s.threads > 1) beside = std::thread([&] { sweep(halves[1], second, *s.helpers[0]); });
+        sweep(halves[0], first, refiner);
+        if (beside.joinable()) beside.join();
+        else sweep(halves[1], second, *s.helpers[0]);
+        refiner.add_work(s.helpers[0]->work() - helper_work);
+        for (Half& half : halves) {
+          for (const SupportingLine& line : half.lines) lines.add(line);
+          for (auto& [i, plan] : half.plans) replace_if_cheaper(points, i, std::move(plan));
+          frontier.certify_sweep_solves += half.solves;
+          s.lp_seconds += half.lp_seconds;
+        }
       }
     }
     // Slower points inherit what improved, slack reclaimed: one pass, fastest first. A

@@ -3,6 +3,7 @@
 // and kept only where Pareto-optimal in measured time and effective energy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +52,8 @@ struct Frontier {
   // its steps (0: not run) and the candidate plans rounded from its states.
   std::size_t hull_crawl_steps = 0;
   std::size_t hull_crawl_plans = 0;
+  // The LP swept over the points furthest above their bounds (certify_sweep_*): its solves.
+  std::size_t certify_sweep_solves = 0;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -147,7 +150,32 @@ struct FrontierOptions {
   // within this share of the refinement's budget. 0: none, the default: on bloom 8 x 12 a
   // quarter made the whole command 0.22 -> 0.37 s (`perseus optimize --certify` sets 0.25).
   double certify_interpolation_share = 0.0;
+  // Last, on DAGs of at most certify_sweep_max_nodes, the LP swept over the points still more
+  // than certify_sweep_gap above their bound, fastest first (where they crowd), on a
+  // warm-started relaxation (WarmLpRelaxation: a few pivots a deadline): a solve at every
+  // certify_sweep_stride-th of them, the points between interpolated from the solves either
+  // side, each rounded down to options and its slack reclaimed (no repair), while the solves
+  // (charged by their pivots) and reclaims stay within certify_sweep_share of the
+  // refinement's budget. Each solve also adds a supporting line. 0: none.
+  double certify_sweep_share = 2.0;
+  double certify_sweep_gap = 0.001;
+  int certify_sweep_stride = 2;
+  std::size_t certify_sweep_max_nodes = 768;
   std::function<void(std::size_t done, std::size_t total)> progress;
+
+  // More certification effort, as `perseus optimize --certify SECONDS` and the Python
+  // package's certify_seconds ask for it: those seconds of extra solves and, when above 0,
+  // the interpolated relaxations (a quarter of the budget) and a longer LP sweep (8 times the
+  // budget) that also reaches DAGs of 1,536 nodes.
+  FrontierOptions& certify_for(double seconds) {
+    certify_seconds = seconds;
+    if (seconds > 0) {
+      certify_interpolation_share = std::max(certify_interpolation_share, 0.25);
+      certify_sweep_share = std::max(certify_sweep_share, 8.0);
+      certify_sweep_max_nodes = std::max<std::size_t>(certify_sweep_max_nodes, 1536);
+    }
+    return *this;
+  }
 };
 
 // Candidates: the all-slowest plan, every distinct crawl plan and the all-fastest plan.

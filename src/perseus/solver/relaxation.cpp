@@ -1,5 +1,6 @@
 #include "perseus/solver/relaxation.hpp"
 
+#include <coin/Clp_C_Interface.h>
 #include <lemon/network_simplex.h>
 #include <lemon/smart_graph.h>
 
@@ -9,8 +10,39 @@
 #include <memory>
 #include <utility>
 
+#include "perseus/model/shared_library.hpp"
+
 namespace perseus {
 namespace {
+
+// CLP, loaded by the first warm-started relaxation (model/shared_library.hpp says why): the C
+// interface's functions WarmLpRelaxation calls, with the header's types.
+struct Clp {
+  SharedLibrary library{"libClp.so.1", "coinor-libclp1"};
+  PERSEUS_LIBRARY_FUNCTION(Clp_newModel);
+  PERSEUS_LIBRARY_FUNCTION(Clp_deleteModel);
+  PERSEUS_LIBRARY_FUNCTION(Clp_setLogLevel);
+  PERSEUS_LIBRARY_FUNCTION(Clp_scaling);
+  PERSEUS_LIBRARY_FUNCTION(Clp_loadProblem);
+  PERSEUS_LIBRARY_FUNCTION(Clp_chgRowUpper);
+  PERSEUS_LIBRARY_FUNCTION(Clp_setColSolution);
+  PERSEUS_LIBRARY_FUNCTION(Clp_dual);
+  PERSEUS_LIBRARY_FUNCTION(Clp_primal);
+  PERSEUS_LIBRARY_FUNCTION(Clp_isProvenOptimal);
+  PERSEUS_LIBRARY_FUNCTION(Clp_numberIterations);
+  PERSEUS_LIBRARY_FUNCTION(Clp_primalColumnSolution);
+  PERSEUS_LIBRARY_FUNCTION(Clp_dualRowSolution);
+  PERSEUS_LIBRARY_FUNCTION(Clp_dualColumnSolution);
+};
+
+// What CLP takes for "no bound" (its COIN_DBL_MAX, which the C interface's header leaves out).
+constexpr double kClpInfinity = std::numeric_limits<double>::max();
+
+// Loaded once (thread-safe); a failed load throws here and is tried again by the next call.
+const Clp& clp() {
+  static const Clp loaded;
+  return loaded;
+}
 
 // The circulation is solved in integers (LEMON's network simplex takes integer data): times
 // in units of 0.1 ns, flows in units of 1e-6 J/s. The bound itself is evaluated in doubles
@@ -227,6 +259,189 @@ std::optional<double> SupportingLines::energy_at(double time_s) const {
     best = std::max(best, envelope_[j].second + envelope_[j].first * time_s);
   }
   return best + blocking_w_ * time_s;
+}
+
+// The primal LP: per node a start time S_i >= 0 and speed-ups x_ik along its hull's segments
+// from the slowest corner (0 <= x_ik <= the segment's length, at the segment's cost per unit;
+// convexity makes the LP take them cheapest first), so duration_i = slowest_i - sum_k x_ik;
+// a row per dependency i -> j, S_j - S_i + sum_k x_ik >= slowest_i, and per sink
+// S_i - sum_k x_ik <= D - slowest_i. Times in milliseconds, so that CLP's absolute
+// tolerances (1e-7) lie far below the differences between options.
+struct WarmLpRelaxation::Model {
+  static constexpr double kMsPerSecond = 1000.0;
+  struct Deleter {
+    void operator()(Clp_Simplex* model) const { clp().Clp_deleteModel(model); }
+  };
+  std::unique_ptr<Clp_Simplex, Deleter> simplex{clp().Clp_newModel()};
+  std::vector<double> row_upper, column_upper;
+  std::vector<double> slowest_ms;         // per node
+  std::vector<int> first_segment;         // per node: its first speed-up column; n + 1 offsets
+  int start_column = 0;                   // S_i is column start_column + i
+  std::vector<int> dependency_row;        // per DAG edge, in LagrangianBound's order
+  std::vector<int> deadline_row;          // per node: its row if a sink, else -1
+  double slowest_effective_j = 0.0;       // sum over nodes of the slowest corner's effective energy
+};
+
+WarmLpRelaxation::WarmLpRelaxation(const EnergyProblem& problem)
+    : problem_(problem), model_(std::make_unique<Model>()), lagrangian_(problem) {
+  Model& m = *model_;
+  const Dag& dag = problem.dag;
+  const int n = static_cast<int>(dag.num_nodes());
+  std::vector<std::vector<HullPoint>> hulls;
+  for (const OperationOptions& operation : problem.operations) hulls.push_back(effective_energy_hull(operation, problem.p_blocking));
+  std::vector<double> length, cost;  // per speed-up column
+  m.first_segment.assign(n + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    const std::vector<HullPoint>& hull = hulls[problem.node_operation[i]];  // fastest first
+    m.slowest_ms.push_back(hull.back().time_s * Model::kMsPerSecond);
+    m.slowest_effective_j += hull.back().effective_j;
+    for (std::size_t j = hull.size() - 1; j > 0; --j) {
+      const double ms = (hull[j].time_s - hull[j - 1].time_s) * Model::kMsPerSecond;
+      length.push_back(ms);
+      cost.push_back((hull[j - 1].effective_j - hull[j].effective_j) / ms);
+    }
+    m.first_segment[i + 1] = static_cast<int>(length.size());
+  }
+  m.start_column = m.first_segment[n];
+  const int columns = m.start_column + n;
+  struct Entry {
+    int row, column;
+    double value;
+  };
+  std::vector<Entry> entries;
+  std::vector<double> row_lower, row_upper;
+  const auto speed_ups = [&](int row, int node, double sign) {
+    for (int c = m.first_segment[node]; c < m.first_segment[node + 1]; ++c) entries.push_back({row, c, sign});
+  };
+  m.deadline_row.assign(n, -1);
+  for (int i = 0; i < n; ++i) {
+    for (const Dag::NodeId j : dag.successors(static_cast<Dag::NodeId>(i))) {
+      const int row = static_cast<int>(row_lower.size());
+      entries.push_back({row, m.start_column + static_cast<int>(j), 1.0});
+      entries.push_back({row, m.start_column + i, -1.0});
+      speed_ups(row, i, 1.0);
+      row_lower.push_back(m.slowest_ms[i]);
+      row_upper.push_back(kClpInfinity);
+      m.dependency_row.push_back(row);
+    }
+    if (dag.successors(static_cast<Dag::NodeId>(i)).empty()) {
+      const int row = static_cast<int>(row_lower.size());
+      entries.push_back({row, m.start_column + i, 1.0});
+      speed_ups(row, i, -1.0);
+      row_lower.push_back(-kClpInfinity);
+      row_upper.push_back(kClpInfinity);  // set by solve()
+      m.deadline_row[i] = row;
+    }
+  }
+  // Column-wise, as CLP takes it.
+  std::vector<int> column_start(columns + 1, 0);
+  for (const Entry& e : entries) ++column_start[e.column + 1];
+  for (int c = 0; c < columns; ++c) column_start[c + 1] += column_start[c];
+  std::vector<int> row_index(entries.size());
+  std::vector<double> values(entries.size());
+  std::vector<int> fill(column_start.begin(), column_start.end() - 1);
+  for (const Entry& e : entries) {
+    row_index[fill[e.column]] = e.row;
+    values[fill[e.column]++] = e.value;
+  }
+  std::vector<double> column_lower(columns, 0.0), column_upper(columns, kClpInfinity), objective(columns, 0.0);
+  for (int c = 0; c < m.start_column; ++c) {
+    column_upper[c] = length[c];
+    objective[c] = cost[c];
+  }
+  clp().Clp_setLogLevel(m.simplex.get(), 0);
+  clp().Clp_scaling(m.simplex.get(), 0);  // the data are in one range (milliseconds, joules per millisecond)
+  clp().Clp_loadProblem(m.simplex.get(), columns, static_cast<int>(row_lower.size()), column_start.data(),
+                        row_index.data(), values.data(), column_lower.data(), column_upper.data(), objective.data(),
+                        row_lower.data(), row_upper.data());
+  m.row_upper = std::move(row_upper);
+  m.column_upper = std::move(column_upper);
+}
+
+WarmLpRelaxation::~WarmLpRelaxation() = default;
+
+void WarmLpRelaxation::set_deadline(double deadline_s) {
+  Model& m = *model_;
+  const double deadline_ms = deadline_s * Model::kMsPerSecond;
+  for (std::size_t i = 0; i < m.deadline_row.size(); ++i) {
+    if (m.deadline_row[i] >= 0) m.row_upper[m.deadline_row[i]] = deadline_ms - m.slowest_ms[i];
+  }
+  clp().Clp_chgRowUpper(m.simplex.get(), m.row_upper.data());
+}
+
+bool WarmLpRelaxation::start_from(double deadline_s, std::span<const double> durations_s) {
+  Model& m = *model_;
+  const Dag& dag = problem_.dag;
+  const std::size_t n = dag.num_nodes();
+  last_iterations_ = 0;
+  if (durations_s.size() != n || !(deadline_s > 0.0) || !std::isfinite(deadline_s)) return false;
+  // The values: each node's speed-up taken along its segments in order (the cheapest first,
+  // as the LP takes them) and its earliest start.
+  std::vector<double> values(m.column_upper.size(), 0.0);
+  std::vector<double> start_ms(n, 0.0);
+  for (const Dag::NodeId v : dag.topological_order()) {
+    for (const Dag::NodeId w : dag.successors(v)) {
+      start_ms[w] = std::max(start_ms[w], start_ms[v] + durations_s[v] * Model::kMsPerSecond);
+    }
+  }
+  const std::vector<double>& upper = m.column_upper;
+  for (std::size_t i = 0; i < n; ++i) {
+    values[m.start_column + i] = start_ms[i];
+    double speed_up = m.slowest_ms[i] - durations_s[i] * Model::kMsPerSecond;
+    for (int c = m.first_segment[i]; c < m.first_segment[i + 1]; ++c) {
+      const double taken = std::clamp(speed_up, 0.0, upper[c]);
+      values[c] = taken;
+      speed_up -= taken;
+    }
+  }
+  set_deadline(deadline_s);
+  clp().Clp_setColSolution(m.simplex.get(), values.data());
+  clp().Clp_primal(m.simplex.get(), 1);  // a values pass: a basis from the values given, then primal pivots
+  last_iterations_ = clp().Clp_numberIterations(m.simplex.get());
+  return clp().Clp_isProvenOptimal(m.simplex.get()) != 0;
+}
+
+std::optional<RelaxedSolution> WarmLpRelaxation::solve(double deadline_s, SupportingLine* line) {
+  Model& m = *model_;
+  last_iterations_ = 0;
+  if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return std::nullopt;
+  const Dag& dag = problem_.dag;
+  const std::size_t n = dag.num_nodes();
+  set_deadline(deadline_s);
+  clp().Clp_dual(m.simplex.get(), 0);  // from the previous basis (CLP keeps it between solves)
+  last_iterations_ = clp().Clp_numberIterations(m.simplex.get());
+  if (!clp().Clp_isProvenOptimal(m.simplex.get())) return std::nullopt;
+
+  // The bound from the duals as prices (J/ms -> J/s): valid whatever their tolerances.
+  const double* row_dual = clp().Clp_dualRowSolution(m.simplex.get());
+  const double* reduced_cost = clp().Clp_dualColumnSolution(m.simplex.get());
+  std::vector<double> dependency_prices(m.dependency_row.size()), start_prices(n), end_prices(n, 0.0);
+  for (std::size_t e = 0; e < m.dependency_row.size(); ++e) dependency_prices[e] = row_dual[m.dependency_row[e]] * Model::kMsPerSecond;
+  for (std::size_t i = 0; i < n; ++i) {
+    start_prices[i] = reduced_cost[m.start_column + static_cast<int>(i)] * Model::kMsPerSecond;
+    if (m.deadline_row[i] >= 0) end_prices[i] = -row_dual[m.deadline_row[i]] * Model::kMsPerSecond;
+  }
+  const SupportingLine dual_line = lagrangian_.line(dependency_prices, start_prices, end_prices);
+  if (line) *line = dual_line;
+
+  RelaxedSolution solution;
+  solution.effective_j = dual_line.effective_at(deadline_s);
+  solution.slope_j_per_s = dual_line.slope_j_per_s;
+  solution.lower_bound_j = solution.effective_j + problem_.p_blocking * problem_.num_gpus() * deadline_s;
+  const double* x = clp().Clp_primalColumnSolution(m.simplex.get());
+  solution.duration_s.resize(n);
+  solution.rounded.resize(n);
+  solution.rounded_up.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double ms = m.slowest_ms[i];
+    for (int c = m.first_segment[i]; c < m.first_segment[i + 1]; ++c) ms -= x[c];
+    solution.duration_s[i] = ms / Model::kMsPerSecond;
+    // A microsecond's tolerance: CLP's feasibility tolerance in milliseconds.
+    const OperationOptions::Bracket bracket = problem_.options_of(static_cast<Dag::NodeId>(i)).bracket(solution.duration_s[i], 1e-9);
+    solution.rounded[i] = bracket.down;
+    solution.rounded_up[i] = bracket.up;
+  }
+  return solution;
 }
 
 }  // namespace perseus

@@ -118,4 +118,43 @@ class LpRelaxation {
   std::unique_ptr<Model> model_;
 };
 
+// The same relaxation in its primal form on CLP's dual simplex, warm-started: each solve
+// starts from the previous one's optimal basis, so a sweep of nearby deadlines takes a few
+// pivots each (a new deadline moves only right-hand sides; the basis stays dual feasible).
+// Measured on bloom-176b A100 8 x 12 (192 nodes): a first solve about 10 ms, then 0.3-0.5 ms
+// a deadline when they come a frontier point apart, against 4-5 ms for LpRelaxation; on
+// 1,536 nodes 0.4 s, then about 6 ms (docs/solver.md, "Certified frontier"). So it pays where
+// deadlines come in order and many, and not for a few spread ones (use LpRelaxation there).
+// Each solve's bound is LagrangianBound's line at the solve's duals, valid whatever CLP's
+// tolerances left in them, and equal to the LP optimum up to those tolerances. CLP (its C
+// interface) is loaded by the first one made (model/shared_library.hpp): InputError naming
+// the library and its Debian package when it cannot be.
+class WarmLpRelaxation {
+ public:
+  explicit WarmLpRelaxation(const EnergyProblem& problem);
+  ~WarmLpRelaxation();
+  WarmLpRelaxation(const WarmLpRelaxation&) = delete;
+  WarmLpRelaxation& operator=(const WarmLpRelaxation&) = delete;
+
+  // As LpRelaxation::solve (price_j_per_s left empty), and line: the solve's supporting line.
+  // nullopt when no plan meets the deadline or CLP does not prove optimality.
+  std::optional<RelaxedSolution> solve(double deadline_s, SupportingLine* line = nullptr);
+  // Starts from a known optimum of the relaxation at `deadline_s` (its durations, e.g. an
+  // LpRelaxation's): CLP's primal simplex from those values finds a basis for it in a
+  // quarter of a first solve's time (bloom-176b A100 8 x 48: 27 ms against 139 ms; 8 x 96:
+  // 63 ms against 281 ms). False if it does not reach an optimum (the next solve then starts
+  // from whatever basis CLP is left with, correct but slower).
+  bool start_from(double deadline_s, std::span<const double> durations_s);
+  // The simplex pivots the last solve (or start_from) took: what it cost, machine-independently.
+  int last_iterations() const { return last_iterations_; }
+
+ private:
+  void set_deadline(double deadline_s);
+  struct Model;
+  const EnergyProblem& problem_;
+  std::unique_ptr<Model> model_;
+  LagrangianBound lagrangian_;
+  int last_iterations_ = 0;
+};
+
 }  // namespace perseus
