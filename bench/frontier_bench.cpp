@@ -79,6 +79,8 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.certify_sweep_stride = defaults.certify_sweep_stride;
     request.frontier.certify_sweep_gap = defaults.certify_sweep_gap;
     request.frontier.certify_sweep_max_nodes = defaults.certify_sweep_max_nodes;
+    request.frontier.certify_search_points = defaults.certify_search_points;
+    request.frontier.certify_search_share = defaults.certify_search_share;
     request.frontier.certify_for(certify_seconds);  // as optimize --certify
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
@@ -145,6 +147,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--certify-sweep-max-nodes", defaults.certify_sweep_max_nodes,
                  "Largest DAG swept (FrontierOptions::certify_sweep_max_nodes)")
+      ->capture_default_str();
+  app.add_option("--certify-search-points", defaults.certify_search_points,
+                 "Points far above their bound given a round of local search (FrontierOptions::certify_search_points)")
+      ->capture_default_str();
+  app.add_option("--certify-search-share", defaults.certify_search_share,
+                 "Budget share of that local search (FrontierOptions::certify_search_share)")
       ->capture_default_str();
   app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
                  "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")

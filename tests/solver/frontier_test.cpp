@@ -113,6 +113,7 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   FrontierOptions none;
   none.certify_interpolation_share = 0.0;  // the solves alone (the later steps have tests of their own)
   none.certify_sweep_share = 0.0;
+  none.certify_search_points = 0;
   none.certify_worst_solves = 0;
   FrontierOptions never = none;
   never.certify_worst_solves = FrontierOptions{}.certify_worst_solves;
@@ -197,6 +198,36 @@ TEST(Frontier, TheLpSweepBringsFarPointsCloserToTheirBoundsOnAnyThreads) {
     EXPECT_EQ(b.points[i].choice, c.points[i].choice) << "point " << i;
     EXPECT_EQ(b.points[i].lower_bound_j, c.points[i].lower_bound_j) << "point " << i;
   }
+}
+
+// A round of local search at the points furthest above their bounds (with a worst gap of 0
+// every point qualifies): as many points as allowed, and the gaps fall.
+TEST(Frontier, LocalSearchAtTheWidestGapsLowersThem) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
+  const CrawlResult crawl = crawl_frontier(problem);
+  FrontierOptions off;
+  off.certify_sweep_share = 0.0;
+  off.certify_worst_gap = 0.0;
+  off.certify_worst_solves = 0;
+  off.certify_search_points = 0;
+  FrontierOptions on = off;
+  on.certify_search_points = 4;
+  on.certify_search_share = 4.0;  // enough for all four
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, on);
+  EXPECT_EQ(a.certify_searches, 0u);
+  EXPECT_EQ(b.certify_searches, 4u);
+  const auto gaps = [](const Frontier& f) {
+    std::vector<double> g;
+    for (const FrontierPoint& p : f.points) g.push_back(p.measured.energy_j / *p.lower_bound_j - 1.0);
+    return g;
+  };
+  const auto mean = [](const std::vector<double>& g) { return std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(g.size()); };
+  const auto worst = [](const std::vector<double>& g) { return *std::max_element(g.begin(), g.end()); };
+  std::cout << "gaps: mean " << 100 * mean(gaps(a)) << "% -> " << 100 * mean(gaps(b)) << "%, worst " << 100 * worst(gaps(a))
+            << "% -> " << 100 * worst(gaps(b)) << "%\n";
+  EXPECT_LT(mean(gaps(b)), mean(gaps(a)));
+  EXPECT_LT(worst(gaps(b)), worst(gaps(a)));
 }
 
 TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {

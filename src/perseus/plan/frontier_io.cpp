@@ -74,7 +74,8 @@ nlohmann::json certification_json(const Frontier& frontier) {
           {"seconds", frontier.certify_seconds},
           {"hull_crawl_steps", frontier.hull_crawl_steps},
           {"hull_crawl_plans", frontier.hull_crawl_plans},
-          {"sweep_solves", frontier.certify_sweep_solves}};
+          {"sweep_solves", frontier.certify_sweep_solves},
+          {"searched_points", frontier.certify_searches}};
 }
 
 PyFiles parse_py_files(const std::string& text, const std::string& what) {

@@ -1056,12 +1056,27 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       if (!far.empty()) {
         if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
         const double helper_work = s.helpers[0]->work();
-        WarmLpRelaxation first(problem), second(problem);
+        WarmLpRelaxation first(problem), second(problem);  // CLP loads here, before any thread starts
         std::thread beside;
-        if (s.threads > 1) beside = std::thread([&] { sweep(halves[1], second, *s.helpers[0]); });
-        sweep(halves[0], first, refiner);
+        std::exception_ptr beside_failed;
+        if (s.threads > 1) {
+          beside = std::thread([&] {
+            try {
+              sweep(halves[1], second, *s.helpers[0]);
+            } catch (...) {
+              beside_failed = std::current_exception();
+            }
+          });
+        }
+        try {
+          sweep(halves[0], first, refiner);
+        } catch (...) {
+          if (beside.joinable()) beside.join();
+          throw;
+        }
         if (beside.joinable()) beside.join();
         else sweep(halves[1], second, *s.helpers[0]);
+        if (beside_failed) std::rethrow_exception(beside_failed);
         refiner.add_work(s.helpers[0]->work() - helper_work);
         for (Half& half : halves) {
           for (const SupportingLine& line : half.lines) lines.add(line);
@@ -1070,6 +1085,39 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
           s.lp_seconds += half.lp_seconds;
         }
       }
+    }
+    // Then a round of local search at the points still furthest above their bound, where the
+    // LP's rounding does not help (the moves screened by the LP's prices there), the widest
+    // first; the inheritance below carries each to its slower neighbours, so points up to a
+    // 64th of the span slower than a searched one wait for it.
+    if (problem.dag.num_nodes() <= options.certify_search_max_nodes) {
+      const double search_limit = refiner.work() + options.certify_search_share * budget;
+      refiner.set_work_limit(search_limit);
+      std::vector<double> searched;
+      for (int made = 0; made < options.certify_search_points && !refiner.out_of_work(); ++made) {
+        std::optional<std::size_t> target;
+        double widest = options.certify_worst_gap;
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          const double t = points[i].measured.time_s;
+          if (std::any_of(searched.begin(), searched.end(), [&](double d) { return t >= d && t - d < span / 64.0; })) continue;
+          const auto bound = best_bound(t);
+          if (bound && points[i].measured.energy_j / *bound - 1.0 > widest) {
+            widest = points[i].measured.energy_j / *bound - 1.0;
+            target = i;
+          }
+        }
+        if (!target) break;
+        const double t = points[*target].measured.time_s;
+        searched.push_back(t);
+        const auto relaxed = s.solve_relaxation(t);
+        refiner.add_work(lp_solve_work);
+        if (!relaxed) continue;
+        replace_if_cheaper(points, *target,
+                           refiner.local_search(points[*target].option_choice(), t, 1, PlanRefiner::Moves::kAll,
+                                                &relaxed->price_j_per_s));
+        ++frontier.certify_searches;
+      }
+      refiner.set_work_limit(std::numeric_limits<double>::infinity());
     }
     // Slower points inherit what improved, slack reclaimed: one pass, fastest first. A
     // chunk at a time, each point's candidate from its faster neighbour as the chunk starts
