@@ -107,9 +107,12 @@ TEST_F(GpuProbe, MissingLibraryExitsWithOne) {
 
 // perseus_gpu_client_check, the client half of tests/gpu/real_gpu_check.sh, on the fake: the
 // fake's energy counter adds the clock at every read, so the highest clock "draws" more.
+// Power is that energy over the measured time: each instruction is held 50 ms, so that a
+// sleep overrunning by a few milliseconds on a loaded machine cannot reverse the order (the
+// two energies differ by 17.5%; with 1 ms holds it did, once in some hundred runs).
 TEST_F(GpuProbe, ClientCheckLocksThePlannedClocksAndMeasuresEachInstruction) {
   const ProbeRun run = run_program(GPU_CLIENT_CHECK_PROGRAM,
-                                   "--library " + testing::kFakeNvml + " --steps 2 --hold-ms 1 --expect-power-order");
+                                   "--library " + testing::kFakeNvml + " --steps 2 --hold-ms 50 --expect-power-order");
   ASSERT_EQ(run.exit_code, 0) << run.report.dump(2);
   const nlohmann::json& report = run.report;
   EXPECT_EQ(report["plan_mhz"], nlohmann::json({1410, 1200}));

@@ -23,6 +23,21 @@ double product_of_options(const EnergyProblem& problem) {
   return product;
 }
 
+// Each point's gap to its lower bound (energy / bound - 1); every point must have a bound.
+std::vector<double> gaps_of(const Frontier& frontier) {
+  std::vector<double> gaps;
+  for (const FrontierPoint& p : frontier.points) gaps.push_back(p.measured.energy_j / p.lower_bound_j.value() - 1.0);
+  return gaps;
+}
+double mean_of(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+double worst_of(const std::vector<double>& values) { return *std::max_element(values.begin(), values.end()); }
+
 // The margin the tests hold perseus to against the true optimum on tiny pipelines.
 constexpr double kBruteForceMargin = 0.005;
 
@@ -93,15 +108,9 @@ TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
   };
   holds_against(a, b);
   holds_against(b, a);
-  const auto median_gap = [](const Frontier& f) {
-    std::vector<double> gaps;
-    for (const FrontierPoint& p : f.points) gaps.push_back(p.measured.energy_j / *p.lower_bound_j - 1.0);
-    std::sort(gaps.begin(), gaps.end());
-    return gaps[gaps.size() / 2];
-  };
-  std::cout << "median gap: " << 100 * median_gap(a) << "% with 1 solve, " << 100 * median_gap(b) << "% with "
-            << b.certify_solves << "\n";
-  EXPECT_LT(median_gap(b), median_gap(a));
+  std::cout << "median gap: " << 100 * median_of(gaps_of(a)) << "% with 1 solve, " << 100 * median_of(gaps_of(b))
+            << "% with " << b.certify_solves << "\n";
+  EXPECT_LT(median_of(gaps_of(b)), median_of(gaps_of(a)));
 }
 
 // After the counted solves, more where a point is still more than certify_worst_gap above
@@ -127,13 +136,9 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   EXPECT_EQ(b.certify_solves, a.certify_solves);
   EXPECT_EQ(b.points.size(), a.points.size());
   EXPECT_EQ(c.certify_solves, a.certify_solves + 4);
-  const auto worst_gap = [](const Frontier& f) {
-    double worst = 0.0;
-    for (const FrontierPoint& p : f.points) worst = std::max(worst, p.measured.energy_j / *p.lower_bound_j - 1.0);
-    return worst;
-  };
-  std::cout << "worst gap: " << 100 * worst_gap(a) << "% without, " << 100 * worst_gap(c) << "% with 4 solves\n";
-  EXPECT_LT(worst_gap(c), worst_gap(a));
+  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(c))
+            << "% with 4 solves\n";
+  EXPECT_LT(worst_of(gaps_of(c)), worst_of(gaps_of(a)));
 }
 
 // Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,
@@ -150,13 +155,8 @@ TEST(Frontier, InterpolatedRelaxationsImprovePointsBetweenSolvedDeadlines) {
   const Frontier a = build_frontier(problem, crawl, off);
   const Frontier b = build_frontier(problem, crawl, on);
   EXPECT_EQ(b.certify_solves, a.certify_solves);  // no solve of its own
-  const auto mean_gap = [](const Frontier& f) {
-    double sum = 0.0;
-    for (const FrontierPoint& p : f.points) sum += p.measured.energy_j / *p.lower_bound_j - 1.0;
-    return sum / static_cast<double>(f.points.size());
-  };
-  std::cout << "mean gap: " << 100 * mean_gap(a) << "% without, " << 100 * mean_gap(b) << "% with\n";
-  EXPECT_LT(mean_gap(b), mean_gap(a));
+  std::cout << "mean gap: " << 100 * mean_of(gaps_of(a)) << "% without, " << 100 * mean_of(gaps_of(b)) << "% with\n";
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
   // Not point by point: the inheritance pass after it starts from different plans, and a
   // few points end up a little dearer (up to 0.2% here) while the mean falls.
 }
@@ -179,19 +179,14 @@ TEST(Frontier, TheLpSweepBringsFarPointsCloserToTheirBoundsOnAnyThreads) {
   const Frontier c = build_frontier(problem, crawl, one_thread);
   EXPECT_EQ(a.certify_sweep_solves, 0u);
   EXPECT_GT(b.certify_sweep_solves, 0u);
-  const auto gaps = [](const Frontier& f) {
-    std::vector<double> g;
-    for (const FrontierPoint& p : f.points) g.push_back(p.measured.energy_j / *p.lower_bound_j - 1.0);
-    return g;
-  };
-  const auto mean = [](const std::vector<double>& g) { return std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(g.size()); };
   const auto far = [&](const std::vector<double>& g) {
     return std::count_if(g.begin(), g.end(), [&](double x) { return x > on.certify_sweep_gap; });
   };
-  std::cout << "mean gap: " << 100 * mean(gaps(a)) << "% without, " << 100 * mean(gaps(b)) << "% with; far points "
-            << far(gaps(a)) << " -> " << far(gaps(b)) << " (" << b.certify_sweep_solves << " solves)\n";
-  EXPECT_LT(mean(gaps(b)), mean(gaps(a)));
-  EXPECT_LT(far(gaps(b)), far(gaps(a)));
+  std::cout << "mean gap: " << 100 * mean_of(gaps_of(a)) << "% without, " << 100 * mean_of(gaps_of(b))
+            << "% with; far points " << far(gaps_of(a)) << " -> " << far(gaps_of(b)) << " (" << b.certify_sweep_solves
+            << " solves)\n";
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
+  EXPECT_LT(far(gaps_of(b)), far(gaps_of(a)));
   ASSERT_EQ(b.points.size(), c.points.size());
   EXPECT_EQ(b.certify_sweep_solves, c.certify_sweep_solves);
   for (std::size_t i = 0; i < b.points.size(); ++i) {
@@ -217,17 +212,10 @@ TEST(Frontier, LocalSearchAtTheWidestGapsLowersThem) {
   const Frontier b = build_frontier(problem, crawl, on);
   EXPECT_EQ(a.certify_searches, 0u);
   EXPECT_EQ(b.certify_searches, 4u);
-  const auto gaps = [](const Frontier& f) {
-    std::vector<double> g;
-    for (const FrontierPoint& p : f.points) g.push_back(p.measured.energy_j / *p.lower_bound_j - 1.0);
-    return g;
-  };
-  const auto mean = [](const std::vector<double>& g) { return std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(g.size()); };
-  const auto worst = [](const std::vector<double>& g) { return *std::max_element(g.begin(), g.end()); };
-  std::cout << "gaps: mean " << 100 * mean(gaps(a)) << "% -> " << 100 * mean(gaps(b)) << "%, worst " << 100 * worst(gaps(a))
-            << "% -> " << 100 * worst(gaps(b)) << "%\n";
-  EXPECT_LT(mean(gaps(b)), mean(gaps(a)));
-  EXPECT_LT(worst(gaps(b)), worst(gaps(a)));
+  std::cout << "gaps: mean " << 100 * mean_of(gaps_of(a)) << "% -> " << 100 * mean_of(gaps_of(b)) << "%, worst "
+            << 100 * worst_of(gaps_of(a)) << "% -> " << 100 * worst_of(gaps_of(b)) << "%\n";
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
+  EXPECT_LT(worst_of(gaps_of(b)), worst_of(gaps_of(a)));
 }
 
 TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {

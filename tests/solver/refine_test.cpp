@@ -323,7 +323,9 @@ TEST(RelaxationCrawl, ItsLinesLieBelowTheLpOptimumAndCloseToItEverywhere) {
     ASSERT_EQ(crawl.rounded.size(), 16u);
     for (std::size_t j = 0; j < crawl.rounded.size(); ++j) {
       const RoundedState& state = crawl.rounded[j];
-      if (j > 0) EXPECT_LT(state.time_s, crawl.rounded[j - 1].time_s);
+      if (j > 0) {
+        EXPECT_LT(state.time_s, crawl.rounded[j - 1].time_s);
+      }
       EXPECT_LE(evaluate_measured(problem, state.down).time_s, state.time_s + 1e-9) << "seed " << seed << " state " << j;
       for (std::size_t i = 0; i < state.down.size(); ++i) {
         EXPECT_LE(problem.chosen(static_cast<Dag::NodeId>(i), state.down).measurement.time_s,

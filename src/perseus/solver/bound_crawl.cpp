@@ -11,15 +11,10 @@ namespace {
 
 RoundedState round_state(const EnergyProblem& problem, const std::vector<std::int64_t>& durations, double unit_s,
                          std::int64_t time_q) {
-  const std::size_t n = durations.size();
-  RoundedState state{static_cast<double>(time_q) * unit_s, OptionChoice(n), OptionChoice(n)};
-  for (std::size_t i = 0; i < n; ++i) {
-    const double duration = static_cast<double>(durations[i]) * unit_s;
-    const OperationOptions::Bracket bracket = problem.options_of(static_cast<Dag::NodeId>(i)).bracket(duration);
-    state.down[i] = bracket.down;
-    state.up[i] = bracket.up;
-  }
-  return state;
+  std::vector<double> seconds(durations.size());
+  for (std::size_t i = 0; i < durations.size(); ++i) seconds[i] = static_cast<double>(durations[i]) * unit_s;
+  RoundedChoice rounded = round_to_options(problem, seconds);
+  return RoundedState{static_cast<double>(time_q) * unit_s, std::move(rounded.down), std::move(rounded.up)};
 }
 
 }  // namespace

@@ -138,6 +138,44 @@ double lp_solve_work(double dag_size) {
   return std::max({kLpSolvePasses, kLpSolveVisits / dag_size, dag_size * dag_size / kLpQuadraticVisits});
 }
 
+// f(0) here and f(1), ..., f(tasks - 1) on threads of their own where `parallel`, after f(0)
+// here otherwise; returns when all are done, rethrowing the first exception any of them threw
+// (the lowest task's).
+template <typename F>
+void run_tasks(std::size_t tasks, bool parallel, F&& f) {
+  std::vector<std::exception_ptr> failed(tasks);
+  const auto guarded = [&](std::size_t k) {
+    try {
+      f(k);
+    } catch (...) {
+      failed[k] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> running;
+  try {
+    for (std::size_t k = 1; parallel && k < tasks; ++k) running.emplace_back(guarded, k);
+  } catch (...) {  // no thread to be had: those started finish first
+    for (std::thread& thread : running) thread.join();
+    throw;
+  }
+  if (tasks > 0) guarded(0);
+  for (std::thread& thread : running) thread.join();
+  for (std::size_t k = 1; !parallel && k < tasks && !failed[0]; ++k) guarded(k);
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Relaxed durations at `t`, between two LP solutions (deadline, durations): interpolated
+// linearly. The LP is linear in the deadline, so they meet `t` and are within the LP value's
+// curvature of its optimum there.
+void interpolate_durations(const std::pair<double, std::vector<double>>& below,
+                           const std::pair<double, std::vector<double>>& above, double t, std::vector<double>& out) {
+  const double w = (t - below.first) / (above.first - below.first);
+  out.resize(below.second.size());
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] = (1 - w) * below.second[k] + w * above.second[k];
+}
+
 // The crawl's length in steps, T* - T_min in units: known before it runs, so that the work
 // bounded by it can start beside it. (The crawl takes one step per unit; it can stop a few
 // short, when a cut would cross a dependency.)
@@ -365,10 +403,7 @@ struct FrontierBuilder::State {
     const auto share = [&](const PlanRefiner& r, std::size_t first) {
       for (std::size_t k = first; k < count; k += workers + 1) f(r, k);
     };
-    std::vector<std::thread> running;
-    for (std::size_t t = 0; t < workers; ++t) running.emplace_back(share, std::cref(*helpers[t]), t + 1);
-    share(own, 0);
-    for (std::thread& thread : running) thread.join();
+    run_tasks(workers + 1, true, [&](std::size_t t) { share(t == 0 ? own : *helpers[t - 1], t); });
     for (std::size_t t = 0; t < workers; ++t) own.add_work(helpers[t]->work() - before[t]);
   }
 
@@ -806,6 +841,33 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     if (const auto crawled = s.crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
     return bound;
   };
+  // A point's gap to the best bound at its time (none without a bound).
+  const auto gap_to_bound = [&](const FrontierPoint& point) -> std::optional<double> {
+    const auto bound = best_bound(point.measured.time_s);
+    if (!bound) return std::nullopt;
+    return point.measured.energy_j / *bound - 1.0;
+  };
+  // The points more than `gap` above the best bound, fastest first.
+  const auto points_above = [&](const std::vector<FrontierPoint>& points, double gap) {
+    std::vector<std::size_t> above;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (gap_to_bound(points[i]).value_or(0.0) > gap) above.push_back(i);
+    }
+    return above;
+  };
+  // The point furthest above the best bound, if more than `gap`, among those `skip` allows.
+  const auto widest_above = [&](const std::vector<FrontierPoint>& points, double gap,
+                                const std::function<bool(double)>& skip) -> std::optional<std::size_t> {
+    std::optional<std::size_t> widest;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (skip(points[i].measured.time_s)) continue;
+      if (const auto g = gap_to_bound(points[i]); g && *g > gap) {
+        gap = *g;
+        widest = i;
+      }
+    }
+    return widest;
+  };
   const auto certify = [&] {
     const auto started = std::chrono::steady_clock::now();
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
@@ -853,30 +915,28 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       solved_at.pop_back();
     }
     for (int made = 0; !targets.empty();) {
-      // The second solve of the round, beside this one.
-      std::optional<RelaxedSolution> second;
-      std::optional<OptionChoice> second_plan;
+      // The second solve of the round beside this one, on a relaxation and refiner of its own.
+      std::optional<RelaxedSolution> first, second;
+      std::optional<OptionChoice> first_plan, second_plan;
       double second_seconds = 0.0;
-      const auto solve_second = [&] {
-        second = State::timed_solve(*s.helper_relaxation, targets[1], &second_seconds);
-        if (second) second_plan = s.rounded_plan(*s.helpers[0], *second, targets[1]);
-      };
-      std::thread beside;
       double helper_work = 0.0;
       if (targets.size() > 1) {
         if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
         if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
         helper_work = s.helpers[0]->work();
-        if (s.threads > 1) beside = std::thread(solve_second);
       }
       // T*'s solve was made beside the crawl.
       const bool precomputed = made == 0 && s.t_star && std::abs(*s.t_star - targets[0]) <= kTimeEpsilon;
-      const auto first = precomputed ? s.t_star_solution : s.solve_relaxation(targets[0]);
-      std::optional<OptionChoice> first_plan;
-      if (first) first_plan = rounded_plan(*first, targets[0]);
+      run_tasks(targets.size(), s.threads > 1, [&](std::size_t k) {
+        if (k == 0) {
+          first = precomputed ? s.t_star_solution : s.solve_relaxation(targets[0]);
+          if (first) first_plan = rounded_plan(*first, targets[0]);
+        } else {
+          second = State::timed_solve(*s.helper_relaxation, targets[1], &second_seconds);
+          if (second) second_plan = s.rounded_plan(*s.helpers[0], *second, targets[1]);
+        }
+      });
       if (targets.size() > 1) {
-        if (beside.joinable()) beside.join();
-        else solve_second();
         s.lp_seconds += second_seconds;
         refiner.add_work(s.helpers[0]->work() - helper_work);
         if (second) lines.add(targets[1], *second);
@@ -922,19 +982,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
           options.certify_worst_solves, std::floor(options.certify_work_share * budget / lp_solve_work)));
       std::vector<double> aimed;  // this loop's deadlines
       for (int made = 0; made < cap; ++made) {
-        std::optional<std::size_t> target;
-        double widest = options.certify_worst_gap;
-        for (std::size_t i = 0; i < points.size(); ++i) {
-          const double t = points[i].measured.time_s;
-          if (solved(t) || std::any_of(aimed.begin(), aimed.end(), [&](double d) { return t > d && t - d < apart; })) continue;
-          const auto bound = best_bound(t);
-          if (!bound) continue;
-          const double gap = points[i].measured.energy_j / *bound - 1.0;
-          if (gap > widest) {
-            widest = gap;
-            target = i;
-          }
-        }
+        const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
+          return solved(t) || std::any_of(aimed.begin(), aimed.end(), [&](double d) { return t > d && t - d < apart; });
+        });
         if (!target) break;
         const double t = points[*target].measured.time_s;
         const auto relaxed = s.solve_relaxation(t);
@@ -953,34 +1003,23 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       // optimum, these come within 0.1-0.3% of it for two repairs, no solve.
       std::sort(relaxed_durations.begin(), relaxed_durations.end(),
                 [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::vector<std::pair<double, std::size_t>> far;  // (gap, point)
-      for (std::size_t i = 0; options.certify_interpolation_share > 0 && i < points.size(); ++i) {
-        const double t = points[i].measured.time_s;
-        const auto bound = best_bound(t);
-        if (bound && points[i].measured.energy_j / *bound - 1.0 > options.certify_worst_gap) {
-          far.emplace_back(points[i].measured.energy_j / *bound - 1.0, i);
-        }
-      }
-      std::sort(far.begin(), far.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::vector<std::size_t> far;
+      if (options.certify_interpolation_share > 0) far = points_above(points, options.certify_worst_gap);
+      std::vector<double> gaps(points.size());
+      for (const std::size_t i : far) gaps[i] = *gap_to_bound(points[i]);
+      std::stable_sort(far.begin(), far.end(), [&](std::size_t a, std::size_t b) { return gaps[a] > gaps[b]; });
       const double work_limit = refiner.work() + options.certify_interpolation_share * budget;
-      const std::size_t n = problem.dag.num_nodes();
       RelaxedSolution between;
-      between.rounded.resize(n);
-      between.rounded_up.resize(n);
-      for (const auto& [gap, i] : far) {
+      for (const std::size_t i : far) {
         if (refiner.work() >= work_limit) break;
         const double t = points[i].measured.time_s;
         const auto above = std::lower_bound(relaxed_durations.begin(), relaxed_durations.end(), t,
                                             [](const auto& a, double x) { return a.first < x; });
         if (above == relaxed_durations.begin() || above == relaxed_durations.end()) continue;
-        const auto below = above - 1;
-        const double w = (t - below->first) / (above->first - below->first);
-        for (std::size_t k = 0; k < n; ++k) {
-          const double d = (1 - w) * below->second[k] + w * above->second[k];
-          const OperationOptions::Bracket bracket = problem.options_of(static_cast<Dag::NodeId>(k)).bracket(d, 1e-9);
-          between.rounded[k] = bracket.down;
-          between.rounded_up[k] = bracket.up;
-        }
+        interpolate_durations(*(above - 1), *above, t, between.duration_s);
+        RoundedChoice rounded = round_to_options(problem, between.duration_s, 1e-9);
+        between.rounded = std::move(rounded.down);
+        between.rounded_up = std::move(rounded.up);
         replace_if_cheaper(points, i, rounded_plan(between, t));
       }
     }
@@ -992,11 +1031,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     // two halves, each on a relaxation and refiner of its own, within half the share: beside
     // each other where there are two threads, one after the other otherwise, the same plans.
     if (options.certify_sweep_share > 0 && problem.dag.num_nodes() <= options.certify_sweep_max_nodes) {
-      std::vector<std::size_t> far;
-      for (std::size_t i = 0; i < points.size(); ++i) {
-        const auto bound = best_bound(points[i].measured.time_s);
-        if (bound && points[i].measured.energy_j / *bound - 1.0 > options.certify_sweep_gap) far.push_back(i);
-      }
+      const std::vector<std::size_t> far = points_above(points, options.certify_sweep_gap);
       struct Half {
         std::span<const std::size_t> far;  // its points, fastest first
         std::vector<std::pair<std::size_t, OptionChoice>> plans;  // (point, plan) offered
@@ -1005,10 +1040,10 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         double lp_seconds = 0.0;
       };
       const std::size_t middle = far.size() / 2;
-      std::array<Half, 2> halves{Half{std::span<const std::size_t>(far).first(middle)},
-                                 Half{std::span<const std::size_t>(far).subspan(middle)}};
+      std::array<Half, 2> halves;
+      halves[0].far = std::span<const std::size_t>(far).first(middle);
+      halves[1].far = std::span<const std::size_t>(far).subspan(middle);
       const std::size_t stride = static_cast<std::size_t>(std::max(1, options.certify_sweep_stride));
-      const std::size_t n = problem.dag.num_nodes();
       const double half_share = 0.5 * options.certify_sweep_share * budget;
       const auto sweep = [&](Half& half, WarmLpRelaxation& relaxation, const PlanRefiner& r) {
         const double work_limit = r.work() + half_share;
@@ -1022,31 +1057,29 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
           r.add_work(kWarmSolvePasses + kStartPivotPasses * relaxation.last_iterations());
         }
         const auto offer = [&](std::size_t i, const std::vector<double>& durations) {
-          OptionChoice plan(n);
-          for (std::size_t k = 0; k < n; ++k) plan[k] = problem.options_of(static_cast<Dag::NodeId>(k)).bracket(durations[k], 1e-9).down;
-          half.plans.emplace_back(i, r.reclaim_slack(std::move(plan), points[i].measured.time_s));
+          half.plans.emplace_back(i, r.reclaim_slack(round_to_options(problem, durations, 1e-9).down, points[i].measured.time_s));
         };
         std::optional<std::pair<double, std::vector<double>>> previous;  // the last solve's deadline and durations
         std::size_t previous_at = 0;
-        std::vector<double> between(n);
+        std::vector<double> between;
         for (std::size_t a = 0; a < half.far.size() && r.work() < work_limit;) {
           const std::size_t i = half.far[a];
           const double t = points[i].measured.time_s;
           SupportingLine line;
           const auto solve_started = std::chrono::steady_clock::now();
-          const auto relaxed = relaxation.solve(t, &line);
+          auto relaxed = relaxation.solve(t, &line);
           half.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_started).count();
           r.add_work(kWarmSolvePasses + kWarmPivotPasses * relaxation.last_iterations());
           ++half.solves;
           if (relaxed) {
             half.lines.push_back(line);
             offer(i, relaxed->duration_s);
+            std::pair<double, std::vector<double>> solved_here(t, std::move(relaxed->duration_s));
             for (std::size_t b = previous ? previous_at + 1 : a; b < a; ++b) {
-              const double w = (points[half.far[b]].measured.time_s - previous->first) / (t - previous->first);
-              for (std::size_t k = 0; k < n; ++k) between[k] = (1 - w) * previous->second[k] + w * relaxed->duration_s[k];
+              interpolate_durations(*previous, solved_here, points[half.far[b]].measured.time_s, between);
               offer(half.far[b], between);
             }
-            previous.emplace(t, relaxed->duration_s);
+            previous = std::move(solved_here);
             previous_at = a;
           }
           if (a + 1 == half.far.size()) break;
@@ -1057,26 +1090,10 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
         const double helper_work = s.helpers[0]->work();
         WarmLpRelaxation first(problem), second(problem);  // CLP loads here, before any thread starts
-        std::thread beside;
-        std::exception_ptr beside_failed;
-        if (s.threads > 1) {
-          beside = std::thread([&] {
-            try {
-              sweep(halves[1], second, *s.helpers[0]);
-            } catch (...) {
-              beside_failed = std::current_exception();
-            }
-          });
-        }
-        try {
-          sweep(halves[0], first, refiner);
-        } catch (...) {
-          if (beside.joinable()) beside.join();
-          throw;
-        }
-        if (beside.joinable()) beside.join();
-        else sweep(halves[1], second, *s.helpers[0]);
-        if (beside_failed) std::rethrow_exception(beside_failed);
+        run_tasks(2, s.threads > 1, [&](std::size_t k) {
+          if (k == 0) sweep(halves[0], first, refiner);
+          else sweep(halves[1], second, *s.helpers[0]);
+        });
         refiner.add_work(s.helpers[0]->work() - helper_work);
         for (Half& half : halves) {
           for (const SupportingLine& line : half.lines) lines.add(line);
@@ -1095,17 +1112,9 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       refiner.set_work_limit(search_limit);
       std::vector<double> searched;
       for (int made = 0; made < options.certify_search_points && !refiner.out_of_work(); ++made) {
-        std::optional<std::size_t> target;
-        double widest = options.certify_worst_gap;
-        for (std::size_t i = 0; i < points.size(); ++i) {
-          const double t = points[i].measured.time_s;
-          if (std::any_of(searched.begin(), searched.end(), [&](double d) { return t >= d && t - d < span / 64.0; })) continue;
-          const auto bound = best_bound(t);
-          if (bound && points[i].measured.energy_j / *bound - 1.0 > widest) {
-            widest = points[i].measured.energy_j / *bound - 1.0;
-            target = i;
-          }
-        }
+        const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
+          return std::any_of(searched.begin(), searched.end(), [&](double d) { return t >= d && t - d < span / 64.0; });
+        });
         if (!target) break;
         const double t = points[*target].measured.time_s;
         searched.push_back(t);

@@ -120,4 +120,15 @@ OptionChoice slowest_choice(const EnergyProblem& problem) {
   return OptionChoice(problem.dag.num_nodes(), 0);
 }
 
+RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const double> durations_s, double tolerance_s) {
+  const std::size_t n = durations_s.size();
+  RoundedChoice rounded{OptionChoice(n), OptionChoice(n)};
+  for (std::size_t i = 0; i < n; ++i) {
+    const OperationOptions::Bracket bracket = problem.options_of(static_cast<Dag::NodeId>(i)).bracket(durations_s[i], tolerance_s);
+    rounded.down[i] = bracket.down;
+    rounded.up[i] = bracket.up;
+  }
+  return rounded;
+}
+
 }  // namespace perseus

@@ -58,4 +58,16 @@ OptionChoice fastest_choice(const EnergyProblem& problem);
 // crawl starts from the reference's slowest options, choice_for_durations(initial_durations).)
 OptionChoice slowest_choice(const EnergyProblem& problem);
 
+// Relaxed (continuous) node durations rounded to each node's options: `down`, the slowest
+// option no slower than the duration (the plan meets every deadline the durations meet);
+// `up`, the fastest option no faster (cheaper, and usually too slow: a start for a repair).
+// A duration within tolerance_s of an option counts as that option.
+// Precondition: durations_s has one entry per DAG node. O(nodes * log options).
+struct RoundedChoice {
+  OptionChoice down;
+  OptionChoice up;
+};
+RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const double> durations_s,
+                               double tolerance_s = 0.0);
+
 }  // namespace perseus

@@ -35,6 +35,14 @@ struct Clp {
   PERSEUS_LIBRARY_FUNCTION(Clp_dualColumnSolution);
 };
 
+// The solution's durations rounded to options, within a nanosecond: the network simplex's
+// tensions are read back from integer potentials, and CLP's primal tolerance is 1e-7 ms.
+void round_into(const EnergyProblem& problem, RelaxedSolution& solution) {
+  RoundedChoice rounded = round_to_options(problem, solution.duration_s, 1e-9);
+  solution.rounded = std::move(rounded.down);
+  solution.rounded_up = std::move(rounded.up);
+}
+
 // What CLP takes for "no bound" (its COIN_DBL_MAX, which the C interface's header leaves out).
 constexpr double kClpInfinity = std::numeric_limits<double>::max();
 
@@ -148,8 +156,6 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   double effective = -deadline_s * y_return;
   solution.duration_s.resize(n);
   solution.price_j_per_s.resize(n);
-  solution.rounded.resize(n);
-  solution.rounded_up.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<HullPoint>& hull = m.hulls[problem_.node_operation[i]];
     long long flow = 0;
@@ -162,12 +168,8 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
                            kTimeUnitsPerSecond;
     const double duration = std::clamp(tension, hull.front().time_s, hull.back().time_s);
     solution.duration_s[i] = duration;
-    // The slowest option that fits, and the fastest option no faster (a nanosecond's
-    // tolerance: the tension is read back from integer potentials).
-    const OperationOptions::Bracket bracket = problem_.options_of(static_cast<Dag::NodeId>(i)).bracket(duration, 1e-9);
-    solution.rounded[i] = bracket.down;
-    solution.rounded_up[i] = bracket.up;
   }
+  round_into(problem_, solution);
   solution.effective_j = effective;
   solution.slope_j_per_s = -y_return;
   solution.lower_bound_j = effective + problem_.p_blocking * problem_.num_gpus() * deadline_s;
@@ -430,17 +432,12 @@ std::optional<RelaxedSolution> WarmLpRelaxation::solve(double deadline_s, Suppor
   solution.lower_bound_j = solution.effective_j + problem_.p_blocking * problem_.num_gpus() * deadline_s;
   const double* x = clp().Clp_primalColumnSolution(m.simplex.get());
   solution.duration_s.resize(n);
-  solution.rounded.resize(n);
-  solution.rounded_up.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     double ms = m.slowest_ms[i];
     for (int c = m.first_segment[i]; c < m.first_segment[i + 1]; ++c) ms -= x[c];
     solution.duration_s[i] = ms / Model::kMsPerSecond;
-    // A microsecond's tolerance: CLP's feasibility tolerance in milliseconds.
-    const OperationOptions::Bracket bracket = problem_.options_of(static_cast<Dag::NodeId>(i)).bracket(solution.duration_s[i], 1e-9);
-    solution.rounded[i] = bracket.down;
-    solution.rounded_up[i] = bracket.up;
   }
+  round_into(problem_, solution);
   return solution;
 }
 
