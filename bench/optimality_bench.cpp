@@ -2,7 +2,8 @@
 // plans, on the 4-stage pipelines made from the last four stages of each bundled profile
 // with 4 and 8 microbatches (the yardstick).
 //   ./build/bench/optimality_bench [--samples 8] [--deadlines 11] [--steep 0] [--time-limit 60]
-//                                  [--cache FILE] [--csv FILE] [--profile NAME]
+//                                  [--cache FILE] [--csv FILE] [--profile NAME] [--certify S]
+//                                  [--certify-worst-gap G] [--certify-search-points N] [--certify-search-share X]
 // --steep N adds N deadlines evenly over the first 30% of the span (its ends included), where the frontier falls
 // steeply and plans are hardest; --cache keeps CBC's results (by profile, M and deadline) in a
 // file, so that a rerun of the same deadlines after a change to the solver costs seconds.
@@ -78,6 +79,15 @@ int main(int argc, char** argv) {
   app.add_option("--steep", steep, "Also this many deadlines evenly over the first 30% of the span (counted as deadlines)")
       ->check(CLI::NonNegativeNumber);
   std::string cache_path;
+  FrontierOptions frontier_options;
+  double certify_seconds = 0.0;
+  app.add_option("--certify", certify_seconds, "Seconds of certification beyond its default solves (optimize --certify)");
+  app.add_option("--certify-worst-gap", frontier_options.certify_worst_gap,
+                 "Gap above the bound beyond which certification solves and searches (FrontierOptions::certify_worst_gap)");
+  app.add_option("--certify-search-points", frontier_options.certify_search_points,
+                 "Points given a round of local search by certification (FrontierOptions::certify_search_points)");
+  app.add_option("--certify-search-share", frontier_options.certify_search_share,
+                 "Budget share of that search (FrontierOptions::certify_search_share)");
   app.add_option("--cache", cache_path, "CBC's results by profile, M and deadline: read, and appended to");
   CLI11_PARSE(app, argc, argv);
 
@@ -130,7 +140,7 @@ int main(int argc, char** argv) {
       };
       const auto started = std::chrono::steady_clock::now();
       const CrawlResult crawl = crawl_frontier(problem);
-      const Frontier frontier = build_frontier(problem, crawl);
+      const Frontier frontier = build_frontier(problem, crawl, FrontierOptions(frontier_options).certify_for(certify_seconds));
       const double solve_s = seconds_since(started);
       const auto ours_at = [&](double deadline) {
         const FrontierPoint* point = select_for_deadline(frontier, deadline);

@@ -158,10 +158,11 @@ struct FrontierOptions {
   // certify_sweep_stride-th of them, the points between interpolated from the solves either
   // side, each rounded down to options and its slack reclaimed (no repair), while the solves
   // (charged by their pivots) and reclaims stay within certify_sweep_share of the
-  // refinement's budget. Each solve also adds a supporting line. 0: none.
+  // refinement's budget. Each solve also adds a supporting line. 0: none. Every fourth point:
+  // at every second the sweep ran out of budget halfway on 384 and 768 nodes (docs/solver.md).
   double certify_sweep_share = 2.0;
   double certify_sweep_gap = 0.001;
-  int certify_sweep_stride = 2;
+  int certify_sweep_stride = 4;
   std::size_t certify_sweep_max_nodes = 768;
   // Then, on DAGs of at most certify_search_max_nodes (beyond, one round cost seconds and
   // improved nothing), at most certify_search_points points still more than certify_worst_gap
