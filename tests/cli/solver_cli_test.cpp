@@ -159,12 +159,31 @@ TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
   EXPECT_GT(plain.at("median_gap_fraction").get<double>(), certified.at("median_gap_fraction").get<double>());
 }
 
+// --timings with --json: every part of the command, the parts within the total, and the
+// certification (the frontier's last part) within the frontier's time.
+TEST(Cli, TimingsAddUpAndPlaceTheCertificationWithinTheFrontier) {
+  testing::TempDir tmp;
+  const CommandResult run = perseus(with(optimize_args(kBloom, tmp.path() / "bloom"), {"--json", "--timings"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json timings = json::parse(run.out).at("timings");
+  double parts = 0.0;
+  for (const char* part : {"profile_read_s", "problem_s", "crawl_s", "frontier_s", "output_s"}) {
+    ASSERT_TRUE(timings.contains(part)) << part << " in " << timings.dump();
+    EXPECT_GE(timings[part].get<double>(), 0.0) << part;
+    parts += timings[part].get<double>();
+  }
+  EXPECT_LE(parts, timings.at("total_s").get<double>());
+  EXPECT_GT(timings.at("certification_s").get<double>(), 0.0);
+  EXPECT_LE(timings.at("certification_s").get<double>(), timings.at("frontier_s").get<double>());
+}
+
 TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
   testing::TempDir tmp;
   const fs::path out = tmp.path() / "bloom";
   const CommandResult run = perseus(with(optimize_args(kBloom, out), {"--timings", "-q"}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("Timings (s): profile_read"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" certification "), std::string::npos) << run.out;
   const FrontierIndex index = read_frontier_directory(out);
   const std::size_t points = index.entries.size();
   ASSERT_GT(points, 500u);  // hundreds of plans (553 with the hull crawl's rounded plans among the candidates)
