@@ -38,6 +38,17 @@ double median_of(std::vector<double> values) {
 }
 double worst_of(const std::vector<double>& values) { return *std::max_element(values.begin(), values.end()); }
 
+// The certification tests' case: a 4 x 16 synthetic pipeline (128 nodes, beyond the small
+// DAGs' local search) and its crawl, made once.
+struct CertificationCase {
+  EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
+  CrawlResult crawl = crawl_frontier(problem);
+};
+const CertificationCase& certification_case() {
+  static const CertificationCase made;
+  return made;
+}
+
 // The margin the tests hold perseus to against the true optimum on tiny pipelines.
 constexpr double kBruteForceMargin = 0.005;
 
@@ -88,9 +99,8 @@ TEST(FrontierBruteForce, EveryPointHasABoundThatNoPlanBeats) {
 
 TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
   // Beyond the local-search size, where the certification's LP plans improve the frontier.
-  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
+  const auto& [problem, crawl] = certification_case();
   ASSERT_GT(problem.dag.num_nodes(), FrontierOptions{}.local_search_max_nodes);
-  const CrawlResult crawl = crawl_frontier(problem);
   FrontierOptions quick;
   quick.certify_solves = 1;
   FrontierOptions longer;
@@ -103,7 +113,9 @@ TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
     for (const FrontierPoint& q : bounds.points) {
       ASSERT_TRUE(q.lower_bound_j.has_value());
       const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s);
-      if (p) EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
+      if (p) {
+        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
+      }
     }
   };
   holds_against(a, b);
@@ -117,8 +129,7 @@ TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
 // its bound: none when no point is that far (a gap of 100%), every one allowed when all are
 // (a gap of 0), the widest first, which brings the frontier's worst gap down.
 TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
-  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
-  const CrawlResult crawl = crawl_frontier(problem);
+  const auto& [problem, crawl] = certification_case();
   FrontierOptions none;
   none.certify_interpolation_share = 0.0;  // the solves alone (the later steps have tests of their own)
   none.certify_sweep_share = 0.0;
@@ -144,8 +155,7 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
 // Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,
 // with no solve of its own: with a budget for it the points get cheaper on the whole.
 TEST(Frontier, InterpolatedRelaxationsImprovePointsBetweenSolvedDeadlines) {
-  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
-  const CrawlResult crawl = crawl_frontier(problem);
+  const auto& [problem, crawl] = certification_case();
   FrontierOptions off;
   off.certify_worst_gap = 0.0;
   off.certify_interpolation_share = 0.0;
@@ -165,8 +175,7 @@ TEST(Frontier, InterpolatedRelaxationsImprovePointsBetweenSolvedDeadlines) {
 // fall (in the mean and in how many points stay far), and one thread or two give the same
 // plans and bounds.
 TEST(Frontier, TheLpSweepBringsFarPointsCloserToTheirBoundsOnAnyThreads) {
-  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
-  const CrawlResult crawl = crawl_frontier(problem);
+  const auto& [problem, crawl] = certification_case();
   FrontierOptions off;
   off.certify_sweep_share = 0.0;
   FrontierOptions on = off;
@@ -201,8 +210,7 @@ TEST(Frontier, TheLpSweepBringsFarPointsCloserToTheirBoundsOnAnyThreads) {
 // A round of local search at the points furthest above their bounds (with a worst gap of 0
 // every point qualifies): as many points as allowed, and the gaps fall.
 TEST(Frontier, LocalSearchAtTheWidestGapsLowersThem) {
-  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 16, 1, false}, 12, 11);
-  const CrawlResult crawl = crawl_frontier(problem);
+  const auto& [problem, crawl] = certification_case();
   FrontierOptions off;
   off.certify_sweep_share = 0.0;
   off.certify_worst_gap = 0.0;

@@ -277,7 +277,6 @@ struct FrontierBuilder::State {
     return relaxed;
   }
 
-  // A relaxation's plan rounded to options (down and up) and made to meet its deadline.
   // A plan as a point; its crawl step, if any, from the crawl.
   FrontierPoint point_at(const CrawlResult& crawl, const OptionChoice& plan, std::int64_t step) const;
   // Point i of `points` takes `plan` where it meets the point's time for less effective
@@ -303,12 +302,17 @@ struct FrontierBuilder::State {
   // `frontier.points` are the refined points; `refiner` is the builder's own.
   void certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl);
 
-  std::optional<OptionChoice> rounded_plan(const PlanRefiner& refiner, const RelaxedSolution& relaxed,
-                                           double deadline) const {
-    auto down = refiner.repair(relaxed.rounded, deadline);
-    auto up = refiner.repair(relaxed.rounded_up, deadline);
+  // Relaxed durations rounded down and up to options, each repaired to `deadline`: the cheaper.
+  std::optional<OptionChoice> rounded_plan(const PlanRefiner& refiner, const OptionChoice& rounded_down,
+                                           const OptionChoice& rounded_up, double deadline) const {
+    auto down = refiner.repair(rounded_down, deadline);
+    auto up = refiner.repair(rounded_up, deadline);
     if (!up || (down && refiner.effective_energy(*down) <= refiner.effective_energy(*up))) return down;
     return up;
+  }
+  std::optional<OptionChoice> rounded_plan(const PlanRefiner& refiner, const RelaxedSolution& relaxed,
+                                           double deadline) const {
+    return rounded_plan(refiner, relaxed.rounded, relaxed.rounded_up, deadline);
   }
 
   // What needs no crawl. Bounded as the old sequence was: the fills within a quarter of the
@@ -842,14 +846,18 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   // points gather where the frontier is steepest, near T_min, where the crawl's quantised
   // plans were 1.0-1.3% above the LP optimum and the LP's rounded plans 0.1-0.3%
   // (docs/solver.md, "Certified frontier").
+  // Points up to a 64th of the span slower than one of `deadlines` wait for what the
+  // inheritance carries from it.
+  const auto waits_for = [&](const std::vector<double>& deadlines, double t) {
+    return std::any_of(deadlines.begin(), deadlines.end(), [&](double d) { return t >= d && t - d < span / 64.0; });
+  };
   {
-    const double apart = span / 64.0;
     const auto cap = static_cast<int>(std::min<double>(
         options.certify_worst_solves, std::floor(options.certify_work_share * budget / lp_solve_work)));
     std::vector<double> aimed;  // this loop's deadlines
     for (int made = 0; made < cap; ++made) {
       const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
-        return solved(t) || std::any_of(aimed.begin(), aimed.end(), [&](double d) { return t > d && t - d < apart; });
+        return solved(t) || waits_for(aimed, t);
       });
       if (!target) break;
       const double t = points[*target].measured.time_s;
@@ -875,18 +883,16 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     for (const std::size_t i : far) gaps[i] = *gap_to_bound(points[i]);
     std::stable_sort(far.begin(), far.end(), [&](std::size_t a, std::size_t b) { return gaps[a] > gaps[b]; });
     const double work_limit = refiner.work() + options.certify_interpolation_share * budget;
-    RelaxedSolution between;
+    std::vector<double> between;
     for (const std::size_t i : far) {
       if (refiner.work() >= work_limit) break;
       const double t = points[i].measured.time_s;
       const auto above = std::lower_bound(relaxed_durations.begin(), relaxed_durations.end(), t,
                                           [](const auto& a, double x) { return a.first < x; });
       if (above == relaxed_durations.begin() || above == relaxed_durations.end()) continue;
-      interpolate_durations(*(above - 1), *above, t, between.duration_s);
-      RoundedChoice rounded = round_to_options(problem, between.duration_s, 1e-9);
-      between.rounded = std::move(rounded.down);
-      between.rounded_up = std::move(rounded.up);
-      replace(points, i, rounded_plan(refiner, between, t));
+      interpolate_durations(*(above - 1), *above, t, between);
+      const RoundedChoice rounded = round_to_options(problem, between, 1e-9);
+      replace(points, i, rounded_plan(refiner, rounded.down, rounded.up, t));
     }
   }
   // Last, the LP swept over the points still more than certify_sweep_gap above the best
@@ -978,9 +984,8 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     refiner.set_work_limit(search_limit);
     std::vector<double> searched;
     for (int made = 0; made < options.certify_search_points && !refiner.out_of_work(); ++made) {
-      const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
-        return std::any_of(searched.begin(), searched.end(), [&](double d) { return t >= d && t - d < span / 64.0; });
-      });
+      const auto target =
+          widest_above(points, options.certify_worst_gap, [&](double t) { return waits_for(searched, t); });
       if (!target) break;
       const double t = points[*target].measured.time_s;
       searched.push_back(t);
@@ -988,8 +993,8 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       refiner.add_work(lp_solve_work);
       if (!relaxed) continue;
       replace(points, *target,
-                         refiner.local_search(points[*target].option_choice(), t, 1, PlanRefiner::Moves::kAll,
-                                              &relaxed->price_j_per_s));
+              refiner.local_search(points[*target].option_choice(), t, 1, PlanRefiner::Moves::kAll,
+                                   &relaxed->price_j_per_s));
       ++frontier.certify_searches;
     }
     refiner.set_work_limit(std::numeric_limits<double>::infinity());
@@ -1011,8 +1016,8 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     for (std::size_t i = from; i < to; ++i) {
       const double before = points[i].effective_energy_j;
       replace(points, i,
-                         replaced ? refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s, kInheritSweeps)
-                                  : std::move(inherited[i - from]));
+              replaced ? refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s, kInheritSweeps)
+                       : std::move(inherited[i - from]));
       replaced = points[i].effective_energy_j != before;
     }
   }
