@@ -126,6 +126,30 @@ TEST(Crawl, TellsEveryStepAsItIsTaken) {
   }
 }
 
+TEST(Crawl, ReportsFlowsAtEveryKthStepAndEachOfTheLastBeforeTMin) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 3, 4, 1, false}, 12, 9);
+  const auto reported = [&](std::size_t every) {
+    CrawlOptions options;
+    options.flow_every = every;
+    std::vector<std::int64_t> times;
+    options.on_flow = [&](const CrawlFlow& flow) { times.push_back(flow.time_q); };
+    const CrawlResult crawl = crawl_frontier(problem, options);
+    return std::pair{crawl, times};
+  };
+  const auto [crawl, every_step] = reported(1);
+  ASSERT_GT(crawl.steps.size(), 12u);
+  // Every step's (each before it applies, at the time it shortens), and the cut that stops it.
+  ASSERT_EQ(every_step.size(), crawl.steps.size() + 1);
+  for (std::size_t k = 0; k < crawl.steps.size(); ++k) EXPECT_EQ(every_step[k], crawl.steps[k].time_q + 1);
+  const std::int64_t every = 4;
+  std::vector<std::int64_t> expected;
+  for (const std::int64_t t : every_step) {
+    if ((crawl.t_star_q - t) % every == 0 || t - crawl.t_min_q <= every) expected.push_back(t);
+  }
+  EXPECT_EQ(reported(every).second, expected);
+  EXPECT_LT(expected.size(), every_step.size() / 2);
+}
+
 TEST(Crawl, LemonPreflowFindsTheSameCuts) {
   // The max flow is ours for speed (max_flow.hpp); LEMON's Preflow must give the same crawl:
   // the same time and fitted cost at every step.

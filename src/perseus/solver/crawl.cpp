@@ -68,10 +68,12 @@ class Crawler {
   CrawlResult run(const CrawlOptions& options) {
     algorithm_ = options.max_flow;
     on_flow_ = options.on_flow ? &options.on_flow : nullptr;
+    flow_every_ = std::max<std::size_t>(1, options.flow_every);
     if (on_flow_ && algorithm_ != MaxFlowAlgorithm::kDinic) throw SolveError("the crawl's flows need its own max flow");
     CrawlResult result;
     set_durations(min_q_);
     result.t_min_q = compute_times();
+    t_min_q_ = result.t_min_q;
     set_durations(max_q_);
     result.initial_durations = duration_;
     result.t_star_q = compute_times();
@@ -85,7 +87,7 @@ class Crawler {
       const std::int64_t length = iteration_length_;
       step_changes.clear();
       double cost_change = 0.0;
-      if (!step(&step_changes, &cost_change, &result.stop_reason)) break;
+      if (!step(result.steps.size(), &step_changes, &cost_change, &result.stop_reason)) break;
       for (const DurationChange& c : step_changes) {
         fitted_cost += cost(c.node, c.duration_q) - cost(c.node, duration_[c.node]);
         duration_[c.node] = c.duration_q;
@@ -331,13 +333,14 @@ class Crawler {
 
   // One Phillips–Dessouky step: finds the cut and the duration changes. Returns false when
   // the crawl must stop (reason set).
-  bool step(std::vector<DurationChange>* changes, double* cost_change, std::string* reason) {
+  bool step(std::size_t index, std::vector<DurationChange>* changes, double* cost_change, std::string* reason) {
     set_capacities();
     std::vector<char> preflow_side;
     std::vector<int> preflow_nodes;
     if (algorithm_ == MaxFlowAlgorithm::kDinic) {
       network_.run(kSource, kSink, kFlowEpsilon);
-      if (on_flow_) report_flow();
+      const bool wanted = index % flow_every_ == 0 || iteration_length_ - t_min_q_ <= static_cast<std::int64_t>(flow_every_);
+      if (on_flow_ && wanted) report_flow();
     } else {
       preflow_side = preflow_source_side();
       for (int x = 0; x < network_.num_nodes(); ++x) {
@@ -487,6 +490,8 @@ class Crawler {
   std::int64_t iteration_length_ = 0;
   MaxFlowAlgorithm algorithm_ = MaxFlowAlgorithm::kDinic;
   const std::function<void(const CrawlFlow&)>* on_flow_ = nullptr;
+  std::size_t flow_every_ = 1;
+  std::int64_t t_min_q_ = 0;
   std::vector<double> flow_dependencies_, flow_starts_, flow_ends_;  // report_flow()'s
   FlowNetwork network_;
   // Network arcs per DAG node: the operation, its lower-bound terms, and its dependencies.

@@ -84,8 +84,11 @@ struct CrawlOptions {
   MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kDinic;
   CrawlCost cost = CrawlCost::kFitted;
   double hull_unit_s = 0.0;  // kMeasuredHull's time unit (> 0)
-  // Called after every step's maximum flow, before its changes apply.
+  // Called after a step's maximum flow, before its changes apply (the last, the cut that
+  // stops the crawl, too): at every flow_every-th step and at each of the last flow_every
+  // before T_min.
   std::function<void(const CrawlFlow&)> on_flow;
+  std::size_t flow_every = 1;
   // Called every `progress_every` steps with (steps so far, current time_q, t_min_q).
   std::function<void(std::size_t, std::int64_t, std::int64_t)> progress;
   std::size_t progress_every = 1000;

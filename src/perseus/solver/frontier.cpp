@@ -44,6 +44,10 @@ constexpr double kCrawlStepPasses = 12.0;
 constexpr double kNetworkSimplexPassesPerItem = 2.5;
 constexpr double kRoundingPasses = 40.0;
 constexpr double kGridShareOfCrawl = 0.3;
+// About this many of the crawl's flows become supporting lines (FrontierBuilder::add_flow):
+// every (length / kFlowLines)-th step's, and each of that many last steps before T_min, where
+// they bound most.
+constexpr std::size_t kFlowLines = 256;
 // Of the search's work, the share T_min gets: the plan most users run.
 constexpr double kShareAtTMin = 0.15;
 // The hull crawl's steps (FrontierOptions::bound_crawl_node_steps): fewer leave the lines too
@@ -237,7 +241,7 @@ struct FrontierBuilder::State {
 
   State(const EnergyProblem& p, FrontierOptions o)
       : problem(p), options(std::move(o)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()),
-        crawl_lines(p.p_blocking * p.num_gpus()), hull_refiner(p) {
+        crawl_lines(p.p_blocking * p.num_gpus()), hull_refiner(p), flow_bound(p), flow_lines(p.p_blocking * p.num_gpus()) {
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
     length = crawl_length(problem);
     search = problem.dag.num_nodes() <= options.local_search_max_nodes;
@@ -326,10 +330,11 @@ struct FrontierBuilder::State {
     fill_beyond_crawl(side, crawl_start, slowest, options.fills_beyond_crawl, &fill_points, problem);
     side.set_work_limit(std::numeric_limits<double>::infinity());
     // T_min: the relaxation's plan first (it also gives the lower bound), with a local search
-    // on small DAGs.
+    // on small DAGs; none where the solve costs more than t_min_relaxation_budgets.
     t_min = side.measured_time(fastest);
-    const auto relaxed = solve_relaxation(t_min);
-    side.add_work(lp_work);
+    const bool solve_t_min = lp_work <= options.t_min_relaxation_budgets * budget;
+    const auto relaxed = solve_t_min ? solve_relaxation(t_min) : std::nullopt;
+    if (solve_t_min) side.add_work(lp_work);
     if (relaxed) {
       t_min_bound = relaxed->lower_bound_j;
       t_min_durations = relaxed->duration_s;
@@ -642,6 +647,10 @@ struct FrontierBuilder::State {
   std::optional<RelaxationCrawl> hull_crawl;
   std::vector<FrontierPoint> hull_points;  // its rounded states' plans
   PlanRefiner hull_refiner;                // theirs (its work is counted apart from the budget)
+  // The frontier crawl's flows as Lagrangian lines (add_flow), for the final bounds only.
+  LagrangianBound flow_bound;
+  SupportingLines flow_lines;
+  std::vector<double> flow_prices;  // add_flow's, kept to reuse their memory
   std::atomic<bool> hull_claimed{false};
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
@@ -1026,8 +1035,14 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.
     auto bound = best_bound(point.measured.time_s);
+    if (const auto flowed = flow_lines.energy_at(point.measured.time_s)) bound = std::max(bound.value_or(*flowed), *flowed);
     if (bound) bound = std::min(*bound, point.measured.energy_j);
     if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
+  }
+  // T_min's bound, where its relaxation was not solved (t_min_relaxation_budgets): the best
+  // line's there, mostly the crawl's flows'.
+  if (!frontier.t_min_lower_bound_j && !points.empty() && points.front().measured.time_s <= t_min + kTimeEpsilon) {
+    frontier.t_min_lower_bound_j = points.front().lower_bound_j;
   }
   frontier.certify_seconds = elapsed();
 }
@@ -1063,6 +1078,24 @@ void FrontierBuilder::add_step(std::size_t index, const CrawlStep& step, std::sp
   s.batch.changes.insert(s.batch.changes.end(), changes.begin(), changes.end());
   s.batch.change_begin.push_back(s.batch.changes.size());
   if (s.batch.index.size() >= State::kStepsPerBatch) s.publish(false);
+}
+
+std::size_t FrontierBuilder::flow_every() const {
+  return std::max<std::int64_t>(1, state_->length / static_cast<std::int64_t>(kFlowLines));
+}
+
+void FrontierBuilder::add_flow(const CrawlFlow& flow) {
+  State& s = *state_;
+  // The flows are in cost per time unit; the bound takes J/s.
+  const double per_second = 1.0 / s.problem.unit_time;
+  std::vector<double>& prices = s.flow_prices;
+  prices.clear();
+  for (const auto part : {flow.dependencies, flow.starts, flow.ends}) {
+    for (const double f : part) prices.push_back(f * per_second);
+  }
+  const std::size_t edges = flow.dependencies.size(), nodes = flow.starts.size();
+  const std::span<const double> all(prices);
+  s.flow_lines.add(s.flow_bound.line(all.subspan(0, edges), all.subspan(edges, nodes), all.subspan(edges + nodes, nodes)));
 }
 
 Frontier FrontierBuilder::finish(const CrawlResult& crawl) {

@@ -141,6 +141,13 @@ struct FrontierOptions {
   double hull_plan_work_share = 0.25;
   double hull_plan_fast_end_power = 3.0;
   double certify_work_share = 2.0;
+  // T_min's relaxation (its rounded plan, a local search from it on small DAGs, and T_min's
+  // bound) is solved where one LP solve's counted work is at most this many refinement
+  // budgets. Beyond, on DAGs of thousands of nodes, that one solve near T_min, where nearly
+  // every path is tight, took longer than everything else together (some 100 s of 170 s on
+  // gpt3-175b over 1,024 A100s: 24,576 nodes, 130 budgets), and T_min keeps the crawl's
+  // plans repaired to it; T*'s solve, fast there, still bounds every point. Infinity: always.
+  double t_min_relaxation_budgets = 2.0;
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
   // Then up to this many solves where a point is still above its bound by more than
@@ -178,12 +185,13 @@ struct FrontierOptions {
 
   // More certification effort, as `perseus optimize --certify SECONDS` and the Python
   // package's certify_seconds ask for it: those seconds of extra solves and, when above 0,
-  // the interpolated relaxations (a quarter of the budget) and a longer LP sweep (8 times the
+  // T_min's relaxation whatever it costs, the interpolated relaxations (a quarter of the budget) and a longer LP sweep (8 times the
   // budget) and local search at up to 32 points (within 4 times it), both also on DAGs of
   // 1,536 nodes.
   FrontierOptions& certify_for(double seconds) {
     certify_seconds = seconds;
     if (seconds > 0) {
+      t_min_relaxation_budgets = std::numeric_limits<double>::infinity();
       certify_interpolation_share = std::max(certify_interpolation_share, 0.25);
       certify_sweep_share = std::max(certify_sweep_share, 8.0);
       certify_sweep_max_nodes = std::max<std::size_t>(certify_sweep_max_nodes, 1536);
@@ -218,6 +226,14 @@ class FrontierBuilder {
   FrontierBuilder& operator=(const FrontierBuilder&) = delete;
   // Steps in crawl order, from the crawl's thread.
   void add_step(std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes);
+  // The crawl's flows (CrawlOptions::on_flow, at every flow_every()-th step), from its
+  // thread: each, as prices of time, is a supporting line of the LP relaxation by the
+  // Lagrangian bound (LagrangianBound), which the certification's final bounds take where it
+  // is higher than the rest. Free beside LP solves (one pass over the DAG each); near T_min
+  // they lie about 0.2-0.8% below the relaxation's optimum (docs/solver.md, "Certified
+  // frontier"). Plans do not depend on them.
+  void add_flow(const CrawlFlow& flow);
+  std::size_t flow_every() const;
   // After the crawl's last step: the frontier. Rethrows what the second thread threw.
   Frontier finish(const CrawlResult& crawl);
 

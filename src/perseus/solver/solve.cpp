@@ -61,6 +61,10 @@ Solution solve(EnergyProblem problem, const SolveRequest& request) {
   crawl_options.on_step = [&](std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes) {
     builder.add_step(index, step, changes);
   };
+  if (frontier_options.refine) {
+    crawl_options.on_flow = [&](const CrawlFlow& flow) { builder.add_flow(flow); };
+    crawl_options.flow_every = builder.flow_every();
+  }
   auto started = Clock::now();
   solution.crawl = crawl_frontier(p, crawl_options);
   solution.crawl_seconds = seconds_since(started);
