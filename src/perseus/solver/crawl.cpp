@@ -339,8 +339,9 @@ class Crawler {
     std::vector<int> preflow_nodes;
     if (algorithm_ == MaxFlowAlgorithm::kDinic) {
       network_.run(kSource, kSink, kFlowEpsilon);
-      const bool wanted = index % flow_every_ == 0 || iteration_length_ - t_min_q_ <= static_cast<std::int64_t>(flow_every_);
-      if (on_flow_ && wanted) report_flow();
+      if (on_flow_ && (index % flow_every_ == 0 || iteration_length_ - t_min_q_ <= static_cast<std::int64_t>(flow_every_))) {
+        report_flow();
+      }
     } else {
       preflow_side = preflow_source_side();
       for (int x = 0; x < network_.num_nodes(); ++x) {

@@ -289,6 +289,9 @@ struct FrontierBuilder::State {
                           std::size_t i, const std::optional<OptionChoice>& plan) const;
   // The best bound known at t: the LP solves' lines and the hull crawl's, whichever is higher.
   std::optional<double> best_bound(double t) const;
+  // The bound a point finally carries: best_bound's, or the crawl's flows' lines where higher
+  // (kept out of best_bound, which aims the solves and searches: plans do not depend on them).
+  std::optional<double> final_bound(double t) const;
   // A point's gap to the best bound at its time (none without a bound).
   std::optional<double> gap_to_bound(const FrontierPoint& point) const;
   // The points more than `gap` above the best bound, fastest first.
@@ -650,7 +653,7 @@ struct FrontierBuilder::State {
   // The frontier crawl's flows as Lagrangian lines (add_flow), for the final bounds only.
   LagrangianBound flow_bound;
   SupportingLines flow_lines;
-  std::vector<double> flow_prices;  // add_flow's, kept to reuse their memory
+  std::array<std::vector<double>, 3> flow_prices;  // add_flow's, kept to reuse their memory
   std::atomic<bool> hull_claimed{false};
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
@@ -712,6 +715,12 @@ void FrontierBuilder::State::replace_if_cheaper(const PlanRefiner& refiner, cons
 std::optional<double> FrontierBuilder::State::best_bound(double t) const {
   auto bound = lines.energy_at(t);
   if (const auto crawled = crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
+  return bound;
+}
+
+std::optional<double> FrontierBuilder::State::final_bound(double t) const {
+  auto bound = best_bound(t);
+  if (const auto flowed = flow_lines.energy_at(t)) bound = std::max(bound.value_or(*flowed), *flowed);
   return bound;
 }
 
@@ -1034,8 +1043,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.
-    auto bound = best_bound(point.measured.time_s);
-    if (const auto flowed = flow_lines.energy_at(point.measured.time_s)) bound = std::max(bound.value_or(*flowed), *flowed);
+    auto bound = final_bound(point.measured.time_s);
     if (bound) bound = std::min(*bound, point.measured.energy_j);
     if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
   }
@@ -1088,14 +1096,13 @@ void FrontierBuilder::add_flow(const CrawlFlow& flow) {
   State& s = *state_;
   // The flows are in cost per time unit; the bound takes J/s.
   const double per_second = 1.0 / s.problem.unit_time;
-  std::vector<double>& prices = s.flow_prices;
-  prices.clear();
-  for (const auto part : {flow.dependencies, flow.starts, flow.ends}) {
-    for (const double f : part) prices.push_back(f * per_second);
-  }
-  const std::size_t edges = flow.dependencies.size(), nodes = flow.starts.size();
-  const std::span<const double> all(prices);
-  s.flow_lines.add(s.flow_bound.line(all.subspan(0, edges), all.subspan(edges, nodes), all.subspan(edges + nodes, nodes)));
+  const auto priced = [&](std::span<const double> flows, std::vector<double>& prices) -> std::span<const double> {
+    prices.resize(flows.size());
+    std::transform(flows.begin(), flows.end(), prices.begin(), [&](double f) { return f * per_second; });
+    return prices;
+  };
+  s.flow_lines.add(s.flow_bound.line(priced(flow.dependencies, s.flow_prices[0]), priced(flow.starts, s.flow_prices[1]),
+                                     priced(flow.ends, s.flow_prices[2])));
 }
 
 Frontier FrontierBuilder::finish(const CrawlResult& crawl) {

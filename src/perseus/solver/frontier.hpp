@@ -185,9 +185,9 @@ struct FrontierOptions {
 
   // More certification effort, as `perseus optimize --certify SECONDS` and the Python
   // package's certify_seconds ask for it: those seconds of extra solves and, when above 0,
-  // T_min's relaxation whatever it costs, the interpolated relaxations (a quarter of the budget) and a longer LP sweep (8 times the
-  // budget) and local search at up to 32 points (within 4 times it), both also on DAGs of
-  // 1,536 nodes.
+  // T_min's relaxation whatever it costs, the interpolated relaxations (a quarter of the
+  // budget) and a longer LP sweep (8 times the budget) and local search at up to 32 points
+  // (within 4 times it), both also on DAGs of 1,536 nodes.
   FrontierOptions& certify_for(double seconds) {
     certify_seconds = seconds;
     if (seconds > 0) {
