@@ -73,11 +73,11 @@ TEST(LinearProgram, WarmSolvesAgreeWithSolvesFromScratch) {
     RandomLp warm = random_lp(rng, 12, 8);
     RandomLp cold = random_lp(twin, 12, 8);
     ASSERT_TRUE(warm.lp.solve().optimal);
-    for (int step = 0; step < 6; ++step) {
+    for (int step = 0; step < 8; ++step) {
       const double bound = u(rng) * 3.0, coefficient = u(rng), cost = u(rng) * 2.0;
       const std::size_t row = static_cast<std::size_t>(step) % warm.rows.size();
       LinearProgram::Solution a, b;
-      switch (step % 3) {
+      switch (step % 4) {
         case 0:  // a row's bound: the dual simplex from the last basis
           warm.lp.set_row_bounds(warm.rows[row], -kInfinity, bound);
           cold.lp.set_row_bounds(cold.rows[row], -kInfinity, bound);
@@ -88,9 +88,18 @@ TEST(LinearProgram, WarmSolvesAgreeWithSolvesFromScratch) {
           cold.lp.set_objective(step, cost), cold.lp.set_bounds(step, 0.0, bound);
           a = warm.lp.resolve();
           break;
-        default:  // a new column in two rows
+        case 2:  // a new column in two rows
           warm.lp.add_column(0.0, 1.0, cost, {{warm.rows[row], coefficient}, {warm.rows[0], coefficient}});
           cold.lp.add_column(0.0, 1.0, cost, {{cold.rows[row], coefficient}, {cold.rows[0], coefficient}});
+          a = warm.lp.resolve();
+          break;
+        default:  // coefficients, one of them a new entry, and a row's bound: a new model from the last basis
+          for (int v = 0; v < 3; ++v) {
+            warm.lp.set_coefficient(warm.rows[row], step + v, coefficient * (v + 1));
+            cold.lp.set_coefficient(cold.rows[row], step + v, coefficient * (v + 1));
+          }
+          warm.lp.set_row_bounds(warm.rows[0], -kInfinity, bound);
+          cold.lp.set_row_bounds(cold.rows[0], -kInfinity, bound);
           a = warm.lp.resolve();
       }
       b = cold.lp.solve();
@@ -98,6 +107,30 @@ TEST(LinearProgram, WarmSolvesAgreeWithSolvesFromScratch) {
       EXPECT_NEAR(a.objective, b.objective, 1e-7 * std::max(1.0, b.objective)) << "trial " << trial << " step " << step;
     }
   }
+}
+
+TEST(LinearProgram, AChangedCoefficientTakesPartInTheNextResolve) {
+  // The LP of SolvesASmallLpByHand, then y's coefficient in the second row 3 -> 1: x + y <= 4
+  // binds with x <= 3 and the second row (x + y <= 6) is slack, so (3, 1) stays optimal at 11;
+  // then x's in the first row 1 -> 2 (2x + y <= 4): x = 2, y = 0 gives 6, x = 0, y = 4 gives 8,
+  // and the vertex x = 0, y = 4 is optimal: 8 (the LP from scratch agrees).
+  LinearProgram lp(LinearProgram::Sense::kMaximize);
+  const int x = lp.add_variable(0.0, 3.0, 3.0);
+  const int y = lp.add_variable(0.0, kInfinity, 2.0);
+  const int first = lp.add_row({{x, 1.0}, {y, 1.0}}, -kInfinity, 4.0);
+  const int second = lp.add_row({{x, 1.0}, {y, 3.0}}, -kInfinity, 6.0);
+  ASSERT_NEAR(lp.solve().objective, 11.0, 1e-9);
+  lp.set_coefficient(second, y, 1.0);
+  LinearProgram::Solution s = lp.resolve();
+  ASSERT_TRUE(s.optimal);
+  EXPECT_NEAR(s.objective, 11.0, 1e-9);
+  lp.set_coefficient(first, x, 2.0);
+  s = lp.resolve();
+  ASSERT_TRUE(s.optimal);
+  EXPECT_NEAR(s.objective, 8.0, 1e-9);
+  EXPECT_NEAR(s.values[static_cast<std::size_t>(x)], 0.0, 1e-9);
+  EXPECT_NEAR(s.values[static_cast<std::size_t>(y)], 4.0, 1e-9);
+  EXPECT_NEAR(lp.solve().objective, 8.0, 1e-9);
 }
 
 TEST(LinearProgram, MixedIntegerMatchesBruteForce) {

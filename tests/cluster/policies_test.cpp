@@ -3,10 +3,12 @@
 #include <limits>
 #include <random>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "matrices.hpp"
 
+#include "perseus/cluster/allocation_lp.hpp"
 #include "perseus/cluster/jobs.hpp"
 #include "perseus/cluster/policies.hpp"
 
@@ -153,6 +155,67 @@ TEST(Policies, SharingIncentiveOnRandomClusters) {
       const double mine = jobs[m].elapsed_s + jobs[m].steps / ftf.throughput[m];
       const double alone = jobs[m].elapsed_s + jobs[m].steps / effective_throughput(t, jobs[m].type, isolated[m]);
       EXPECT_LE(mine / alone, ftf.objective * (1 + 1e-6)) << trial << " job " << m;
+    }
+  }
+}
+
+TEST(FinishTimeFairness, HandSolvedWhereOneJobsBestSpeedBinds) {
+  // Two GPU types of one GPU each; job A runs at 2 on the first and 1 on the second, B the other
+  // way round, 3 steps each, A 2 s in already. Alone on half of each type both run at 1.5:
+  // D_A = 2 + 3 / 1.5 = 4, D_B = 2. A can run at most at 2 (all of the first type), so
+  // rho_A >= (2 + 3 / 2) / 4 = 0.875 whatever X is, and the first type all A's with B on the
+  // second (rho_B = 0.75) reaches it: R = 0.875, and the rest (the second type) goes to B.
+  const ThroughputMatrix t = matrix_of({"g0", "g1"}, {{2.0, 1.0}, {1.0, 2.0}});
+  const std::vector<Job> jobs{{0, 1.0, 3.0, 2.0}, {1, 1.0, 3.0, 0.0}};
+  const Allocation a = allocate(jobs, t, {1, 1}, {PolicyKind::kFinishTimeFairness, true, {}, {}});
+  expect_valid(a, jobs, t, {1, 1});
+  EXPECT_NEAR(a.objective, 0.875, 1e-9);
+  EXPECT_NEAR(a.throughput[0], 2.0, 1e-9);
+  EXPECT_NEAR(a.throughput[1], 2.0, 1e-9);
+}
+
+// Whether some valid X reaches rho_m <= R for every job: tput_m(X) >= s_m / (R D_m - t_m), one
+// feasibility LP (the policy's own iterations do not enter it).
+bool some_allocation_reaches(double R, const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
+                             bool aware, bool space_sharing) {
+  const auto isolated = isolated_share(jobs, t, workers);
+  AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware, space_sharing);
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    double alone = 0.0;
+    for (int j = 0; j < t.num_gpu_types(); ++j) alone += seen(t, jobs[m], j, aware) * isolated[m][static_cast<std::size_t>(j)];
+    const double slack = R * (jobs[m].elapsed_s + jobs[m].steps / alone) - jobs[m].elapsed_s;
+    if (slack <= 0.0) return false;
+    a.lp.add_row(a.terms(m, [](const Term& term) { return term.seen; }), jobs[m].steps / slack, kInfinity);
+  }
+  return a.lp.solve().optimal;
+}
+
+TEST(FinishTimeFairness, NoAllocationReachesALowerRho) {
+  // The R the policy reports is the optimum: reached by its X (each job's rho within it) and by
+  // no X at R (1 - 1e-5), on Gavel's matrix with jobs that have run for different times, aware,
+  // agnostic and with space sharing, in a few LPs each (bisection on R took ~32).
+  const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
+  const std::vector<int> workers{4, 4, 4};
+  for (const int count : {6, 20, 60}) {
+    for (const double hours : {0.0, 1.0, 20.0}) {
+      std::vector<Job> jobs = random_jobs(t, count, 11 + static_cast<std::uint64_t>(count));
+      for (std::size_t m = 0; m < jobs.size(); ++m) jobs[m].elapsed_s = 3600.0 * hours * static_cast<double>(m % 7) / 6.0;
+      for (const auto [aware, space_sharing] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+        const Allocation a = allocate(jobs, t, workers, PolicySpec(PolicyKind::kFinishTimeFairness, aware, {}, std::nullopt, space_sharing));
+        const std::string name = fmt::format("{} jobs, {} h, aware {}, space sharing {}", count, hours, aware, space_sharing);
+        expect_valid(a, jobs, t, workers);
+        const auto isolated = isolated_share(jobs, t, workers);
+        for (std::size_t m = 0; m < jobs.size(); ++m) {
+          const double mine = jobs[m].elapsed_s + jobs[m].steps / a.throughput[m];
+          const double alone = jobs[m].elapsed_s + jobs[m].steps / effective_throughput(t, jobs[m].type, isolated[m]);
+          if (aware) {
+            EXPECT_LE(mine / alone, a.objective * (1 + 1e-6)) << name << " job " << m;
+          }
+        }
+        EXPECT_TRUE(some_allocation_reaches(a.objective * (1 + 1e-5), jobs, t, workers, aware, space_sharing)) << name;
+        EXPECT_FALSE(some_allocation_reaches(a.objective * (1 - 1e-5), jobs, t, workers, aware, space_sharing)) << name;
+        EXPECT_LE(a.lp_solves, 10) << name;
+      }
     }
   }
 }

@@ -1,5 +1,6 @@
 #include "perseus/cluster/linear_program.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <Cbc_C_Interface.h>
@@ -71,8 +72,21 @@ int LinearProgram::add_column(double lower, double upper, double objective, cons
   return variable;
 }
 
-LinearProgram::Solution LinearProgram::solve() {
+void LinearProgram::set_coefficient(int row, int variable, double value) {
+  if (indexed_entries_ != entry_value_.size()) {
+    for (std::size_t k = indexed_entries_; k < entry_value_.size(); ++k)
+      entry_at_[static_cast<std::uint64_t>(entry_row_[k]) << 32 | static_cast<std::uint32_t>(entry_column_[k])] = k;
+    indexed_entries_ = entry_value_.size();
+  }
+  const auto it = entry_at_.find(static_cast<std::uint64_t>(row) << 32 | static_cast<std::uint32_t>(variable));
+  if (it != entry_at_.end()) entry_value_[it->second] = value;
+  else add_entry(row, variable, value);
+  matrix_changed_ = true;
+}
+
+void LinearProgram::load() {
   new_columns_.clear();
+  matrix_changed_ = false;
   const CoinPackedMatrix matrix(true, entry_row_.data(), entry_column_.data(), entry_value_.data(),
                                 static_cast<CoinBigIndex>(entry_value_.size()));
   std::vector<double> col_lo(lower_.size()), col_hi(upper_.size()), row_lo(row_lower_.size()), row_hi(row_upper_.size());
@@ -85,6 +99,22 @@ LinearProgram::Solution LinearProgram::solve() {
   sized.setDimensions(num_rows(), num_variables());
   model_->loadProblem(sized, col_lo.data(), col_hi.data(), objective_.data(), row_lo.data(), row_hi.data());
   model_->setOptimizationDirection(sense_ == Sense::kMaximize ? -1.0 : 1.0);
+}
+
+void LinearProgram::reload_warm() {
+  // CLP's status array: the columns', then the rows'. Columns added since are nonbasic at their
+  // lower bound.
+  const int columns = model_->numberColumns(), rows = model_->numberRows();
+  std::vector<unsigned char> status(static_cast<std::size_t>(num_variables() + rows), ClpSimplex::atLowerBound);
+  const unsigned char* old = model_->statusArray();
+  std::copy(old, old + columns, status.begin());
+  std::copy(old + columns, old + columns + rows, status.begin() + num_variables());
+  load();
+  model_->copyinStatus(status.data());
+}
+
+LinearProgram::Solution LinearProgram::solve() {
+  load();
   model_->dual();
   return solution_of(*model_, num_variables());
 }
@@ -140,6 +170,11 @@ LinearProgram::Solution LinearProgram::solve_mixed_integer(double seconds) {
 
 LinearProgram::Solution LinearProgram::resolve() {
   if (!model_ || model_->numberRows() != num_rows()) return solve();
+  if (matrix_changed_) {
+    reload_warm();
+    model_->primal();
+    return solution_of(*model_, num_variables());
+  }
   if (!new_columns_.empty() && model_->numberColumns() == new_columns_.front()) {
     // The entries since the first new column are the new columns', in their order.
     const std::size_t n = new_columns_.size();
@@ -176,7 +211,8 @@ LinearProgram::Solution LinearProgram::resolve() {
 }
 
 LinearProgram::Solution LinearProgram::resolve_rows() {
-  if (!model_ || model_->numberRows() != num_rows() || model_->numberColumns() != num_variables()) return solve();
+  if (!model_ || model_->numberRows() != num_rows() || model_->numberColumns() != num_variables() || matrix_changed_)
+    return solve();
   for (int i = 0; i < num_rows(); ++i)
     model_->setRowBounds(i, clp(row_lower_[static_cast<std::size_t>(i)]), clp(row_upper_[static_cast<std::size_t>(i)]));
   model_->dual(1);  // 1: start from the current basis

@@ -4,9 +4,11 @@
 // formulation, not as CLP's arrays.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,10 @@ class LinearProgram {
   // A variable with `entries` (row, coefficient) in rows already added; returns its index.
   // Unlike a row, a column added after solve() keeps resolve() warm.
   int add_column(double lower, double upper, double objective, const std::vector<std::pair<int, double>>& entries);
+  // Changes the coefficient of `variable` in `row` (adds the entry when there is none). The next
+  // resolve() starts from the last basis on the changed matrix. O(entries) for the first change
+  // after entries were added (an index of them is built), O(1) after.
+  void set_coefficient(int row, int variable, double value);
 
   struct Solution {
     bool optimal = false;
@@ -46,10 +52,11 @@ class LinearProgram {
   };
   // Dual simplex from scratch. O(simplex): polynomial in practice for these sizes.
   Solution solve();
-  // After solve(), with only objective coefficients, variable and row bounds changed and columns
-  // added since (add_column): primal simplex from the last basis, the new columns nonbasic (a
-  // lexicographic second objective costs a few pivots, not a second solve). With rows added, or
-  // variables by add_variable, since solve(), solves from scratch.
+  // After solve(), with only objective coefficients, variable and row bounds, coefficients
+  // (set_coefficient) changed and columns added since (add_column): primal simplex from the last
+  // basis, the new columns nonbasic (a lexicographic second objective costs a few pivots, not a
+  // second solve). With rows added, or variables by add_variable, since solve(), solves from
+  // scratch.
   Solution resolve();
   // After solve(), with only row bounds changed since (the objective kept, so the last basis
   // stays dual feasible): dual simplex from it, as a bisection over a right-hand side wants.
@@ -65,6 +72,10 @@ class LinearProgram {
 
  private:
   void add_entry(int row, int column, double value);  // a matrix entry; zeros are left out
+  void load();  // a new model_ from the entries, bounds and objective
+  // A new model_ (load) that starts from the last one's basis: after set_coefficient, whose
+  // changes CLP's model would need refactorising and rescaling for anyway.
+  void reload_warm();
 
   Sense sense_;
   std::vector<double> lower_, upper_, objective_;
@@ -77,6 +88,11 @@ class LinearProgram {
   std::vector<int> new_columns_;
   std::size_t new_column_entries_ = 0;
   std::unique_ptr<ClpSimplex> model_;  // the last solve's, kept for resolve()
+  // set_coefficient's index of the entries, (row, column) -> entry; valid for the first
+  // `indexed_entries_` entries.
+  std::unordered_map<std::uint64_t, std::size_t> entry_at_;
+  std::size_t indexed_entries_ = 0;
+  bool matrix_changed_ = false;  // since the last solve
 };
 
 }  // namespace perseus::cluster

@@ -13,7 +13,9 @@
 //   makespan          minimise max_m steps_m / tput(m, X): maximise 1/makespan;
 //   finish-time-fairness  (Themis) minimise max_m rho_m, rho_m = (t_m + steps_m / tput(m, X)) /
 //                     (t_m + steps_m / tput(m, X_isolated)), X_isolated: 1/n of the cluster;
-//                     bisection on rho, each step a feasibility LP.
+//                     each rho_m a ratio of affine functions of X, so by the normalised
+//                     Dinkelbach method: a few warm LPs (1 when no job has run yet, ~6 at most
+//                     seen), each proving the last X optimal or finding one with a lower rho.
 //   shortest-job-first  as FIFO, the order by time left at the job's best speed (steps_m /
 //                     max_j T[m][j]), shortest first;
 //   max-throughput    maximise sum_m tput(m, X) / max_j T[m][j] (the work done, each job's best
@@ -37,7 +39,7 @@
 // every policy then spends what is left: with its objective held at the optimum, a second LP
 // maximises the work done, sum_m tput(m, X) / max_j T[m][j] (FIFO's objective already does; FTF's
 // feasibility LPs maximise it directly).
-// Two LPs (FIFO one, FTF about 50) on CLP; O(simplex) in jobs x GPU types.
+// One or two LPs on CLP (FTF a few more); O(simplex) in jobs x GPU types.
 #pragma once
 
 #include <cstdint>
