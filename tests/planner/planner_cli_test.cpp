@@ -203,6 +203,15 @@ TEST(PlannerCli, PipeDream2BwBeatsOneFOneBAndRefinementCanBeSkipped) {
   ASSERT_EQ(raw.exit_code, 0) << raw.err;
   EXPECT_NE(raw.err.find("no refinement"), std::string::npos) << raw.err;
   EXPECT_FALSE(json::parse(raw.out).at("frontier").at("points").get<std::size_t>() == 0);
+  // --certify reaches the solver (T_min's relaxation, solved on this small DAG anyway) and the
+  // summary says where T_min's bound came from; a negative budget is refused.
+  const CommandRun certified = with({"--schedule", "1f1b", "--certify", "0.05"});
+  ASSERT_EQ(certified.exit_code, 0) << certified.err;
+  const json f = json::parse(certified.out).at("frontier");
+  EXPECT_TRUE(f.at("t_min_relaxation_solved").get<bool>());
+  EXPECT_LE(f.at("t_min_lower_bound_j").get<double>(), f.at("t_min_energy_j").get<double>());
+  EXPECT_GT(f.at("t_min_lower_bound_j").get<double>(), 0.9 * f.at("t_min_energy_j").get<double>());
+  EXPECT_NE(with({"--certify", "-1"}).exit_code, 0);
 }
 
 TEST(PlannerCli, PlansAGptGivenByItsShape) {

@@ -332,7 +332,9 @@ TEST(RelaxationCrawl, ItsLinesLieBelowTheLpOptimumAndCloseToItEverywhere) {
                   problem.chosen(static_cast<Dag::NodeId>(i), state.up).measurement.time_s);
       }
     }
-    EXPECT_EQ(crawl.lines.size(), crawl.steps + 1);  // the last cut is the one that stops it
+    // A line per step's cut; the cut that stops the crawl, through arcs of unbounded capacity
+    // here, is left out (CrawlFlow::through_unbounded_arcs: its line would be rounding noise).
+    EXPECT_EQ(crawl.lines.size(), crawl.steps);
     SupportingLines lines(problem.p_blocking * problem.num_gpus());
     for (const SupportingLine& line : crawl.lines) lines.add(line);
     const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;

@@ -197,7 +197,7 @@ TEST(Solve, TheCrawlsFlowsBoundTMinWhereItsRelaxationIsNotSolved) {
   // Where one LP solve costs more than t_min_relaxation_budgets (DAGs of thousands of nodes;
   // here forced with 0), T_min keeps the crawl's plans, and its bound comes from the
   // supporting lines of the crawl's flows: valid (never above the relaxation's optimum there,
-  // which no Lagrangian line exceeds) and close to it (0.64% below on this pipeline,
+  // which no Lagrangian line exceeds) and close to it (0.73% below on this pipeline,
   // measured).
   SolveRequest request = bloom_request(12);
   request.frontier.t_min_relaxation_budgets = 0.0;

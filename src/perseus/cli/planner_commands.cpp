@@ -563,6 +563,7 @@ json plan_json(const PlanReport& r) {
            {"t_min_energy_j", r.frontier.t_min_point().measured.energy_j},
            {"savings_at_t_min_j", r.savings_at_t_min_j},
            {"savings_at_t_min_fraction", r.savings_at_t_min_fraction},
+           {"t_min_relaxation_solved", r.frontier.t_min_relaxation_solved},
            {"cluster_savings_at_t_min_j", r.savings_at_t_min_j * tensor * data},
            {"energy_scope", "per pipeline of one GPU per stage; cluster figures multiply by t*d"},
            {"stragglers", json::array()}};
@@ -575,6 +576,7 @@ json plan_json(const PlanReport& r) {
                                  {"savings_fraction", s.savings_fraction},
                                  {"cluster_savings_j", (s.baseline_energy_j - s.perseus_energy_j) * tensor * (data - 1)}});
     }
+    if (r.frontier.t_min_lower_bound_j) f["t_min_lower_bound_j"] = *r.frontier.t_min_lower_bound_j;
     out["frontier"] = f;
   }
   return out;
@@ -780,6 +782,11 @@ void add_planner_commands(CLI::App& app) {
   pl->add_flag("--no-solve", plan.no_solve, "Stop after the configuration and the profile");
   pl->add_flag("--no-refine", [](std::int64_t) { plan.request.refine = false; },
                "Keep the crawl's plans as they are (faster; no refinement on the measured options)");
+  pl->add_option("--certify", plan.request.certify_seconds,
+                 "Seconds to spend beyond the default on proving lower bounds (as perseus optimize --certify); "
+                 "also solves T_min's LP relaxation, which large DAGs skip by default (a cheaper T_min plan and "
+                 "a tighter bound there, at its cost: some 100 s on 175B-class models)")
+      ->check(CLI::Range(0.0, 86400.0));
   pl->add_option("--out", plan.out, "Write the frontier, plans, profile.csv and plan.json to this directory");
   pl->add_option("--max-plans", plan.max_plans, "Keep at most N plans in plans.bin (0: all)")
       ->check(kNonNegative);

@@ -102,10 +102,14 @@ void LinearProgram::load() {
 }
 
 void LinearProgram::reload_warm() {
-  // CLP's status array: the columns', then the rows'. Columns added since are nonbasic at their
-  // lower bound.
+  // CLP's status array: the columns', then the rows'. Columns added since are nonbasic at a
+  // finite bound (free when they have none).
   const int columns = model_->numberColumns(), rows = model_->numberRows();
-  std::vector<unsigned char> status(static_cast<std::size_t>(num_variables() + rows), ClpSimplex::atLowerBound);
+  std::vector<unsigned char> status(static_cast<std::size_t>(num_variables() + rows));
+  for (std::size_t v = static_cast<std::size_t>(columns); v < lower_.size(); ++v)
+    status[v] = std::isfinite(lower_[v])   ? ClpSimplex::atLowerBound
+                : std::isfinite(upper_[v]) ? ClpSimplex::atUpperBound
+                                           : ClpSimplex::isFree;
   const unsigned char* old = model_->statusArray();
   std::copy(old, old + columns, status.begin());
   std::copy(old + columns, old + columns + rows, status.begin() + num_variables());

@@ -325,6 +325,7 @@ PlanReport plan_training(const PlanRequest& request) {
   for (const Warning& w : warnings) out.warnings.push_back(w.message);
   SolveRequest solve_request;
   solve_request.frontier.refine = request.refine;
+  solve_request.frontier.certify_for(request.certify_seconds);
   if (request.progress) {
     // Every 5,000 crawl steps, and every tenth of the frontier: refining a long frontier
     // takes minutes on large pipelines.

@@ -60,6 +60,9 @@ struct PlanRequest {
   std::vector<double> straggler_slowdowns = {1.05, 1.1, 1.2, 1.5};
   bool solve = true;               // compute the frontier (false: configuration and profile only)
   bool refine = true;              // FrontierOptions::refine (false: the crawl's plans, faster)
+  // FrontierOptions::certify_for: seconds beyond the default on bounds, and T_min's relaxation
+  // solved whatever it costs (large DAGs skip it by default). 0: the default.
+  double certify_seconds = 0.0;
   std::function<void(const std::string&)> progress;
 };
 

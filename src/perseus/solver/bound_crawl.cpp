@@ -29,7 +29,9 @@ RelaxationCrawl crawl_relaxation(const EnergyProblem& problem, std::size_t steps
   CrawlOptions options;
   options.cost = CrawlCost::kMeasuredHull;
   options.hull_unit_s = result.unit_s;
-  options.on_flow = [&](const CrawlFlow& flow) { result.lines.push_back(bound.line(flow.dependencies, flow.starts, flow.ends)); };
+  options.on_flow = [&](const CrawlFlow& flow) {
+    if (!flow.through_unbounded_arcs()) result.lines.push_back(bound.line(flow.dependencies, flow.starts, flow.ends));
+  };
   const CrawlResult crawl = crawl_frontier(problem, options);
   result.steps = crawl.steps.size();
   if (rounded_states > 0 && !crawl.steps.empty()) {

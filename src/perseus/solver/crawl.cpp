@@ -11,6 +11,14 @@
 #include <lemon/smart_graph.h>
 
 namespace perseus {
+
+bool CrawlFlow::through_unbounded_arcs() const {
+  constexpr double kUnboundedShare = 1e-3;
+  const auto unbounded = [](std::span<const double> flows) {
+    return std::any_of(flows.begin(), flows.end(), [](double f) { return f >= kUnboundedShare * FlowNetwork::kUnbounded; });
+  };
+  return unbounded(dependencies) || unbounded(starts) || unbounded(ends);
+}
 namespace {
 
 // Flow amounts below this are numerical noise (the reference's FP_ERROR).

@@ -78,6 +78,11 @@ enum class CrawlCost {
 struct CrawlFlow {
   std::int64_t time_q = 0;  // the iteration time the cut shortens
   std::span<const double> dependencies, starts, ends;
+  // Whether some arc carries a thousandth of the crawl's unbounded capacity or more: a cut
+  // through unbounded arcs (the one that stops the crawl at T_min, mostly). As prices its
+  // flows are ~1e12 per unit, and a Lagrangian line from them is floating-point noise (terms
+  // of ~1e16 J cancelling to thousands), which once stood 2.5% above the LP optimum.
+  bool through_unbounded_arcs() const;
 };
 
 struct CrawlOptions {

@@ -1094,6 +1094,7 @@ std::size_t FrontierBuilder::flow_every() const {
 
 void FrontierBuilder::add_flow(const CrawlFlow& flow) {
   State& s = *state_;
+  if (flow.through_unbounded_arcs()) return;  // its line is noise (CrawlFlow)
   // The flows are in cost per time unit; the bound takes J/s.
   const double per_second = 1.0 / s.problem.unit_time;
   const auto priced = [&](std::span<const double> flows, std::vector<double>& prices) -> std::span<const double> {
@@ -1216,6 +1217,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // first, while a third of the work left lasts.
   const double t_min = s.t_min;
   frontier.t_min_lower_bound_j = s.t_min_bound;
+  frontier.t_min_relaxation_solved = s.t_min_bound.has_value();
   if (s.t_min_point) candidates.push_back(std::move(*s.t_min_point));
   for (std::optional<FrontierPoint>& point : s.grid_points) {
     if (point) candidates.push_back(std::move(*point));

@@ -39,6 +39,10 @@ struct Frontier {
   MeasuredFigures all_max;            // every instruction at its highest clock (evaluate_highest_clock)
   // A proven lower bound on the energy of any plan as fast as T_min (refining only).
   std::optional<double> t_min_lower_bound_j;
+  // Whether that bound is T_min's LP relaxation's (and the T_min plan rounded from it); on large
+  // DAGs it is skipped (FrontierOptions::t_min_relaxation_budgets) and the bound is the crawl's
+  // supporting lines'.
+  bool t_min_relaxation_solved = false;
   std::size_t candidates = 0;         // plans considered before the Pareto filter
   // The bounded part of the refinement (FrontierOptions::refine_*): its budget and the work it
   // took, in passes over the DAG (PlanRefiner::work); the work may exceed the budget by one
