@@ -6,9 +6,11 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 
 #include "brute_force.hpp"
 #include "perseus/solver/bound_crawl.hpp"
+#include "perseus/solver/crawl.hpp"
 #include "perseus/solver/refine.hpp"
 #include "perseus/solver/relaxation.hpp"
 #include "synthetic.hpp"
@@ -307,6 +309,46 @@ TEST(LagrangianBound, AnyPricesBoundEveryDeadline) {
       for (int k = 0; k <= 10; ++k) {
         const double deadline = t_min + (t_slow - t_min) * k / 10.0;
         EXPECT_LE(*lines.energy_at(deadline), brute.optimum_energy_at(deadline) + 1e-6) << "seed " << seed << " trial " << trial;
+      }
+    }
+  }
+}
+
+TEST(LagrangianBound, ACutThroughUnboundedArcsGivesAValidLineFarBelow) {
+  // The crawl's flows as prices (J per time unit / the unit). The cut that stops the crawl runs
+  // through arcs of unbounded capacity: prices of ~1e12 per unit, whose terms cancel in
+  // floating point. The line carries an allowance for that rounding, so it still lies below the
+  // LP optimum everywhere, far below (the frontier leaves it out); the other flows' lines lie
+  // below it too, within a few percent at T_min.
+  for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, seed, 0.0001);
+    const LagrangianBound bound(problem);
+    std::vector<SupportingLine> bounded, unbounded;
+    CrawlOptions options;
+    options.on_flow = [&](const CrawlFlow& flow) {
+      std::vector<double> prices[3];
+      const std::span<const double> parts[3] = {flow.dependencies, flow.starts, flow.ends};
+      for (int k = 0; k < 3; ++k)
+        for (const double f : parts[k]) prices[k].push_back(f / problem.unit_time);
+      (flow.through_unbounded_arcs() ? unbounded : bounded).push_back(bound.line(prices[0], prices[1], prices[2]));
+    };
+    crawl_frontier(problem, options);
+    ASSERT_EQ(unbounded.size(), 1u) << "seed " << seed;  // the last cut only
+    ASSERT_GT(bounded.size(), 10u);
+    LpRelaxation relaxation(problem);
+    const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+    const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+    const double blocking = problem.p_blocking * problem.num_gpus();
+    for (int k = 0; k <= 10; ++k) {
+      const double deadline = t_min + (t_slow - t_min) * k / 10.0;
+      const double lp = relaxation.solve(deadline)->lower_bound_j;
+      EXPECT_LE(unbounded.front().effective_at(deadline) + blocking * deadline, lp) << "seed " << seed << " k " << k;
+      double best = -std::numeric_limits<double>::infinity();
+      for (const SupportingLine& line : bounded) best = std::max(best, line.effective_at(deadline) + blocking * deadline);
+      EXPECT_LE(best, lp * (1 + 1e-9)) << "seed " << seed << " k " << k;
+      if (k == 0) {
+        EXPECT_GT(best, 0.95 * lp) << "seed " << seed;
+        EXPECT_LT(unbounded.front().effective_at(deadline) + blocking * deadline, 0.5 * lp) << "seed " << seed;
       }
     }
   }

@@ -213,12 +213,29 @@ SupportingLine LagrangianBound::line(std::span<const double> dependency_prices, 
       into_[j] += y;
     }
   }
-  double intercept = 0.0;
+  // The line in floating point: every rounding in the sums below and in evaluating the line
+  // later (intercept + slope * D, D the deadline) is at most a unit roundoff of the magnitudes
+  // summed, times the number of operations. So the line is lowered by gamma times those
+  // magnitudes: the terms' for the intercept, the prices' (in + out, whose rounding moves each
+  // h_i by at most its duration, <= D, times the error) for the slope. For prices in the
+  // thousands of J/s this is micro-joules; for prices of 1e16 J/s, whose terms cancel to noise,
+  // it leaves a valid line far below.
+  const double gamma = 8.0 * static_cast<double>(n + edge + 4) * std::numeric_limits<double>::epsilon();
+  double intercept = 0.0, magnitude = 0.0, prices = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    intercept += dual_term(hulls_->of[problem_.node_operation[i]], std::max(into_[i], out_of_[i]));
+    const double y = std::max(into_[i], out_of_[i]);
+    const auto& hull = hulls_->of[problem_.node_operation[i]];
+    double term = std::numeric_limits<double>::infinity(), size = 0.0;
+    for (const HullPoint& p : hull) {
+      const double value = p.effective_j + y * p.time_s;
+      if (value < term) term = value, size = std::abs(p.effective_j) + std::abs(y * p.time_s);
+    }
+    intercept += term;
+    magnitude += size;
+    prices += into_[i] + out_of_[i];
     slope -= std::max(0.0, into_[i] - out_of_[i]);
   }
-  return {0.0, intercept, slope};
+  return {0.0, intercept - gamma * magnitude, slope - gamma * prices};
 }
 
 void SupportingLines::add(double deadline_s, const RelaxedSolution& solution) {

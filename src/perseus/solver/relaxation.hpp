@@ -84,8 +84,10 @@ class SupportingLines {
 // a circulation (docs/solver.md, "Certified frontier"). Prices: per DAG edge (u -> v: v
 // starts after u ends; edges in the order of each node's successors, node by node), per node
 // on its start (at or after the iteration's) and on its end (at or before the deadline). The
-// line touches the LP optimum's curve where the prices are the optimal duals. Computed in
-// floating point: prices far above the energies' scale (1e12 J/s and up) cancel to noise.
+// line touches the LP optimum's curve where the prices are the optimal duals, less an
+// allowance for floating-point rounding (micro-joules at prices in the thousands of J/s), so
+// that the line holds as computed too: prices far above the energies' scale (1e12 J/s and up)
+// give a valid line far below, not noise.
 // line(): O(nodes + edges + the hulls' points).
 class LagrangianBound {
  public:
