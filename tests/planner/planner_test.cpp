@@ -22,6 +22,22 @@ std::string error_of(const PlanRequest& request) {
   return "(no error)";
 }
 
+// gpt3-1.3b on 8 A100s at fixed tensor and pipeline degrees, microbatch 1, no recomputation,
+// no straggler rows.
+PlanRequest gpt3_1_3b_on_8(int global_batch, int tensor, int pipeline) {
+  PlanRequest request;
+  request.model = "gpt3-1.3b";
+  request.gpu = "a100-sxm";
+  request.num_gpus = 8;
+  request.global_batch = global_batch;
+  request.tensor = tensor;
+  request.pipeline = pipeline;
+  request.microbatch_size = 1;
+  request.allow_recompute = false;
+  request.straggler_slowdowns = {};
+  return request;
+}
+
 TEST(PlanTraining, Gpt3OnSixtyFourA100s) {
   // The example: perseus plan --model gpt3-13b --gpu a100-sxm --gpus 64 --global-batch 1024.
   PlanRequest request;
@@ -152,16 +168,7 @@ TEST(PlanTraining, AsynchronousWindowProblemIsTheSteadyState) {
 TEST(PlanTraining, TwoBwIsFasterThanOneFOneBOnTheSameConfiguration) {
   // perseus plan --schedule pipedream-2bw against 1f1b: the same configuration, partition and
   // profile; no fill or drain, so a lower T_min, no lower than m times the bottleneck stage.
-  PlanRequest request;
-  request.model = "gpt3-1.3b";
-  request.gpu = "a100-sxm";
-  request.num_gpus = 8;
-  request.global_batch = 32;
-  request.tensor = 2;
-  request.pipeline = 4;
-  request.microbatch_size = 1;
-  request.allow_recompute = false;
-  request.straggler_slowdowns = {};
+  PlanRequest request = gpt3_1_3b_on_8(32, 2, 4);
   const PlanReport flush = plan_training(request);
   request.schedule = "pipedream-2bw";
   const PlanReport two_bw = plan_training(request);
@@ -198,16 +205,7 @@ TEST(PlanTraining, TMinsBoundHoldsWhereItsRelaxationIsSkippedAndCertifySolvesIt)
   // the cut that stops the crawl runs through its unbounded arcs, and its line, noise from
   // terms of 1e16 J cancelling, once stood 2.5% above the LP optimum (4,481 J against 4,370:
   // no longer a bound). --certify solves the LP: a T_min plan no dearer, the optimum its bound.
-  PlanRequest request;
-  request.model = "gpt3-1.3b";
-  request.gpu = "a100-sxm";
-  request.num_gpus = 8;
-  request.global_batch = 160;
-  request.tensor = 1;
-  request.pipeline = 8;
-  request.microbatch_size = 1;
-  request.allow_recompute = false;
-  request.straggler_slowdowns = {};
+  PlanRequest request = gpt3_1_3b_on_8(160, 1, 8);
   const PlanReport skipped = plan_training(request);
   ASSERT_TRUE(skipped.solved);
   ASSERT_EQ(skipped.problem->dag.num_nodes(), 2560u);

@@ -60,10 +60,18 @@ constexpr double kTimeUnitsPerSecond = 1e10;
 constexpr double kFlowUnitsPerJPerS = 1e6;
 
 // h(y) = min over hull points of (effective + y * time): the operation's term of the dual at
-// flow y (J/s), concave and piecewise linear.
-double dual_term(const std::vector<HullPoint>& hull, double y) {
-  double best = std::numeric_limits<double>::infinity();
-  for (const HullPoint& p : hull) best = std::min(best, p.effective_j + y * p.time_s);
+// flow y (J/s), concave and piecewise linear; with the magnitude of its two parts, which bounds
+// its rounding (LagrangianBound::line).
+struct DualTerm {
+  double value = std::numeric_limits<double>::infinity();
+  double magnitude = 0.0;
+};
+DualTerm dual_term(const std::vector<HullPoint>& hull, double y) {
+  DualTerm best;
+  for (const HullPoint& p : hull) {
+    const double value = p.effective_j + y * p.time_s;
+    if (value < best.value) best = {value, std::abs(p.effective_j) + std::abs(y * p.time_s)};
+  }
   return best;
 }
 
@@ -161,7 +169,7 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
     long long flow = 0;
     for (const auto& arc : m.pieces[i]) flow += m.simplex->flow(arc);
     solution.price_j_per_s[i] = static_cast<double>(flow) / kFlowUnitsPerJPerS;
-    effective += dual_term(hull, solution.price_j_per_s[i]);
+    effective += dual_term(hull, solution.price_j_per_s[i]).value;
     // Event times are minus the potentials (a dependency of cost 0 keeps the potential from
     // rising along it); the duration is the tension, within the fastest and slowest option.
     const double tension = static_cast<double>(m.simplex->potential(m.start[i]) - m.simplex->potential(m.end[i])) /
@@ -223,15 +231,9 @@ SupportingLine LagrangianBound::line(std::span<const double> dependency_prices, 
   const double gamma = 8.0 * static_cast<double>(n + edge + 4) * std::numeric_limits<double>::epsilon();
   double intercept = 0.0, magnitude = 0.0, prices = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double y = std::max(into_[i], out_of_[i]);
-    const auto& hull = hulls_->of[problem_.node_operation[i]];
-    double term = std::numeric_limits<double>::infinity(), size = 0.0;
-    for (const HullPoint& p : hull) {
-      const double value = p.effective_j + y * p.time_s;
-      if (value < term) term = value, size = std::abs(p.effective_j) + std::abs(y * p.time_s);
-    }
-    intercept += term;
-    magnitude += size;
+    const DualTerm term = dual_term(hulls_->of[problem_.node_operation[i]], std::max(into_[i], out_of_[i]));
+    intercept += term.value;
+    magnitude += term.magnitude;
     prices += into_[i] + out_of_[i];
     slope -= std::max(0.0, into_[i] - out_of_[i]);
   }
