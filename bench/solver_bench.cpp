@@ -1,5 +1,5 @@
 // Google Benchmark: the whole solve (crawl + frontier on measured data) and the crawl alone
-// for the two cases the issue names, the crawl also on LEMON's Preflow (the library
+// for the two cases the issue names, the crawl on a 32-stage pipeline, the crawl also on LEMON's Preflow (the library
 // max flow our warm-started Dinic replaces; see max_flow.hpp). Single-threaded. Quote medians:
 //   ./build/bench/solver_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -12,9 +12,10 @@ namespace perseus::bench {
 namespace {
 
 void run(benchmark::State& state, const Workload& w, bool with_frontier,
-         MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kDinic) {
-  const Profile profile = Profile::read_csv(profile_path(w));
-  const EnergyProblem problem = make_workload_problem(w, profile, 8, static_cast<int>(state.range(0)));
+         MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kDinic, int repeat_stages = 1) {
+  const Profile profile = repeated_stages(Profile::read_csv(profile_path(w)), repeat_stages);
+  const EnergyProblem problem =
+      make_workload_problem(w, profile, profile.num_stages(), static_cast<int>(state.range(0)));
   std::size_t steps = 0;
   for (auto _ : state) {
     CrawlOptions options;
@@ -34,6 +35,11 @@ void BM_BloomA100_Solve(benchmark::State& s) { run(s, bundled_workloads()[0], tr
 void BM_BloomA100_Crawl(benchmark::State& s) { run(s, bundled_workloads()[0], false); }
 void BM_Gpt3A40_Solve(benchmark::State& s) { run(s, bundled_workloads()[3], true); }
 void BM_Gpt3A40_Crawl(benchmark::State& s) { run(s, bundled_workloads()[3], false); }
+// 32 stages (gpt3-175b A100's 8 four times over): the shape `perseus plan` crawls on 175B-class
+// models, where the max flows' searches meet thousands of nodes each.
+void BM_Gpt3A100_CrawlLongPipeline(benchmark::State& s) {
+  run(s, bundled_workloads()[1], false, MaxFlowAlgorithm::kDinic, 4);
+}
 void BM_BloomA100_CrawlLemon(benchmark::State& s) {
   run(s, bundled_workloads()[0], false, MaxFlowAlgorithm::kLemonPreflow);
 }
@@ -45,6 +51,7 @@ BENCHMARK(BM_BloomA100_Solve)->Arg(12)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BloomA100_Crawl)->Arg(12)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt3A40_Solve)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Gpt3A40_Crawl)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Gpt3A100_CrawlLongPipeline)->Arg(48)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_BloomA100_CrawlLemon)->Arg(12)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt3A40_CrawlLemon)->Arg(12)->Unit(benchmark::kMillisecond)->Iterations(3);
 

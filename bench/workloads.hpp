@@ -38,6 +38,20 @@ inline Profile last_stages(const Profile& profile, int stages) {
   return Profile::from_operations(profile.source() + " (last " + std::to_string(stages) + " stages)", std::move(kept));
 }
 
+// The profile's stages `times` times over, renumbered: a long pipeline (32 stages from 8, as
+// 175B-class models are planned) from measured operations.
+inline Profile repeated_stages(const Profile& profile, int times) {
+  std::vector<OperationProfile> kept;
+  const int stages = profile.num_stages();
+  for (int k = 0; k < times; ++k) {
+    for (OperationProfile op : profile.operations()) {
+      op.stage += k * stages;
+      kept.push_back(std::move(op));
+    }
+  }
+  return Profile::from_operations(profile.source() + " (x" + std::to_string(times) + ")", std::move(kept));
+}
+
 inline EnergyProblem make_workload_problem(const Workload& w, const Profile& profile, int stages, int microbatches) {
   std::vector<Warning> warnings;
   return make_problem(profile, {ScheduleKind::k1F1B, stages, microbatches, 1, false},

@@ -156,7 +156,41 @@ bool FlowNetwork::restore_conservation(int s, int t) {
   return true;
 }
 
-bool FlowNetwork::build_levels(int s, int t, double epsilon) {
+bool FlowNetwork::build_distances_to_sink(int s, int t, double epsilon) {
+  level_.assign(num_nodes_, -1);
+  queue_.clear();
+  queue_.push_back(t);
+  level_[t] = 0;
+  // The hot loop, on raw pointers: the compiler cannot tell that writing levels leaves the
+  // vectors' own pointers alone. A node u is one step further from t than v when the arc
+  // u -> v (the partner of v's half-arc to u) has residual capacity.
+  queue_.resize(num_nodes_);
+  int* const queue = queue_.data();
+  int* const level = level_.data();
+  const HalfArc* const arcs = half_.data();
+  const int* const first = first_.data();
+  std::size_t tail = 1;
+  for (std::size_t head = 0; head < tail; ++head) {
+    const int v = queue[head];
+    const int next_level = level[v] + 1;
+    for (int p = first[v]; p < first[v + 1]; ++p) {
+      const int u = arcs[p].to;
+      if (level[u] < 0 && arcs[arcs[p].partner].residual > epsilon) {
+        level[u] = next_level;
+        queue[tail++] = u;
+        // Every node nearer t than s has its distance once s has: the phase needs no more.
+        if (u == s) {
+          queue_.resize(tail);
+          return true;
+        }
+      }
+    }
+  }
+  queue_.resize(tail);
+  return false;
+}
+
+void FlowNetwork::search_from_source(int s, double epsilon) {
   level_.assign(num_nodes_, -1);
   queue_.clear();
   queue_.push_back(s);
@@ -176,9 +210,6 @@ bool FlowNetwork::build_levels(int s, int t, double epsilon) {
     }
   }
   source_open_.resize(kept);
-  // The hot loop, on raw pointers: the compiler cannot tell that writing levels leaves the
-  // vectors' own pointers alone. The residual (read in order) is tested before the head's
-  // level (read at random).
   const std::size_t seeded = queue_.size();
   queue_.resize(num_nodes_);
   int* const queue = queue_.data();
@@ -189,9 +220,6 @@ bool FlowNetwork::build_levels(int s, int t, double epsilon) {
   for (std::size_t head = 1; head < tail; ++head) {
     const int v = queue[head];
     const int next_level = level[v] + 1;
-    // Nodes as far from s as t lead nowhere in the level graph: stop once t has a level.
-    // (The BFS that cannot reach t visits everything reachable, which run() relies on.)
-    if (level[t] >= 0 && next_level > level[t]) break;
     for (int p = first[v]; p < first[v + 1]; ++p) {
       if (arcs[p].residual > epsilon && level[arcs[p].to] < 0) {
         level[arcs[p].to] = next_level;
@@ -200,12 +228,12 @@ bool FlowNetwork::build_levels(int s, int t, double epsilon) {
     }
   }
   queue_.resize(tail);
-  return level[t] >= 0;
 }
 
-// Blocking flow of one phase: depth-first along the level graph, one augmenting path at a
-// time, with per-node arc cursors (next_) so that every arc is skipped at most once per
-// phase. Iterative: the path, as deep as the level graph, lives in path_, not on the stack.
+// Blocking flow of one phase: depth-first from s along arcs whose head is one step nearer t,
+// one augmenting path at a time, with per-node arc cursors (next_) so that every arc is
+// skipped at most once per phase. Iterative: the path, as deep as the level graph, lives in
+// path_, not on the stack.
 void FlowNetwork::augment_phase(int s, int t, double epsilon) {
   next_.assign(first_.begin(), first_.end() - 1);
   std::size_t source_next = 0;  // s's cursor, into source_open_
@@ -227,8 +255,10 @@ void FlowNetwork::augment_phase(int s, int t, double epsilon) {
       continue;
     }
     if (v == s) {
+      const int first_level = level_[s] - 1;
       while (source_next < source_open_.size() &&
-             (level_[half_[source_open_[source_next]].to] != 1 || half_[source_open_[source_next]].residual <= epsilon)) {
+             (level_[half_[source_open_[source_next]].to] != first_level ||
+              half_[source_open_[source_next]].residual <= epsilon)) {
         ++source_next;
       }
       if (source_next == source_open_.size()) return;
@@ -237,7 +267,7 @@ void FlowNetwork::augment_phase(int s, int t, double epsilon) {
       continue;
     }
     int& p = next_[v];
-    const int next_level = level_[v] + 1;
+    const int next_level = level_[v] - 1;
     while (p < first_[v + 1] && (half_[p].residual <= epsilon || level_[half_[p].to] != next_level)) ++p;
     if (p < first_[v + 1]) {
       path_.push_back(p);
@@ -262,9 +292,9 @@ void FlowNetwork::run(int s, int t, double epsilon) {
     list_source_arcs(s, epsilon);  // the zero flow leaves every arc at s open
     ++cold_starts_;
   }
-  // The last breadth-first search, which cannot reach t, leaves in level_ exactly the nodes
-  // reachable from s in the residual graph (on_source_side).
-  while (build_levels(s, t, epsilon)) augment_phase(s, t, epsilon);
+  while (build_distances_to_sink(s, t, epsilon)) augment_phase(s, t, epsilon);
+  // The nodes reachable from s in the residual graph: the minimal minimum cut.
+  search_from_source(s, epsilon);
 }
 
 void FlowNetwork::list_source_arcs(int s, double epsilon) {
