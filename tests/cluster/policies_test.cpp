@@ -11,6 +11,7 @@
 #include "perseus/cluster/allocation_lp.hpp"
 #include "perseus/cluster/jobs.hpp"
 #include "perseus/cluster/policies.hpp"
+#include "perseus/cluster/pooled_requirements.hpp"
 
 namespace perseus::cluster {
 namespace {
@@ -214,7 +215,9 @@ TEST(FinishTimeFairness, NoAllocationReachesALowerRho) {
         }
         EXPECT_TRUE(some_allocation_reaches(a.objective * (1 + 1e-5), jobs, t, workers, aware, space_sharing)) << name;
         EXPECT_FALSE(some_allocation_reaches(a.objective * (1 - 1e-5), jobs, t, workers, aware, space_sharing)) << name;
-        EXPECT_LE(a.lp_solves, 10) << name;
+        // Dinkelbach's few steps; with space sharing each step's pooled LP counts its rounds of
+        // cuts and its split per job type as solves, a few dozen small LPs a step.
+        EXPECT_LE(a.lp_solves, space_sharing ? 40 * 4 : 10) << name;
       }
     }
   }
@@ -431,6 +434,77 @@ TEST(SpaceSharing, NeverWorseOnGavelsMatrixAndEveryJobOfAClassAlike) {
           if (jobs[m].type == jobs[n].type && jobs[m].weight == jobs[n].weight) {
             EXPECT_NEAR(shared.throughput[m], shared.throughput[n], 1e-7 * shared.throughput[m]) << m << " " << n;
           }
+    }
+  }
+}
+
+// The job-by-job makespan LP with space sharing (a w per job, partner type and GPU type), which
+// the pooled LP replaces: its optimum, 1 / makespan. Steps are counted in units of the largest
+// job's, so that the rows' coefficients are near 1 (with steps of 10^6 and rates of 10^-6 CLP's
+// tolerances leave the optimum some 0.3% short at 150 jobs).
+double job_by_job_makespan_rate(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers) {
+  AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, true, true);
+  double unit = 0.0;
+  for (const Job& job : jobs) unit = std::max(unit, job.steps);
+  const int rate = a.lp.add_variable(0.0, kInfinity, 1.0);
+  for (std::size_t m = 0; m < jobs.size(); ++m) {
+    auto row = a.terms(m, [](const Term& term) { return term.seen; });
+    row.emplace_back(rate, -jobs[m].steps / unit);
+    a.lp.add_row(row, 0.0, kInfinity);
+  }
+  const auto s = a.lp.solve();
+  EXPECT_TRUE(s.optimal);
+  return s.objective / unit;
+}
+
+TEST(SpaceSharing, PooledMakespanHandSolvedWhereOneJobNeedsMoreThanItsOwnTime) {
+  // One type, a fast GPU (2 steps/s) and a slow one (1), jobs of 3 and 1 steps. Pooled by work
+  // alone, 3 r + r <= 2 + 1 gives r = 3/4; but the long job has one unit of time, at most 2
+  // steps/s: r = 2/3, makespan 1.5 (the cut at lambda = 1: (3r - 1) <= A_fast (2 - 1)). Sharing
+  // a GPU loses to taking turns here (0.5 + 0.5 of the speeds' halves), so no pair is offered.
+  ThroughputMatrix t = matrix_of({"fast", "slow"}, {{2.0, 1.0}});
+  t.shared[{0, 0, 0}] = {0.5, 0.5};
+  const std::vector<Job> jobs{{0, 1.0, 3.0, 0.0}, {0, 1.0, 1.0, 0.0}};
+  const auto pooled = maximize_pooled_requirements(jobs, t, {1, 1}, {0.0, 0.0}, {3.0, 1.0}, true);
+  ASSERT_TRUE(pooled);
+  EXPECT_NEAR(pooled->y, 2.0 / 3.0, 1e-9);
+  const Allocation a = allocate(jobs, t, {1, 1}, sharing(PolicyKind::kMakespan));
+  expect_valid(a, jobs, t, {1, 1});
+  EXPECT_NEAR(a.objective, 1.5, 1e-9);
+  EXPECT_NEAR(a.share[0][0], 1.0, 1e-5);  // the long job has the fast GPU to itself
+  EXPECT_GE(a.throughput[0], 2.0 * (1 - 1e-5));
+  EXPECT_GE(a.throughput[1], 2.0 / 3.0 * (1 - 1e-5));
+}
+
+TEST(SpaceSharing, PooledMakespanPairsJobsOfOneTypeInARing) {
+  // Three jobs of one type, 0.7 each when two share: every job two thirds of its time in pairs,
+  // makespan 100 / (1.4 / 3); no job more than half of the pairs' time (it cannot meet itself).
+  ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
+  t.shared[{0, 0, 0}] = {0.7, 0.7};
+  const std::vector<Job> jobs(3, Job{0, 1.0, 100.0, 0.0});
+  const Allocation a = allocate(jobs, t, {1}, sharing(PolicyKind::kMakespan));
+  expect_valid(a, jobs, t, {1});
+  EXPECT_NEAR(a.objective, 300.0 / 1.4, 1e-6);
+  ASSERT_EQ(a.pairs.size(), 3u);
+  for (double tput : a.throughput) EXPECT_NEAR(tput, 1.4 / 3.0, 1e-6);
+}
+
+TEST(SpaceSharing, PooledMakespanMatchesTheJobByJobLpOnGavelsMatrix) {
+  // The makespan policy pools each type's jobs (pooled_requirements.hpp): its optimum is the
+  // job-by-job LP's, its allocation valid, every job done by the makespan, on Gavel's matrix with
+  // GPUs scarce (pairs pay) and plentiful, in a few dozen small LPs instead of two large ones.
+  const ThroughputMatrix t = read_gavel_throughputs(bundled_gavel_throughputs());
+  for (const std::vector<int>& workers : {std::vector<int>{4, 4, 4}, std::vector<int>{36, 36, 36}}) {
+    for (const int count : {12, 40, 150}) {
+      const std::vector<Job> jobs = random_jobs(t, count, 5 + static_cast<std::uint64_t>(count));
+      const std::string name = fmt::format("{} jobs on {} GPUs a type", count, workers[0]);
+      const Allocation a = allocate(jobs, t, workers, sharing(PolicyKind::kMakespan));
+      expect_valid(a, jobs, t, workers);
+      const double expected = 1.0 / job_by_job_makespan_rate(jobs, t, workers);
+      EXPECT_NEAR(a.objective, expected, 1e-5 * expected) << name;
+      for (std::size_t m = 0; m < jobs.size(); ++m)
+        EXPECT_LE(jobs[m].steps / a.throughput[m], a.objective * (1 + 1e-5)) << name << " job " << m;
+      EXPECT_GT(a.lp_solves, 2) << name;  // the pooled LP's, not the job-by-job pair's
     }
   }
 }

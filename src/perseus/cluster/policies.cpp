@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "perseus/cluster/allocation_lp.hpp"
+#include "perseus/cluster/pooled_requirements.hpp"
 #include "perseus/cluster/energy_stage.hpp"
 #include "perseus/cluster/linear_program.hpp"
 #include "perseus/cluster/water_filling.hpp"
@@ -333,7 +334,17 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       return finish(a.chosen(s), s.objective);
     }
     case PolicyKind::kMakespan: {
-      // tput(m, X) >= steps_m * r, maximise r = 1 / makespan.
+      // tput(m, X) >= steps_m * r, maximise r = 1 / makespan. With space sharing, the jobs of each
+      // type pooled (pooled_requirements.hpp) where that splits over the jobs.
+      if (spec.space_sharing) {
+        const std::vector<double> none(M, 0.0);
+        std::vector<double> steps(M);
+        for (std::size_t m = 0; m < M; ++m) steps[m] = jobs[m].steps;
+        if (auto pooled = maximize_pooled_requirements(jobs, t, workers, none, steps, true)) {
+          out.lp_solves = pooled->lp_solves;
+          return finish(pooled->chosen, pooled->y > 0.0 ? 1.0 / pooled->y : kInfinity);
+        }
+      }
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware, spec.space_sharing);
       const int rate = a.lp.add_variable(0.0, kInfinity, 1.0);
       for (std::size_t m = 0; m < M; ++m) {
@@ -364,6 +375,65 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
         for (int j = 0; j < J; ++j) tput[m] += seen(t, jobs[m], j, aware) * isolated[m][j];
         denominator[m] = jobs[m].elapsed_s + jobs[m].steps / tput[m];
       }
+      constexpr double kConverged = 1e-9;  // y, a fraction of each job's throughput; and R's relative step
+      // need_m(R) and c_m, for R and the throughputs of the last X.
+      std::vector<double> need(M, 0.0), c(M, 0.0);
+      const auto set_step = [&](double R) {
+        for (std::size_t m = 0; m < M; ++m) {
+          if (!std::isfinite(denominator[m])) continue;  // need 0: its row holds as built
+          const double slack = R * denominator[m] - jobs[m].elapsed_s;
+          need[m] = jobs[m].steps / slack, c[m] = denominator[m] * tput[m] / slack;
+        }
+      };
+      // Whether to stop after a step that reached y = gain and X with worst rho `next` from R.
+      const auto converged = [&](double R, double next, double gain) {
+        // A floor under the optimum from this LP alone: an X with every rho_m <= R* runs each job
+        // at need_m(R*) or more, so for some m need_m(R*) <= need_m(R) + y c_m (else that X
+        // would reach a larger y), i.e. R* >= (t_m + s_m / (need_m(R) + y c_m)) / D_m. Where no
+        // job has run yet the first step's floor is its R (every term alike): no LP to prove it.
+        double floor = kInfinity;
+        for (std::size_t m = 0; m < M; ++m)
+          if (std::isfinite(denominator[m]))
+            floor = std::min(floor, (jobs[m].elapsed_s + jobs[m].steps / (need[m] + gain * c[m])) / denominator[m]);
+        return gain <= kConverged || floor >= std::min(R, next) * (1.0 - kConverged) || next >= R * (1.0 - kConverged);
+      };
+      const auto rho_of = [&](const std::vector<double>& throughput) {
+        double worst = 0.0;
+        for (std::size_t m = 0; m < M; ++m)
+          if (std::isfinite(denominator[m]))
+            worst = std::max(worst, (jobs[m].elapsed_s + jobs[m].steps / throughput[m]) / denominator[m]);
+        return worst;
+      };
+      if (spec.space_sharing) {
+        // The same steps on each type's jobs pooled (pooled_requirements.hpp), where that splits.
+        double R = 1.0;
+        bool pooled = true;
+        int solves = 0;
+        for (int step = 0; step < 50 && pooled; ++step) {
+          set_step(R);
+          const auto p = maximize_pooled_requirements(jobs, t, workers, need, c, false);
+          if (!p) pooled = false;
+          else {
+            solves += p->lp_solves;
+            const double next = rho_of(p->throughput);
+            const bool done = converged(R, next, p->y);
+            R = std::min(R, next);
+            tput = p->throughput;
+            if (done) break;
+          }
+        }
+        // The last step's rows, y held: the rest goes on work.
+        const auto spent = pooled ? maximize_pooled_requirements(jobs, t, workers, need, c, true) : std::nullopt;
+        if (spent) {
+          out.lp_solves = solves + spent->lp_solves;
+          // Its own worst rho: the split over the jobs holds each requirement to 1e-6.
+          return finish(spent->chosen, rho_of(spent->throughput));
+        }
+        for (std::size_t m = 0; m < M; ++m)  // back to X_isolated's throughputs for the LP below
+          tput[m] = 0.0;
+        for (std::size_t m = 0; m < M; ++m)
+          for (int j = 0; j < J; ++j) tput[m] += seen(t, jobs[m], j, aware) * isolated[m][j];
+      }
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware, spec.space_sharing);
       const int y = a.lp.add_variable(0.0, kInfinity, 1.0);
       std::vector<int> demand(M);
@@ -381,16 +451,13 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
         }
         return worst;
       };
-      constexpr double kConverged = 1e-9;  // y, a fraction of each job's throughput; and R's relative step
       Chosen best{isolated, {}};
       double R = 1.0;  // X_isolated reaches rho = 1 for every job
-      std::vector<double> need(M, 0.0), c(M, 0.0);
       std::optional<LinearProgram::Solution> last;
       for (int step = 0; step < 50; ++step) {
+        set_step(R);
         for (std::size_t m = 0; m < M; ++m) {
-          if (!std::isfinite(denominator[m])) continue;  // need 0: its row holds as built
-          const double slack = R * denominator[m] - jobs[m].elapsed_s;
-          need[m] = jobs[m].steps / slack, c[m] = denominator[m] * tput[m] / slack;
+          if (!std::isfinite(denominator[m])) continue;
           a.lp.set_row_bounds(demand[m], need[m], kInfinity);
           a.lp.set_coefficient(demand[m], y, -c[m]);
         }
@@ -399,18 +466,10 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
         if (!s.optimal && last) s = a.lp.solve(), ++out.lp_solves;  // the warm start failed: once from scratch
         if (!s.optimal) break;
         const double next = worst_rho(s), gain = s.values[static_cast<std::size_t>(y)];
-        // A floor under the optimum from this LP alone: an X with every rho_m <= R* runs each job
-        // at need_m(R*) or more, so for some m need_m(R*) <= need_m(R) + y c_m (else that X
-        // would reach a larger y), i.e. R* >= (t_m + s_m / (need_m(R) + y c_m)) / D_m. Where no
-        // job has run yet the first step's floor is its R (every term alike): no LP to prove it.
-        double floor = kInfinity;
-        for (std::size_t m = 0; m < M; ++m)
-          if (std::isfinite(denominator[m]))
-            floor = std::min(floor, (jobs[m].elapsed_s + jobs[m].steps / (need[m] + gain * c[m])) / denominator[m]);
         last = std::move(s);
-        const double previous = R;
+        const bool done = converged(R, next, gain);
         R = std::min(R, next);
-        if (gain <= kConverged || floor >= R * (1.0 - kConverged) || next >= previous * (1.0 - kConverged)) break;
+        if (done) break;
       }
       if (last) {
         // The last LP's rows keep every rho_m <= R; with y held, the rest goes on work.
