@@ -345,17 +345,22 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
           return finish(pooled->chosen, pooled->y > 0.0 ? 1.0 / pooled->y : kInfinity);
         }
       }
+      // The rate counts the longest job's steps, so that the rows' coefficients are near 1: with
+      // steps of 10^5-10^7 against rates of 10^-6, CLP's tolerances stopped 1.2% short of the
+      // optimum at 2,048 jobs (4% with space sharing).
+      double unit = 0.0;
+      for (const Job& job : jobs) unit = std::max(unit, job.steps);
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware, spec.space_sharing);
       const int rate = a.lp.add_variable(0.0, kInfinity, 1.0);
       for (std::size_t m = 0; m < M; ++m) {
         auto row = a.terms(m, [](const Term& term) { return term.seen; });
-        row.emplace_back(rate, -jobs[m].steps);
+        row.emplace_back(rate, -jobs[m].steps / unit);
         a.lp.add_row(row, 0.0, kInfinity);
       }
       const auto s = solve_or_throw(a.lp, spec.policy);
       const auto spent = spend_the_rest(a, rate, s, jobs, t, aware);
       out.lp_solves = 2;
-      return finish(a.chosen(spent), s.objective > 0.0 ? 1.0 / s.objective : kInfinity);
+      return finish(a.chosen(spent), s.objective > 0.0 ? unit / s.objective : kInfinity);
     }
     case PolicyKind::kFinishTimeFairness: {
       // Minimise max_m rho_m(X), rho_m = (t_m + s_m / tput_m(X)) / D_m: a ratio of affine
