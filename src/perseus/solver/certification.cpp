@@ -1,0 +1,313 @@
+// Certification, the frontier's last step (docs/solver.md, "Certified frontier"): every
+// frontier point's proven lower bound, and the LP solves, sweeps and searches that tighten the
+// widest gaps where the plans are furthest above it. FrontierBuilder::State is in
+// frontier_state.hpp; the builder that calls this, in frontier.cpp.
+#include "perseus/solver/frontier_state.hpp"
+
+namespace perseus {
+
+void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl) {
+  State& s = *this;
+  const double lp_solve_work = lp_work;
+  const auto replace = [&](std::vector<FrontierPoint>& points, std::size_t i, const std::optional<OptionChoice>& plan) {
+    replace_if_cheaper(refiner, crawl, points, i, plan);
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  refiner.set_work_limit(std::numeric_limits<double>::infinity());
+  std::vector<FrontierPoint>& points = frontier.points;
+  std::vector<double> solved_at;  // deadlines solved here
+  std::vector<std::pair<double, std::vector<double>>> relaxed_durations;  // (deadline, durations) of every solve
+  if (!s.t_min_durations.empty()) relaxed_durations.emplace_back(s.t_min, s.t_min_durations);
+  const auto solved = [&](double t) {
+    return std::any_of(solved_at.begin(), solved_at.end(), [&](double s) { return std::abs(s - t) <= kTimeEpsilon; });
+  };
+  // Counted solves: certify_solves, or fewer where an LP solve is a large part of the
+  // refinement's budget (on 1,536 nodes one costs about two thirds of it): three there.
+  // The grid solved beside the crawl counts for half as many (a solve where the gap is
+  // widest is worth about two spread evenly), leaving at least two (T*'s among them).
+  const double grid_credit = std::floor(static_cast<double>(s.grid.size()) / 2.0);
+  const double counted_solves = std::min<double>(
+      std::max(2.0, options.certify_solves - grid_credit),
+      std::max(1.0, std::floor(options.certify_work_share * budget / lp_solve_work)));
+  // Rounds of two solves, the second on a helper thread with a relaxation of its own: T*'s
+  // first (with T_min's, every point then lies between two tangents), then the points
+  // furthest above the bound so far without a solve of their own, the second of a round at
+  // least a sixteenth of the frontier's span from the first (two neighbours prove about the
+  // same). Always pairs, whatever the threads, so the same input gets the same bounds.
+  const double span = points.back().measured.time_s - points.front().measured.time_s;
+  const auto widest_unsolved = [&](std::optional<double> apart_from) -> std::optional<double> {
+    std::optional<double> found;
+    double widest = options.certify_target_gap;
+    for (const FrontierPoint& point : points) {
+      const double t = point.measured.time_s;
+      if (solved(t) || (apart_from && std::abs(t - *apart_from) < span / 16.0)) continue;
+      const auto bound = lines.energy_at(t);
+      const double gap = bound ? point.measured.energy_j / *bound - 1.0 : 1.0;
+      if (gap > widest) {
+        widest = gap;
+        found = t;
+      }
+    }
+    return found;
+  };
+  std::vector<double> targets{points.back().measured.time_s};
+  if (counted_solves >= 2) {
+    solved_at.push_back(targets[0]);  // not a second time in this round
+    if (const auto second = widest_unsolved(targets[0])) targets.push_back(*second);
+    solved_at.pop_back();
+  }
+  for (int made = 0; !targets.empty();) {
+    // The second solve of the round beside this one, on a relaxation and refiner of its own.
+    std::optional<RelaxedSolution> first, second;
+    std::optional<OptionChoice> first_plan, second_plan;
+    double second_seconds = 0.0;
+    double helper_work = 0.0;
+    if (targets.size() > 1) {
+      if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
+      if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
+      helper_work = s.helpers[0]->work();
+    }
+    // T*'s solve was made beside the crawl.
+    const bool precomputed = made == 0 && s.t_star && std::abs(*s.t_star - targets[0]) <= kTimeEpsilon;
+    run_tasks(targets.size(), s.threads > 1, [&](std::size_t k) {
+      if (k == 0) {
+        first = precomputed ? s.t_star_solution : s.solve_relaxation(targets[0]);
+        if (first) first_plan = rounded_plan(refiner, *first, targets[0]);
+      } else {
+        second = State::timed_solve(*s.helper_relaxation, targets[1], &second_seconds);
+        if (second) second_plan = s.rounded_plan(*s.helpers[0], *second, targets[1]);
+      }
+    });
+    if (targets.size() > 1) {
+      s.lp_seconds += second_seconds;
+      refiner.add_work(s.helpers[0]->work() - helper_work);
+      if (second) lines.add(targets[1], *second);
+    }
+    // Each solve offers its rounded plan at its point.
+    if (first) relaxed_durations.emplace_back(targets[0], first->duration_s);
+    if (targets.size() > 1 && second) relaxed_durations.emplace_back(targets[1], second->duration_s);
+    for (std::size_t j = 0; j < targets.size(); ++j) {
+      solved_at.push_back(targets[j]);
+      ++frontier.certify_solves;
+      const std::optional<OptionChoice>& plan = j == 0 ? first_plan : second_plan;
+      const auto at = std::find_if(points.begin(), points.end(), [&](const FrontierPoint& p) {
+        return std::abs(p.measured.time_s - targets[j]) <= kTimeEpsilon;
+      });
+      if (plan && at != points.end()) replace(points, at - points.begin(), plan);
+    }
+    made += static_cast<int>(targets.size());
+    // The next round: what is left of the counted solves (two at most), then pairs while
+    // --certify's seconds last.
+    const int left = made < counted_solves ? static_cast<int>(counted_solves) - made
+                                           : (elapsed() < options.certify_seconds ? 2 : 0);
+    targets.clear();
+    if (left == 0) break;
+    if (const auto next = widest_unsolved(std::nullopt)) {
+      targets.push_back(*next);
+      if (left >= 2) {
+        if (const auto other = widest_unsolved(*next)) targets.push_back(*other);
+      }
+    }
+  }
+  // Then where a point is still more than certify_worst_gap above the best bound known
+  // (the hull crawl's lines included: there they lie within hundredths of a percent of the
+  // LP optimum), a solve there for its rounded plan, widest first, at most
+  // certify_worst_solves (and as many as the counted solves' share of the budget pays for).
+  // The inheritance below carries each plan to its slower neighbours, so points up to a 64th
+  // of the span slower than one of these deadlines wait for it; faster ones do not. Such
+  // points gather where the frontier is steepest, near T_min, where the crawl's quantised
+  // plans were 1.0-1.3% above the LP optimum and the LP's rounded plans 0.1-0.3%
+  // (docs/solver.md, "Certified frontier").
+  // Points up to a 64th of the span slower than one of `deadlines` wait for what the
+  // inheritance carries from it.
+  const auto waits_for = [&](const std::vector<double>& deadlines, double t) {
+    return std::any_of(deadlines.begin(), deadlines.end(), [&](double d) { return t >= d && t - d < span / 64.0; });
+  };
+  {
+    const auto cap = static_cast<int>(std::min<double>(
+        options.certify_worst_solves, std::floor(options.certify_work_share * budget / lp_solve_work)));
+    std::vector<double> aimed;  // this loop's deadlines
+    for (int made = 0; made < cap; ++made) {
+      const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
+        return solved(t) || waits_for(aimed, t);
+      });
+      if (!target) break;
+      const double t = points[*target].measured.time_s;
+      const auto relaxed = s.solve_relaxation(t);
+      solved_at.push_back(t);
+      aimed.push_back(t);
+      ++frontier.certify_solves;
+      if (!relaxed) continue;
+      relaxed_durations.emplace_back(t, relaxed->duration_s);
+      replace(points, *target, rounded_plan(refiner, *relaxed, t));
+    }
+    // Points still that far above, between two solved deadlines, widest first while the
+    // repairs stay within certify_interpolation_share of the refinement's budget: the two
+    // solutions' durations interpolated to the point's time (feasible there, the LP being
+    // linear in the deadline; within the LP value's curvature of its optimum), rounded to
+    // options and repaired. Near T_min, where the inherited plans stay 0.7-0.8% above the
+    // optimum, these come within 0.1-0.3% of it for two repairs, no solve.
+    std::sort(relaxed_durations.begin(), relaxed_durations.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::size_t> far;
+    if (options.certify_interpolation_share > 0) far = points_above(points, options.certify_worst_gap);
+    std::vector<double> gaps(points.size());
+    for (const std::size_t i : far) gaps[i] = *gap_to_bound(points[i]);
+    std::stable_sort(far.begin(), far.end(), [&](std::size_t a, std::size_t b) { return gaps[a] > gaps[b]; });
+    const double work_limit = refiner.work() + options.certify_interpolation_share * budget;
+    std::vector<double> between;
+    for (const std::size_t i : far) {
+      if (refiner.work() >= work_limit) break;
+      const double t = points[i].measured.time_s;
+      const auto above = std::lower_bound(relaxed_durations.begin(), relaxed_durations.end(), t,
+                                          [](const auto& a, double x) { return a.first < x; });
+      if (above == relaxed_durations.begin() || above == relaxed_durations.end()) continue;
+      interpolate_durations(*(above - 1), *above, t, between);
+      const RoundedChoice rounded = round_to_options(problem, between, 1e-9);
+      replace(points, i, rounded_plan(refiner, rounded.down, rounded.up, t));
+    }
+  }
+  // Last, the LP swept over the points still more than certify_sweep_gap above the best
+  // bound, fastest first, warm-started: near T_min, where those crowd, the frontier's plans
+  // stayed 0.4-0.8% above the LP optimum, and its rounded-down plans at each point,
+  // reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between two solves
+  // get their durations interpolated (feasible, within the LP's curvature of optimal). In
+  // two halves, each on a relaxation and refiner of its own, within half the share: beside
+  // each other where there are two threads, one after the other otherwise, the same plans.
+  if (options.certify_sweep_share > 0 && problem.dag.num_nodes() <= options.certify_sweep_max_nodes) {
+    const std::vector<std::size_t> far = points_above(points, options.certify_sweep_gap);
+    struct Half {
+      std::span<const std::size_t> far;  // its points, fastest first
+      std::vector<std::pair<std::size_t, OptionChoice>> plans;  // (point, plan) offered
+      std::vector<SupportingLine> lines;
+      std::size_t solves = 0;
+      double lp_seconds = 0.0;
+    };
+    const std::size_t middle = far.size() / 2;
+    std::array<Half, 2> halves;
+    halves[0].far = std::span<const std::size_t>(far).first(middle);
+    halves[1].far = std::span<const std::size_t>(far).subspan(middle);
+    const std::size_t stride = static_cast<std::size_t>(std::max(1, options.certify_sweep_stride));
+    const double half_share = 0.5 * options.certify_sweep_share * budget;
+    const auto sweep = [&](Half& half, WarmLpRelaxation& relaxation, const PlanRefiner& r) {
+      const double work_limit = r.work() + half_share;
+      // From the solved deadline nearest its first point (a quarter of a start from nothing).
+      if (!half.far.empty() && !relaxed_durations.empty()) {
+        const double first_t = points[half.far.front()].measured.time_s;
+        const auto nearest = std::min_element(relaxed_durations.begin(), relaxed_durations.end(), [&](const auto& a, const auto& b) {
+          return std::abs(a.first - first_t) < std::abs(b.first - first_t);
+        });
+        relaxation.start_from(nearest->first, nearest->second);
+        r.add_work(kWarmSolvePasses + kStartPivotPasses * relaxation.last_iterations());
+      }
+      const auto offer = [&](std::size_t i, const std::vector<double>& durations) {
+        half.plans.emplace_back(i, r.reclaim_slack(round_to_options(problem, durations, 1e-9).down, points[i].measured.time_s));
+      };
+      std::optional<std::pair<double, std::vector<double>>> previous;  // the last solve's deadline and durations
+      std::size_t previous_at = 0;
+      std::vector<double> between;
+      for (std::size_t a = 0; a < half.far.size() && r.work() < work_limit;) {
+        const std::size_t i = half.far[a];
+        const double t = points[i].measured.time_s;
+        SupportingLine line;
+        const auto solve_started = std::chrono::steady_clock::now();
+        auto relaxed = relaxation.solve(t, &line);
+        half.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_started).count();
+        r.add_work(kWarmSolvePasses + kWarmPivotPasses * relaxation.last_iterations());
+        ++half.solves;
+        if (relaxed) {
+          half.lines.push_back(line);
+          offer(i, relaxed->duration_s);
+          std::pair<double, std::vector<double>> solved_here(t, std::move(relaxed->duration_s));
+          for (std::size_t b = previous ? previous_at + 1 : a; b < a; ++b) {
+            interpolate_durations(*previous, solved_here, points[half.far[b]].measured.time_s, between);
+            offer(half.far[b], between);
+          }
+          previous = std::move(solved_here);
+          previous_at = a;
+        }
+        if (a + 1 == half.far.size()) break;
+        a = std::min(a + stride, half.far.size() - 1);
+      }
+    };
+    if (!far.empty()) {
+      if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
+      const double helper_work = s.helpers[0]->work();
+      WarmLpRelaxation first(problem), second(problem);  // CLP loads here, before any thread starts
+      run_tasks(2, s.threads > 1, [&](std::size_t k) {
+        if (k == 0) sweep(halves[0], first, refiner);
+        else sweep(halves[1], second, *s.helpers[0]);
+      });
+      refiner.add_work(s.helpers[0]->work() - helper_work);
+      for (Half& half : halves) {
+        for (const SupportingLine& line : half.lines) lines.add(line);
+        for (auto& [i, plan] : half.plans) replace(points, i, std::move(plan));
+        frontier.certify_sweep_solves += half.solves;
+        s.lp_seconds += half.lp_seconds;
+      }
+    }
+  }
+  // Then a round of local search at the points still furthest above their bound, where the
+  // LP's rounding does not help (the moves screened by the LP's prices there), the widest
+  // first; the inheritance below carries each to its slower neighbours, so points up to a
+  // 64th of the span slower than a searched one wait for it.
+  if (problem.dag.num_nodes() <= options.certify_search_max_nodes) {
+    const double search_limit = refiner.work() + options.certify_search_share * budget;
+    refiner.set_work_limit(search_limit);
+    std::vector<double> searched;
+    for (int made = 0; made < options.certify_search_points && !refiner.out_of_work(); ++made) {
+      const auto target =
+          widest_above(points, options.certify_worst_gap, [&](double t) { return waits_for(searched, t); });
+      if (!target) break;
+      const double t = points[*target].measured.time_s;
+      searched.push_back(t);
+      const auto relaxed = s.solve_relaxation(t);
+      refiner.add_work(lp_solve_work);
+      if (!relaxed) continue;
+      replace(points, *target,
+              refiner.local_search(points[*target].option_choice(), t, 1, PlanRefiner::Moves::kAll,
+                                   &relaxed->price_j_per_s));
+      ++frontier.certify_searches;
+    }
+    refiner.set_work_limit(std::numeric_limits<double>::infinity());
+  }
+  // Slower points inherit what improved, slack reclaimed: one pass, fastest first. A
+  // chunk at a time, each point's candidate from its faster neighbour as the chunk starts
+  // is worked out on every thread; where that neighbour has just been replaced, its new
+  // plan is reclaimed instead. The same as the sequential pass.
+  constexpr std::size_t kInheritChunk = 256;
+  constexpr int kInheritSweeps = 1;
+  std::vector<OptionChoice> inherited;
+  for (std::size_t from = 1; from < points.size(); from += kInheritChunk) {
+    const std::size_t to = std::min(points.size(), from + kInheritChunk);
+    inherited.assign(to - from, {});
+    s.for_each_on_threads(refiner, to - from, s.threads - 1, [&](const PlanRefiner& r, std::size_t k) {
+      inherited[k] = r.reclaim_slack(points[from + k - 1].option_choice(), points[from + k].measured.time_s, kInheritSweeps);
+    });
+    bool replaced = false;  // the previous point, in this chunk
+    for (std::size_t i = from; i < to; ++i) {
+      const double before = points[i].effective_energy_j;
+      replace(points, i,
+              replaced ? refiner.reclaim_slack(points[i - 1].option_choice(), points[i].measured.time_s, kInheritSweeps)
+                       : std::move(inherited[i - from]));
+      replaced = points[i].effective_energy_j != before;
+    }
+  }
+  points = pareto_filter(std::move(points));
+  for (FrontierPoint& point : points) {
+    // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
+    // lines (thousands of joules, cancelling) can leave it a hair above.
+    auto bound = final_bound(point.measured.time_s);
+    if (bound) bound = std::min(*bound, point.measured.energy_j);
+    if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
+  }
+  // T_min's bound, where its relaxation was not solved (t_min_relaxation_budgets): the best
+  // line's there, mostly the crawl's flows'.
+  if (!frontier.t_min_lower_bound_j && !points.empty() && points.front().measured.time_s <= t_min + kTimeEpsilon) {
+    frontier.t_min_lower_bound_j = points.front().lower_bound_j;
+  }
+  frontier.certify_seconds = elapsed();
+}
+
+}  // namespace perseus
