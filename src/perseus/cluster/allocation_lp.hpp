@@ -113,6 +113,10 @@ struct AllocationLp {
   void add_objective(std::size_t m, F coefficient) {
     for (const auto& [variable, c] : terms(m, coefficient)) lp.add_objective(variable, c);
   }
+  // The LP's solves, as PooledAllocationLp's (which add cuts) are called.
+  LinearProgram::Solution solve() { return lp.solve(); }
+  LinearProgram::Solution resolve() { return lp.resolve(); }
+  LinearProgram::Solution solve_mixed_integer(double seconds) { return lp.solve_mixed_integer(seconds); }
   // Each row's X (its time alone per type).
   std::vector<std::vector<double>> shares(const LinearProgram::Solution& s) const;
   // The rows' shares alone and their space sharing.

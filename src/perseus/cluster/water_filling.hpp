@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "perseus/cluster/allocation_lp.hpp"
@@ -42,11 +43,17 @@ struct WaterFilling {
   Chosen chosen;                       // [class] shares and pairs
   double first_level = 0.0;            // round 1's L: the top-level max-min objective
   int lp_solves = 0, milp_solves = 0, rounds = 0;
+  bool pooled = false;  // the rounds ran on PooledAllocationLp (their lp_solves count its cuts' rounds)
 };
+
+// With space sharing, whether the rounds run on each job type's classes pooled
+// (PooledAllocationLp): from 128 classes on (kAuto), always or never (as tests compare). Pooled
+// rounds whose allocation cannot be dealt out to the classes are run again on AllocationLp.
+enum class Pooling : std::uint8_t { kAuto, kAlways, kNever };
 
 // Preconditions: check() has passed (job types, weights, entities valid). Throws SolveError
 // when CLP fails on a round's LP.
 WaterFilling water_fill(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
-                        const PolicySpec& spec);
+                        const PolicySpec& spec, Pooling pooling = Pooling::kAuto);
 
 }  // namespace perseus::cluster
