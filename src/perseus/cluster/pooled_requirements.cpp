@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "perseus/model/errors.hpp"
+
 namespace perseus::cluster {
 namespace {
 
@@ -155,7 +157,7 @@ LinearProgram::Solution PooledAllocationLp::solve() {
     ++solves_;
     if (!s.optimal || separate(s) == 0) return s;
   }
-  return {};
+  throw SolveError("the pooled allocation LP's cuts did not converge");
 }
 
 LinearProgram::Solution PooledAllocationLp::solve_mixed_integer(double seconds) {
@@ -168,7 +170,7 @@ LinearProgram::Solution PooledAllocationLp::solve_mixed_integer(double seconds) 
     ++solves_;
     if (s.values.empty() || separate(s) == 0) return s;
   }
-  return {};
+  throw SolveError("the pooled allocation MILP's cuts did not converge");
 }
 
 void PooledAllocationLp::maximize_pooled_work() {
@@ -253,27 +255,31 @@ std::optional<PooledSolution> maximize_pooled_requirements(const std::vector<Job
   if (!(unit > 0.0)) return std::nullopt;
   PooledAllocationLp a(jobs, t, workers, {}, false);
   if (!a.runs_everywhere()) return std::nullopt;  // a job that runs nowhere: the caller's LP says so
-  const int y = a.lp.add_variable(0.0, kInfinity, 1.0);
-  // Each job's demand need_m + y c_m enters only the cuts: no row per job.
-  for (std::size_t m = 0; m < jobs.size(); ++m) a.set_demand(m, need[m], {{y, c[m] / unit}});
-  const LinearProgram::Solution first = a.solve();
-  if (!first.optimal) return std::nullopt;
-  PooledSolution out;
-  out.y = first.objective / unit;
-  LinearProgram::Solution spent = first;
-  if (spend_the_rest) {
-    // y held, the rest of the time goes on work, each job's best speed counting 1.
-    a.lp.set_objective(y, 0.0);
-    a.lp.set_bounds(y, first.objective * (1.0 - kHold), kInfinity);
-    a.maximize_pooled_work();
-    LinearProgram::Solution second = a.solve();
-    if (second.optimal) spent = std::move(second);
+  try {
+    const int y = a.lp.add_variable(0.0, kInfinity, 1.0);
+    // Each job's demand need_m + y c_m enters only the cuts: no row per job.
+    for (std::size_t m = 0; m < jobs.size(); ++m) a.set_demand(m, need[m], {{y, c[m] / unit}});
+    const LinearProgram::Solution first = a.solve();
+    if (!first.optimal) return std::nullopt;
+    PooledSolution out;
+    out.y = first.objective / unit;
+    LinearProgram::Solution spent = first;
+    if (spend_the_rest) {
+      // y held, the rest of the time goes on work, each job's best speed counting 1.
+      a.lp.set_objective(y, 0.0);
+      a.lp.set_bounds(y, first.objective * (1.0 - kHold), kInfinity);
+      a.maximize_pooled_work();
+      LinearProgram::Solution second = a.solve();
+      if (second.optimal) spent = std::move(second);
+    }
+    auto chosen = a.chosen(spent, &out.throughput);
+    out.lp_solves = a.solves();
+    if (!chosen) return std::nullopt;
+    out.chosen = std::move(*chosen);
+    return out;
+  } catch (const SolveError&) {
+    return std::nullopt;  // cuts that did not converge: the caller solves job by job
   }
-  auto chosen = a.chosen(spent, &out.throughput);
-  out.lp_solves = a.solves();
-  if (!chosen) return std::nullopt;
-  out.chosen = std::move(*chosen);
-  return out;
 }
 
 }  // namespace perseus::cluster

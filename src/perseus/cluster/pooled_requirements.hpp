@@ -58,8 +58,8 @@ class PooledAllocationLp {
   std::vector<std::pair<int, double>> terms(std::size_t m, F coefficient) const {
     return {{throughput_[m], coefficient(Term{throughput_[m], -1, 1.0, 1.0, 1.0})}};
   }
-  // The LP with cuts added until none is broken (at most a few hundred rounds: then not
-  // optimal); solves_ counts every LP (and MILP) solved.
+  // The LP with cuts added until none is broken; SolveError when a few hundred rounds do not
+  // get there. solves() counts every LP (and MILP) solved.
   LinearProgram::Solution solve();
   LinearProgram::Solution resolve() { return solve(); }
   LinearProgram::Solution solve_mixed_integer(double seconds);
