@@ -392,6 +392,13 @@ TEST(SpaceSharing, JobsOfOneTypeShareInARing) {
   const Allocation fifo = allocate(jobs, t, {1}, sharing(PolicyKind::kMaxThroughput));
   expect_valid(fifo, jobs, t, {1});
   EXPECT_NEAR(fifo.objective, 1.4, 1e-9);
+  // Makespan pools the type's jobs (pooled_requirements.hpp): the same ring, every job two thirds
+  // of its time in pairs (none more than half the pairs' time), makespan 100 / (1.4 / 3).
+  const Allocation makespan = allocate(jobs, t, {1}, sharing(PolicyKind::kMakespan));
+  expect_valid(makespan, jobs, t, {1});
+  EXPECT_NEAR(makespan.objective, 300.0 / 1.4, 1e-6);
+  ASSERT_EQ(makespan.pairs.size(), 3u);
+  for (double tput : makespan.throughput) EXPECT_NEAR(tput, 1.4 / 3.0, 1e-6);
   // One job alone cannot pair with itself.
   const Allocation one = allocate({jobs[0]}, t, {1}, sharing(PolicyKind::kMaxMinFairness));
   EXPECT_TRUE(one.pairs.empty());
@@ -474,19 +481,6 @@ TEST(SpaceSharing, PooledMakespanHandSolvedWhereOneJobNeedsMoreThanItsOwnTime) {
   EXPECT_NEAR(a.share[0][0], 1.0, 1e-5);  // the long job has the fast GPU to itself
   EXPECT_GE(a.throughput[0], 2.0 * (1 - 1e-5));
   EXPECT_GE(a.throughput[1], 2.0 / 3.0 * (1 - 1e-5));
-}
-
-TEST(SpaceSharing, PooledMakespanPairsJobsOfOneTypeInARing) {
-  // Three jobs of one type, 0.7 each when two share: every job two thirds of its time in pairs,
-  // makespan 100 / (1.4 / 3); no job more than half of the pairs' time (it cannot meet itself).
-  ThroughputMatrix t = matrix_of({"v100"}, {{1.0}});
-  t.shared[{0, 0, 0}] = {0.7, 0.7};
-  const std::vector<Job> jobs(3, Job{0, 1.0, 100.0, 0.0});
-  const Allocation a = allocate(jobs, t, {1}, sharing(PolicyKind::kMakespan));
-  expect_valid(a, jobs, t, {1});
-  EXPECT_NEAR(a.objective, 300.0 / 1.4, 1e-6);
-  ASSERT_EQ(a.pairs.size(), 3u);
-  for (double tput : a.throughput) EXPECT_NEAR(tput, 1.4 / 3.0, 1e-6);
 }
 
 TEST(SpaceSharing, PooledMakespanMatchesTheJobByJobLpOnGavelsMatrix) {

@@ -108,6 +108,28 @@ PairTimes spread_pairs(const std::vector<PairGroup>& groups, const std::vector<s
 }
 
 
+std::vector<AdmittedPair> admitted_pairs(const ThroughputMatrix& t, const std::vector<int>& workers,
+                                         const std::map<int, double>& jobs_of_type) {
+  std::vector<AdmittedPair> out;
+  for (auto it_a = jobs_of_type.begin(); it_a != jobs_of_type.end(); ++it_a) {
+    for (auto it_b = it_a; it_b != jobs_of_type.end(); ++it_b) {
+      const int a = it_a->first, b = it_b->first;
+      const int scale = t.job_types[static_cast<std::size_t>(a)].scale_factor;
+      if (scale != t.job_types[static_cast<std::size_t>(b)].scale_factor || (a == b && it_a->second < 2.0)) continue;
+      for (int j = 0; j < t.num_gpu_types(); ++j) {
+        const double alone_a = t.at(a, j), alone_b = t.at(b, j);
+        if (workers[static_cast<std::size_t>(j)] < scale || alone_a <= 0.0 || alone_b <= 0.0) continue;
+        const auto speeds = t.shared_speeds(a, b, j);
+        if (!speeds || speeds->first <= 0.0 || speeds->second <= 0.0 ||
+            speeds->first / alone_a + speeds->second / alone_b <= 1.0 + 1e-9)
+          continue;
+        out.push_back({a, b, j, speeds->first, speeds->second});
+      }
+    }
+  }
+  return out;
+}
+
 AllocationLp::AllocationLp(const std::vector<Job>& jobs, const ThroughputMatrix& t, const std::vector<int>& workers,
                            LinearProgram::Sense sense, bool aware, bool space_sharing, std::vector<double> copies_of)
     : lp(sense), copies(std::move(copies_of)) {
@@ -146,46 +168,36 @@ AllocationLp::AllocationLp(const std::vector<Job>& jobs, const ThroughputMatrix&
       std::map<int, double> copies_of_type;
       for (std::size_t m = 0; m < jobs.size(); ++m)
         if (!job_terms[m].empty()) rows_of_type[jobs[m].type].push_back(m), copies_of_type[jobs[m].type] += copies[m];
-      for (const auto& [a, rows_a] : rows_of_type)
-        for (auto it = rows_of_type.find(a); it != rows_of_type.end(); ++it) {
-          const int b = it->first;
-          const int scale = t.job_types[static_cast<std::size_t>(a)].scale_factor;
-          if (scale != t.job_types[static_cast<std::size_t>(b)].scale_factor || (a == b && copies_of_type[a] < 2.0)) continue;
-          for (int j = 0; j < J; ++j) {
-            const double alone_a = t.at(a, j), alone_b = t.at(b, j);
-            if (workers[j] < scale || alone_a <= 0.0 || alone_b <= 0.0) continue;
-            const auto speeds = t.shared_speeds(a, b, j);
-            if (!speeds || speeds->first <= 0.0 || speeds->second <= 0.0 ||
-                speeds->first / alone_a + speeds->second / alone_b <= 1.0 + 1e-9)
-              continue;
-            PairVariables group{j, lp.add_variable(0.0, kInfinity), {}, {}};
-            capacity[j].emplace_back(group.together, scale);
-            // A type with one row (max-min fairness's classes, mostly) needs no w: its w is Z (2 Z
-            // when a = b, where copies >= 2 already keeps each job within Z).
-            const auto side = [&](const std::vector<std::size_t>& rows, double speed, double sides) {
-              std::vector<PairVariables::Side> out;
-              if (rows.size() == 1) {
-                const std::size_t m = rows.front();
-                job_terms[m].push_back({group.together, j, sides / copies[m], speed, speed});
-                out.push_back({m, group.together, sides});
-                return out;
-              }
-              std::vector<std::pair<int, double>> sum{{group.together, -sides}};
-              for (std::size_t m : rows) {
-                const int w = lp.add_variable(0.0, copies[m]);
-                job_terms[m].push_back({w, j, 1.0 / copies[m], speed, speed});
-                sum.emplace_back(w, 1.0);
-                out.push_back({m, w, 1.0});
-                if (a == b) lp.add_row({{w, 1.0}, {group.together, -copies[m]}}, -kInfinity, 0.0);
-              }
-              lp.add_row(sum, 0.0, 0.0);
-              return out;
-            };
-            group.side_a = side(rows_a, speeds->first, a == b ? 2.0 : 1.0);
-            if (a != b) group.side_b = side(it->second, speeds->second, 1.0);
-            pairs.push_back(std::move(group));
+      for (const AdmittedPair& p : admitted_pairs(t, workers, copies_of_type)) {
+        const int a = p.a, b = p.b, j = p.gpu_type;
+        const int scale = t.job_types[static_cast<std::size_t>(a)].scale_factor;
+        PairVariables group{j, lp.add_variable(0.0, kInfinity), {}, {}};
+        capacity[j].emplace_back(group.together, scale);
+        // A type with one row (max-min fairness's classes, mostly) needs no w: its w is Z (2 Z
+        // when a = b, where copies >= 2 already keeps each job within Z).
+        const auto side = [&](const std::vector<std::size_t>& rows, double speed, double sides) {
+          std::vector<PairVariables::Side> out;
+          if (rows.size() == 1) {
+            const std::size_t m = rows.front();
+            job_terms[m].push_back({group.together, j, sides / copies[m], speed, speed});
+            out.push_back({m, group.together, sides});
+            return out;
           }
-        }
+          std::vector<std::pair<int, double>> sum{{group.together, -sides}};
+          for (std::size_t m : rows) {
+            const int w = lp.add_variable(0.0, copies[m]);
+            job_terms[m].push_back({w, j, 1.0 / copies[m], speed, speed});
+            sum.emplace_back(w, 1.0);
+            out.push_back({m, w, 1.0});
+            if (a == b) lp.add_row({{w, 1.0}, {group.together, -copies[m]}}, -kInfinity, 0.0);
+          }
+          lp.add_row(sum, 0.0, 0.0);
+          return out;
+        };
+        group.side_a = side(rows_of_type[a], p.speed_a, a == b ? 2.0 : 1.0);
+        if (a != b) group.side_b = side(rows_of_type[b], p.speed_b, 1.0);
+        pairs.push_back(std::move(group));
+      }
       for (std::size_t m = 0; m < jobs.size(); ++m)
         if (!job_terms[m].empty()) lp.add_row(terms(m, [](const Term&) { return 1.0; }), -kInfinity, 1.0);
     }

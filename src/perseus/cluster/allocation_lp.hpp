@@ -48,6 +48,17 @@ struct Chosen {
 PairTimes spread_pairs(const std::vector<PairGroup>& groups, const std::vector<std::vector<std::size_t>>& members,
                        std::size_t gpu_types);
 
+// A pair of job types a <= b of one scale factor on GPU type `gpu_type` where sharing beats
+// taking turns: speed_a / alone_a + speed_b / alone_b > 1 (policies.hpp).
+struct AdmittedPair {
+  int a = 0, b = 0, gpu_type = 0;
+  double speed_a = 0.0, speed_b = 0.0;  // each one's steps/s beside the other
+};
+// Every such pair among the types of `jobs_of_type` (type -> its jobs; a = b needs 2 of them),
+// on GPU types with the scale factor's GPUs, by a, then b, then GPU type.
+std::vector<AdmittedPair> admitted_pairs(const ThroughputMatrix& t, const std::vector<int>& workers,
+                                         const std::map<int, double>& jobs_of_type);
+
 // What one variable of the allocation LP gives one job: `part` of the job's time per unit of
 // the variable, spent on `gpu_type` at `speed` steps/s (`seen`: as the policy sees it).
 struct Term {

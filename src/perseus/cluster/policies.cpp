@@ -375,11 +375,12 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
       // ones the dearest. Each LP after the first starts from the last basis (only y's
       // coefficients and the rows' bounds change).
       const auto isolated = isolated_share(jobs, t, workers);
-      std::vector<double> denominator(M), tput(M);
+      std::vector<double> denominator(M), alone(M);
       for (std::size_t m = 0; m < M; ++m) {
-        for (int j = 0; j < J; ++j) tput[m] += seen(t, jobs[m], j, aware) * isolated[m][j];
-        denominator[m] = jobs[m].elapsed_s + jobs[m].steps / tput[m];
+        for (int j = 0; j < J; ++j) alone[m] += seen(t, jobs[m], j, aware) * isolated[m][j];
+        denominator[m] = jobs[m].elapsed_s + jobs[m].steps / alone[m];
       }
+      std::vector<double> tput = alone;  // the last X's throughputs (c_m's)
       constexpr double kConverged = 1e-9;  // y, a fraction of each job's throughput; and R's relative step
       // need_m(R) and c_m, for R and the throughputs of the last X.
       std::vector<double> need(M, 0.0), c(M, 0.0);
@@ -434,10 +435,7 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
           // Its own worst rho: the split over the jobs holds each requirement to 1e-6.
           return finish(spent->chosen, rho_of(spent->throughput));
         }
-        for (std::size_t m = 0; m < M; ++m)  // back to X_isolated's throughputs for the LP below
-          tput[m] = 0.0;
-        for (std::size_t m = 0; m < M; ++m)
-          for (int j = 0; j < J; ++j) tput[m] += seen(t, jobs[m], j, aware) * isolated[m][j];
+        tput = alone;  // the LP below starts again from X_isolated
       }
       AllocationLp a(jobs, t, workers, LinearProgram::Sense::kMaximize, aware, spec.space_sharing);
       const int y = a.lp.add_variable(0.0, kInfinity, 1.0);
@@ -446,15 +444,13 @@ Allocation allocate(const std::vector<Job>& jobs, const ThroughputMatrix& t, con
         demand[m] = a.lp.add_row(a.terms(m, [](const Term& term) { return term.seen; }), 0.0, kInfinity);
       // max_m rho_m of an LP's X, its throughputs into `tput`.
       const auto worst_rho = [&](const LinearProgram::Solution& s) {
-        double worst = 0.0;
         for (std::size_t m = 0; m < M; ++m) {
           if (!std::isfinite(denominator[m])) continue;  // a job that runs nowhere
           tput[m] = 0.0;
-          for (const auto& [variable, c] : a.terms(m, [](const Term& term) { return term.seen; }))
-            tput[m] += c * s.values[static_cast<std::size_t>(variable)];
-          worst = std::max(worst, (jobs[m].elapsed_s + jobs[m].steps / tput[m]) / denominator[m]);
+          for (const auto& [variable, coefficient] : a.terms(m, [](const Term& term) { return term.seen; }))
+            tput[m] += coefficient * s.values[static_cast<std::size_t>(variable)];
         }
-        return worst;
+        return rho_of(tput);
       };
       Chosen best{isolated, {}};
       double R = 1.0;  // X_isolated reaches rho = 1 for every job

@@ -36,26 +36,13 @@ PooledAllocationLp::PooledAllocationLp(const std::vector<Job>& rows, const Throu
     runs_everywhere_ = runs_everywhere_ && !pool.options.empty();
   }
   // Pairs where sharing beats taking turns, as AllocationLp admits them.
-  for (auto it_a = pools_.begin(); it_a != pools_.end(); ++it_a) {
-    for (auto it_b = it_a; it_b != pools_.end(); ++it_b) {
-      const int a = it_a->first, b = it_b->first;
-      const int scale = t.job_types[static_cast<std::size_t>(a)].scale_factor;
-      if (scale != t.job_types[static_cast<std::size_t>(b)].scale_factor || (a == b && jobs_of_type[a] < 2.0)) continue;
-      for (int j = 0; j < J; ++j) {
-        const double alone_a = t.at(a, j), alone_b = t.at(b, j);
-        if (workers[static_cast<std::size_t>(j)] < scale || alone_a <= 0.0 || alone_b <= 0.0) continue;
-        const auto speeds = t.shared_speeds(a, b, j);
-        if (!speeds || speeds->first <= 0.0 || speeds->second <= 0.0 ||
-            speeds->first / alone_a + speeds->second / alone_b <= 1.0 + 1e-9)
-          continue;
-        const int z = lp.add_variable(0.0, kInfinity);
-        capacity[static_cast<std::size_t>(j)].emplace_back(z, scale);
-        it_a->second.options.push_back({z, a == b ? 2.0 : 1.0, speeds->first, j, b, a == b});
-        if (a != b) it_b->second.options.push_back({z, 1.0, speeds->second, j, a, false});
-        fastest[a] = std::max(fastest[a], speeds->first);
-        fastest[b] = std::max(fastest[b], speeds->second);
-      }
-    }
+  for (const AdmittedPair& p : admitted_pairs(t, workers, jobs_of_type)) {
+    const int z = lp.add_variable(0.0, kInfinity);
+    capacity[static_cast<std::size_t>(p.gpu_type)].emplace_back(z, t.job_types[static_cast<std::size_t>(p.a)].scale_factor);
+    pools_[p.a].options.push_back({z, p.a == p.b ? 2.0 : 1.0, p.speed_a, p.gpu_type, p.b, p.a == p.b});
+    if (p.a != p.b) pools_[p.b].options.push_back({z, 1.0, p.speed_b, p.gpu_type, p.a, false});
+    fastest[p.a] = std::max(fastest[p.a], p.speed_a);
+    fastest[p.b] = std::max(fastest[p.b], p.speed_b);
   }
   // A row's throughput per job: at most its fastest option's speed (one unit of time).
   throughput_.assign(rows.size(), -1);
@@ -145,13 +132,16 @@ int PooledAllocationLp::separate(const LinearProgram::Solution& s) {
   return added;
 }
 
+void PooledAllocationLp::add_work_cuts() {
+  // The work: every row's demand from its type's time. (The first solve would otherwise be
+  // unbounded where a demand grows with an objective variable.)
+  if (work_cuts_added_) return;
+  for (const auto& [a, pool] : pools_) add_cut(pool, 0.0, pool.rows, false);
+  work_cuts_added_ = true;
+}
+
 LinearProgram::Solution PooledAllocationLp::solve() {
-  if (!work_cuts_added_) {
-    // The work: every row's demand from its type's time. (The first solve would otherwise be
-    // unbounded where a demand grows with an objective variable.)
-    for (const auto& [a, pool] : pools_) add_cut(pool, 0.0, pool.rows, false);
-    work_cuts_added_ = true;
-  }
+  add_work_cuts();
   for (int round = 0; round < kMaxRounds; ++round) {
     LinearProgram::Solution s = lp.solve();
     ++solves_;
@@ -161,10 +151,7 @@ LinearProgram::Solution PooledAllocationLp::solve() {
 }
 
 LinearProgram::Solution PooledAllocationLp::solve_mixed_integer(double seconds) {
-  if (!work_cuts_added_) {
-    for (const auto& [a, pool] : pools_) add_cut(pool, 0.0, pool.rows, false);
-    work_cuts_added_ = true;
-  }
+  add_work_cuts();
   for (int round = 0; round < kMaxRounds; ++round) {
     LinearProgram::Solution s = lp.solve_mixed_integer(seconds);
     ++solves_;

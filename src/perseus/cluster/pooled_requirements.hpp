@@ -90,6 +90,7 @@ class PooledAllocationLp {
     std::vector<std::pair<int, double>> terms;
   };
   double demand_at(std::size_t m, const LinearProgram::Solution& s) const;
+  void add_work_cuts();  // once, before the first solve
   // Adds the most broken cut of every type (and of its largest demand alone where the type
   // pairs with itself); returns how many.
   int separate(const LinearProgram::Solution& s);
