@@ -3,7 +3,8 @@
 // as GRES, and jobs that are small programs keeping the backend's contract
 // (tests/cluster/slurm/training_job.py: they checkpoint and resume). More jobs than GPUs, so jobs
 // take turns (preemption by requeue, resumption from the checkpoint); a node dies mid-run; the
-// K80's figure is told wrong and measured right.
+// K80's figure is told wrong and measured right; leases pace jobs (the energy stage), and the jobs
+// report their energy.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,7 @@
 
 #include "perseus/cluster/cluster_scheduler.hpp"
 #include "perseus/cluster/slurm_backend.hpp"
+#include "matrices.hpp"
 
 namespace perseus::cluster {
 namespace {
@@ -85,6 +87,183 @@ std::vector<LogLine> log_of(const std::string& job_dir) {
   return out;
 }
 
+TEST_F(SlurmCluster, ALeaseSetsItsJobsPaceAndTheRoundsReportItsEnergy) {
+  // Two jobs on the P100 node n3 (1 step/s at full speed, 200 W, and W x pace at a pace), one at
+  // pace 0.5 and one at 1; then the first one's lease, renewed, speeds it up to 1 while it runs.
+  {
+    std::ofstream speeds(dir_ + "/speeds-power");
+    speeds << "n3 paced 1.0 200\n";
+  }
+  const std::vector<std::string> types{"k80", "p100", "v100"};
+  SlurmBackend backend(types, slurm_options("paced-jobs"));
+  ASSERT_GE(backend.topology().workers[1], 2);
+  const std::string command =
+      fmt::format("python3 {}/training_job.py {}/speeds-power paced 1.0", kScripts, dir_);
+  for (int id : {0, 1}) backend.submit({id, 0, 1, 1e6, command});
+  const auto lease = [](int job, int gpu, double pace, bool renewed) {
+    Lease l;
+    l.job = job, l.gpu_type = 1, l.gpus = {gpu}, l.pace = pace, l.renewed = renewed;
+    return l;
+  };
+  EXPECT_THROW(backend.begin_round({lease(0, 0, 1.5, false)}), InputError);
+  // Speed and power over renewed rounds, after the first (start-up, Python starting).
+  struct Rates {
+    double steps = 0.0, energy_j = 0.0, seconds = 0.0;
+  };
+  const auto run_rounds = [&](double first_pace, int rounds, bool renewed) {
+    std::map<int, Rates> rates;
+    std::map<int, double> steps_before;
+    for (int r = 0; r < rounds; ++r) {
+      backend.begin_round({lease(0, 0, first_pace, renewed || r > 0), lease(1, 1, 1.0, renewed || r > 0)});
+      for (const JobProgress& p : backend.end_round(3.0)) {
+        EXPECT_EQ(p.status, JobStatus::kRunning) << "job " << p.id << ": " << p.detail;
+        if (r > 0) {
+          rates[p.id].steps += p.steps_done - steps_before[p.id];
+          rates[p.id].energy_j += p.energy_j;
+          rates[p.id].seconds += p.ran_s;
+        }
+        steps_before[p.id] = p.steps_done;
+      }
+    }
+    return rates;
+  };
+  std::map<int, Rates> rates = run_rounds(0.5, 3, false);
+  ASSERT_GT(rates[0].seconds, 4.0);
+  ASSERT_GT(rates[1].seconds, 4.0);
+  EXPECT_NEAR(rates[0].steps / rates[0].seconds, 0.5, 0.1);
+  EXPECT_NEAR(rates[1].steps / rates[1].seconds, 1.0, 0.1);
+  EXPECT_NEAR(rates[0].energy_j / rates[0].seconds, 100.0, 20.0);
+  EXPECT_NEAR(rates[1].energy_j / rates[1].seconds, 200.0, 20.0);
+  // Renewed at pace 1: the running job reads its new pace (no restart).
+  rates = run_rounds(1.0, 2, true);
+  EXPECT_NEAR(rates[0].steps / rates[0].seconds, 1.0, 0.1);
+  EXPECT_NEAR(rates[0].energy_j / rates[0].seconds, 200.0, 20.0);
+  const std::vector<LogLine> log = log_of(dir_ + "/paced-jobs/job-0");
+  EXPECT_EQ(std::count_if(log.begin(), log.end(), [](const LogLine& l) { return l.event == "start"; }), 1);
+  for (int id : {0, 1}) backend.cancel(id);
+}
+
+TEST_F(SlurmCluster, TheEnergyStagePacesAJobOnSlurmAndMeasuresItAtFullSpeed) {
+  // One job type; on the V100 it runs at 2 steps/s for 150 J a step, or at 1.6 for 120. Keeping
+  // 80% of its throughput, the energy stage runs it at pace 0.8; measured at 1.6 steps/s on such
+  // leases, the V100's figure stays 2.
+  const ThroughputMatrix m =
+      testing::matrix_with_energy({"k80", "p100", "v100"}, {{{{1.0, 150.0}}, {{1.0, 150.0}}, {{2.0, 150.0}, {1.6, 120.0}}}});
+  {
+    std::ofstream speeds(dir_ + "/speeds-v100");
+    speeds << "n1 job0 2.0 300\nn2 job0 2.0 300\nn3 job0 1.0 150\nn4 job0 1.0 150\n";
+  }
+  SlurmBackend backend(m.gpu_types, slurm_options("energy-stage-jobs"));
+  SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness, true, {}, 0.2), 3.0};
+  options.measurement_weight = 1.0;
+  ClusterScheduler scheduler(m, backend, options);
+  scheduler.submit({0, 16.0, 1.0, Job::kNoSlo, 0,
+                    fmt::format("python3 {}/training_job.py {}/speeds-v100 job0 1.0", kScripts, dir_)});
+  int paced_leases = 0;
+  double energy_j = 0.0;
+  for (int r = 0; r < 30 && !scheduler.idle(); ++r) {
+    const RoundLog& round = scheduler.run_round();
+    for (const Lease& l : round.leases) {
+      EXPECT_EQ(l.gpu_type, 2);
+      EXPECT_NEAR(l.pace, 0.8, 1e-6);
+      ++paced_leases;
+    }
+    energy_j += round.energy_j;
+  }
+  ASSERT_TRUE(scheduler.idle()) << "the job did not finish in 30 rounds";
+  const ScheduledJob& job = scheduler.jobs()[0];
+  EXPECT_EQ(job.status, JobStatus::kFinished) << job.detail;
+  EXPECT_GE(paced_leases, 3);
+  // It ran at 1.6 steps/s: 16 steps in some 10 s (a start-up round besides).
+  EXPECT_GT(scheduler.measurements()[0][2], 0);
+  EXPECT_NEAR(scheduler.matrix().at(0, 2), 2.0, 0.2);
+  // 240 W at pace 0.8 (the job's power model: W x pace) for 1.6 steps/s: 150 J a step.
+  EXPECT_NEAR(job.energy_j / 16.0, 150.0, 15.0);
+  EXPECT_DOUBLE_EQ(energy_j, job.energy_j);
+}
+
+TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
+  // A scheduler stops without preempting (a server killed): its jobs run on in Slurm. One restored
+  // from its state submits them again; the old Slurm jobs are cancelled first (they checkpoint on
+  // SIGTERM) and the new ones resume from those checkpoints: never two copies of a job at once.
+  const ThroughputMatrix m = small_jobs();
+  const SlurmOptions slurm = slurm_options("restored-jobs");
+  const SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 3.0};
+  const std::string command = small_job_command();
+  std::vector<ScheduledJob> saved;
+  std::vector<std::vector<int>> counts;
+  double clock_s = 0.0;
+  {
+    SlurmBackend backend(m.gpu_types, slurm);
+    ClusterScheduler first(m, backend, options);
+    for (int i = 0; i < 4; ++i) first.submit({0, 16.0, 1.0, Job::kNoSlo, 0, command});
+    first.run_round();
+    first.run_round();
+    saved = first.jobs();
+    counts = first.measurements();
+    clock_s = first.now_s();
+    int running = 0;
+    for (const ScheduledJob& j : saved) running += j.status == JobStatus::kRunning;
+    ASSERT_GT(running, 0);
+  }  // no preempt_all: the jobs run on
+
+  SlurmBackend backend(m.gpu_types, slurm);
+  ClusterScheduler second(m, backend, options);
+  second.restore(clock_s, saved, counts);
+  for (int r = 0; r < 40 && !second.idle(); ++r) second.run_round();
+  ASSERT_TRUE(second.idle()) << "jobs unfinished after 40 rounds";
+  for (const ScheduledJob& j : second.jobs()) {
+    EXPECT_EQ(j.status, JobStatus::kFinished) << "job " << j.id << ": " << j.detail;
+    const std::vector<LogLine> log = log_of(fmt::format("{}/restored-jobs/job-{}", dir_, j.id));
+    ASSERT_FALSE(log.empty()) << "job " << j.id << " never ran";
+    EXPECT_EQ(log.back().event, "done") << "job " << j.id;
+    EXPECT_DOUBLE_EQ(log.back().steps, 16.0);
+    int starts = 0;
+    for (std::size_t k = 0; k < log.size(); ++k) {
+      if (log[k].event != "start") continue;
+      ++starts;
+      // Every start but the first follows a clean stop, and resumes at its checkpoint.
+      if (k == 0) continue;
+      EXPECT_EQ(log[k - 1].event, "stop") << "job " << j.id << " line " << k << ": two copies ran at once";
+      EXPECT_DOUBLE_EQ(log[k].steps, log[k - 1].steps) << "job " << j.id << " line " << k;
+    }
+    if (saved[static_cast<std::size_t>(j.id)].status == JobStatus::kRunning) {
+      EXPECT_GE(starts, 2) << "job " << j.id << " was running when the first scheduler stopped";
+    }
+  }
+}
+
+TEST_F(SlurmCluster, ACancelledJobEndsInSlurmWithoutARequeueAndTheOthersFinish) {
+  const ThroughputMatrix m = small_jobs();
+  SlurmBackend backend(m.gpu_types, slurm_options("cancelled-jobs"));
+  ClusterScheduler scheduler(m, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 3.0});
+  const std::string command = small_job_command();
+  scheduler.submit({0, 1e6, 1.0, Job::kNoSlo, 0, command});  // would run for days
+  for (int i = 0; i < 2; ++i) scheduler.submit({0, 12.0, 1.0, Job::kNoSlo, 0, command});
+  // Until its program runs (it logs its start).
+  for (int r = 0; r < 5 && log_of(dir_ + "/cancelled-jobs/job-0").empty(); ++r) scheduler.run_round();
+  ASSERT_EQ(scheduler.jobs()[0].status, JobStatus::kRunning) << scheduler.jobs()[0].detail;
+  ASSERT_FALSE(log_of(dir_ + "/cancelled-jobs/job-0").empty());
+  ASSERT_TRUE(scheduler.cancel(0));
+  // Slurm ended it as cancelled (not requeued, not held).
+  job_info_msg_t* info = nullptr;
+  ASSERT_EQ(slurm_load_job(&info, backend.slurm_id(0), SHOW_ALL), SLURM_SUCCESS);
+  ASSERT_EQ(info->record_count, 1u);
+  EXPECT_EQ(info->job_array[0].job_state & JOB_STATE_BASE, JOB_CANCELLED);
+  slurm_free_job_info_msg(info);
+  for (int r = 0; r < 30 && !scheduler.idle(); ++r) scheduler.run_round();
+  ASSERT_TRUE(scheduler.idle()) << "jobs unfinished after 30 rounds";
+  EXPECT_EQ(scheduler.jobs()[0].status, JobStatus::kCancelled);
+  for (int id : {1, 2}) EXPECT_EQ(scheduler.jobs()[id].status, JobStatus::kFinished) << scheduler.jobs()[id].detail;
+  // It started once and never again.
+  const std::vector<LogLine> log = log_of(dir_ + "/cancelled-jobs/job-0");
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(std::count_if(log.begin(), log.end(), [](const LogLine& l) { return l.event == "start"; }), 1);
+  EXPECT_NE(log.back().event, "done");
+}
+
+// Last: after a node failure, Slurm 22.05 can go on counting a node's GPUs as used by a job that
+// ended (docs/cluster.md, "Running on Slurm"); the tests above need every GPU free.
 TEST_F(SlurmCluster, RunsJobsThroughPreemptionAndANodeFailure) {
   // Told: the K80 runs the small job at 0.5 steps/s. It runs it at 1.0 (the speeds file).
   ThroughputMatrix told;
@@ -188,87 +367,6 @@ TEST_F(SlurmCluster, RunsJobsThroughPreemptionAndANodeFailure) {
       EXPECT_NEAR(scheduler.matrix().at(m, g), truth[m][g], 0.2 * truth[m][g]) << told.job_types[m].model << " on " << told.gpu_types[g];
     }
   EXPECT_GT(measured, 0);
-}
-
-TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
-  // A scheduler stops without preempting (a server killed): its jobs run on in Slurm. One restored
-  // from its state submits them again; the old Slurm jobs are cancelled first (they checkpoint on
-  // SIGTERM) and the new ones resume from those checkpoints: never two copies of a job at once.
-  // (Run after the test above, n1 is down; alone, it is up.)
-  const ThroughputMatrix m = small_jobs();
-  const SlurmOptions slurm = slurm_options("restored-jobs");
-  const SchedulerOptions options{PolicySpec(PolicyKind::kMaxMinFairness), 3.0};
-  const std::string command = small_job_command();
-  std::vector<ScheduledJob> saved;
-  std::vector<std::vector<int>> counts;
-  double clock_s = 0.0;
-  {
-    SlurmBackend backend(m.gpu_types, slurm);
-    ClusterScheduler first(m, backend, options);
-    for (int i = 0; i < 4; ++i) first.submit({0, 16.0, 1.0, Job::kNoSlo, 0, command});
-    first.run_round();
-    first.run_round();
-    saved = first.jobs();
-    counts = first.measurements();
-    clock_s = first.now_s();
-    int running = 0;
-    for (const ScheduledJob& j : saved) running += j.status == JobStatus::kRunning;
-    ASSERT_GT(running, 0);
-  }  // no preempt_all: the jobs run on
-
-  SlurmBackend backend(m.gpu_types, slurm);
-  ClusterScheduler second(m, backend, options);
-  second.restore(clock_s, saved, counts);
-  for (int r = 0; r < 40 && !second.idle(); ++r) second.run_round();
-  ASSERT_TRUE(second.idle()) << "jobs unfinished after 40 rounds";
-  for (const ScheduledJob& j : second.jobs()) {
-    EXPECT_EQ(j.status, JobStatus::kFinished) << "job " << j.id << ": " << j.detail;
-    const std::vector<LogLine> log = log_of(fmt::format("{}/restored-jobs/job-{}", dir_, j.id));
-    ASSERT_FALSE(log.empty()) << "job " << j.id << " never ran";
-    EXPECT_EQ(log.back().event, "done") << "job " << j.id;
-    EXPECT_DOUBLE_EQ(log.back().steps, 16.0);
-    int starts = 0;
-    for (std::size_t k = 0; k < log.size(); ++k) {
-      if (log[k].event != "start") continue;
-      ++starts;
-      // Every start but the first follows a clean stop, and resumes at its checkpoint.
-      if (k == 0) continue;
-      EXPECT_EQ(log[k - 1].event, "stop") << "job " << j.id << " line " << k << ": two copies ran at once";
-      EXPECT_DOUBLE_EQ(log[k].steps, log[k - 1].steps) << "job " << j.id << " line " << k;
-    }
-    if (saved[static_cast<std::size_t>(j.id)].status == JobStatus::kRunning) {
-      EXPECT_GE(starts, 2) << "job " << j.id << " was running when the first scheduler stopped";
-    }
-  }
-}
-
-TEST_F(SlurmCluster, ACancelledJobEndsInSlurmWithoutARequeueAndTheOthersFinish) {
-  const ThroughputMatrix m = small_jobs();
-  SlurmBackend backend(m.gpu_types, slurm_options("cancelled-jobs"));
-  ClusterScheduler scheduler(m, backend, {PolicySpec(PolicyKind::kMaxMinFairness), 3.0});
-  const std::string command = small_job_command();
-  scheduler.submit({0, 1e6, 1.0, Job::kNoSlo, 0, command});  // would run for days
-  for (int i = 0; i < 2; ++i) scheduler.submit({0, 12.0, 1.0, Job::kNoSlo, 0, command});
-  // Until its program runs (it logs its start).
-  for (int r = 0; r < 5 && log_of(dir_ + "/cancelled-jobs/job-0").empty(); ++r) scheduler.run_round();
-  ASSERT_EQ(scheduler.jobs()[0].status, JobStatus::kRunning) << scheduler.jobs()[0].detail;
-  ASSERT_FALSE(log_of(dir_ + "/cancelled-jobs/job-0").empty());
-  ASSERT_TRUE(scheduler.cancel(0));
-  // Slurm ended it as cancelled (not requeued, not held).
-  job_info_msg_t* info = nullptr;
-  ASSERT_EQ(slurm_load_job(&info, backend.slurm_id(0), SHOW_ALL), SLURM_SUCCESS);
-  ASSERT_EQ(info->record_count, 1u);
-  EXPECT_EQ(info->job_array[0].job_state & JOB_STATE_BASE, JOB_CANCELLED);
-  slurm_free_job_info_msg(info);
-  for (int r = 0; r < 30 && !scheduler.idle(); ++r) scheduler.run_round();
-  ASSERT_TRUE(scheduler.idle()) << "jobs unfinished after 30 rounds";
-  EXPECT_EQ(scheduler.jobs()[0].status, JobStatus::kCancelled);
-  for (int id : {1, 2}) EXPECT_EQ(scheduler.jobs()[id].status, JobStatus::kFinished) << scheduler.jobs()[id].detail;
-  // It started once and never again.
-  const std::vector<LogLine> log = log_of(dir_ + "/cancelled-jobs/job-0");
-  ASSERT_FALSE(log.empty());
-  EXPECT_EQ(std::count_if(log.begin(), log.end(), [](const LogLine& l) { return l.event == "start"; }), 1);
-  EXPECT_NE(log.back().event, "done");
 }
 
 }  // namespace

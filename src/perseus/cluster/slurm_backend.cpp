@@ -35,6 +35,15 @@ double wall_s() { return std::chrono::duration<double>(std::chrono::system_clock
 
 std::string slurm_error() { return slurm_strerror(slurm_get_errno()); }
 
+// A number >= 0 a job writes to a file of its directory (progress, energy), or `otherwise`
+// where there is none yet.
+double read_count(const std::string& path, double otherwise) {
+  std::ifstream in(path);
+  double value = 0.0;
+  if (in >> value && std::isfinite(value) && value >= 0.0) return value;
+  return otherwise;
+}
+
 // The `gpu` GRES of a node's "gpu:v100:4(S:0),nic:1" as (type, count); count 0 when it has none.
 std::pair<std::string, int> gpus_of(const char* gres) {
   if (!gres) return {"", 0};
@@ -144,8 +153,13 @@ void SlurmBackend::submit(const BackendJob& job) {
   stop_leftover(t.dir);  // first: it writes its progress as it stops
   // A new job's progress starts at 0; a restored one's is its checkpoint's, in its directory.
   std::error_code ignored;
-  if (job.steps_done <= 0.0) fs::remove(t.dir + "/progress", ignored);
+  if (job.steps_done <= 0.0) {
+    fs::remove(t.dir + "/progress", ignored);
+    fs::remove(t.dir + "/energy", ignored);
+  }
+  fs::remove(t.dir + "/pace", ignored);  // the first lease writes it
   t.steps_done = job.steps_done;
+  t.energy_j = read_count(t.dir + "/energy", 0.0);
 
   std::string script = fmt::format("#!/bin/sh\n# perseus job {}\nexec {}\n", job.id, job.command);
   std::vector<std::string> env;
@@ -284,6 +298,7 @@ void SlurmBackend::begin_round(const std::vector<Lease>& leases) {
     const auto it = jobs_.find(l.job);
     if (it == jobs_.end() || l.partner >= 0 || l.gpu_type < 0 || l.gpu_type >= static_cast<int>(servers_.size()))
       throw InputError(fmt::format("lease for job {}: not a job of this backend, shared, or on an unknown GPU type", l.job));
+    if (!(l.pace > 0.0 && l.pace <= 1.0)) throw InputError(fmt::format("lease for job {}: pace {} not in (0, 1]", l.job, l.pace));
     std::set<std::string> nodes;
     for (int g : l.gpus) {
       const std::size_t server = static_cast<std::size_t>(g / gpus_per_server_);
@@ -292,6 +307,10 @@ void SlurmBackend::begin_round(const std::vector<Lease>& leases) {
       nodes.insert(servers_[l.gpu_type][server]);
     }
     placed[l.job] = std::vector<std::string>(nodes.begin(), nodes.end());
+  }
+  for (const Lease& l : leases) {
+    Tracked& t = jobs_.at(l.job);
+    if (!t.over) set_pace(t, l.pace);
   }
   // Preempt first, so that the GPUs are free for the jobs that start.
   std::vector<unsigned> stopping;
@@ -317,10 +336,21 @@ void SlurmBackend::begin_round(const std::vector<Lease>& leases) {
 }
 
 double SlurmBackend::read_progress(const Tracked& t) const {
-  std::ifstream in(t.dir + "/progress");
-  double steps = 0.0;
-  if (in >> steps && std::isfinite(steps) && steps >= 0.0) return steps;
-  return t.steps_done;  // not written yet, or mid-write (written by rename: should not happen)
+  return read_count(t.dir + "/progress", t.steps_done);  // not written yet: as it was
+}
+
+void SlurmBackend::set_pace(Tracked& t, double pace) {
+  if (pace == t.pace) return;
+  // Written before the job starts or, on a renewed lease, while it runs: by rename, so that
+  // the job never reads half a number.
+  const std::string path = t.dir + "/pace", temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << fmt::format("{:.17g}\n", pace);
+    if (!out) throw SolveError(fmt::format("cannot write {}", temporary));
+  }
+  fs::rename(temporary, path);
+  t.pace = pace;
 }
 
 std::vector<JobProgress> SlurmBackend::end_round(double round_s) {
@@ -340,6 +370,11 @@ std::vector<JobProgress> SlurmBackend::end_round(double round_s) {
     p.id = id;
     t.steps_done = read_progress(t);
     p.steps_done = t.steps_done;
+    // The job's energy counter: what it drew since the last report (none from a job that
+    // keeps none; a counter that went back, a job that lost it, counts from there).
+    const double energy = read_count(t.dir + "/energy", t.energy_j);
+    p.energy_j = energy >= t.energy_j ? energy - t.energy_j : energy;
+    t.energy_j = energy;
     const auto found = by_slurm_id.find(t.slurm_id);
     if (found == by_slurm_id.end()) {
       p.status = JobStatus::kFailed;

@@ -19,7 +19,12 @@
 // it resumes from its checkpoint when it starts, checkpoints and exits 0 on SIGTERM, exits 0 once
 // its steps are done, and writes the steps done so far to $PERSEUS_JOB_DIR/progress (a number;
 // written to a temporary file and renamed), at least every few seconds. Exit status not 0: the
-// job failed. A node that dies takes its jobs' progress since their last checkpoint with it;
+// job failed. It runs at the pace in $PERSEUS_JOB_DIR/pace (a share of its fastest speed in
+// (0, 1], the energy stage's operating point: a Perseus job runs its frontier's plan for
+// T_min / pace), which the backend writes before the job starts and may rewrite while it runs
+// (renamed into place; read it again at least every few seconds). Optionally it counts the
+// energy its GPUs drew, in joules, across restarts, in $PERSEUS_JOB_DIR/energy (written as the
+// progress is): the rounds report it. A node that dies takes its jobs' progress since their last checkpoint with it;
 // Slurm requeues them and the scheduler leases them elsewhere.
 //
 // Cost per round: one slurm_load_jobs and slurm_load_node, and one RPC per started or preempted
@@ -69,8 +74,8 @@ class SlurmBackend : public ClusterBackend {
   // without requeueing; waits a while for its GPUs to be free.
   void cancel(int id) override;
   void interrupt() override { interrupted_ = true; }
-  // Slurm gives a GPU to one job, which runs at the clocks it sets itself.
-  static constexpr bool kSharesGpus = false, kPacesJobs = false;
+  // Slurm gives a GPU to one job; the job runs at the pace its lease writes.
+  static constexpr bool kSharesGpus = false, kPacesJobs = true;
   bool shares_gpus() const override { return kSharesGpus; }
   bool paces_jobs() const override { return kPacesJobs; }
 
@@ -84,6 +89,8 @@ class SlurmBackend : public ClusterBackend {
     bool delayed = false;            // pending at the last round's end, its begin time ahead
     bool over = false;               // reported finished or failed
     double steps_done = 0.0;
+    double pace = 0.0;      // in its pace file (0: none written)
+    double energy_j = 0.0;  // its energy counter at the last report
     // Wall time of its last report while it ran on its lease, -1: none since it (re)started. A
     // renewed job ran on between that report and the next round's start (the policy, other jobs
     // stopping), and its steps done are counted from that report: so is its time.
@@ -101,6 +108,7 @@ class SlurmBackend : public ClusterBackend {
   std::set<unsigned> wait_until_stopped(const std::vector<unsigned>& slurm_ids);
   void release_on(Tracked& t, const std::vector<std::string>& nodes);
   double read_progress(const Tracked& t) const;
+  void set_pace(Tracked& t, double pace);
 
   std::vector<std::string> gpu_types_;
   SlurmOptions options_;
