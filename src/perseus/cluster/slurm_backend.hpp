@@ -24,8 +24,8 @@
 // T_min / pace), which the backend writes before the job starts and may rewrite while it runs
 // (renamed into place; read it again at least every few seconds). Optionally it counts the
 // energy its GPUs drew, in joules, across restarts, in $PERSEUS_JOB_DIR/energy (written as the
-// progress is): the rounds report it. A node that dies takes its jobs' progress since their last checkpoint with it;
-// Slurm requeues them and the scheduler leases them elsewhere.
+// progress is): the rounds report it. A node that dies takes its jobs' progress since their
+// last checkpoint with it; Slurm requeues them and the scheduler leases them elsewhere.
 //
 // Cost per round: one slurm_load_jobs and slurm_load_node, and one RPC per started or preempted
 // job.
