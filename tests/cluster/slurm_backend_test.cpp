@@ -110,11 +110,11 @@ TEST_F(SlurmCluster, ALeaseSetsItsJobsPaceAndTheRoundsReportItsEnergy) {
   struct Rates {
     double steps = 0.0, energy_j = 0.0, seconds = 0.0;
   };
-  const auto run_rounds = [&](double first_pace, int rounds, bool renewed) {
+  const auto run_rounds = [&](double pace_of_0, int rounds, bool renewed) {
     std::map<int, Rates> rates;
     std::map<int, double> steps_before;
     for (int r = 0; r < rounds; ++r) {
-      backend.begin_round({lease(0, 0, first_pace, renewed || r > 0), lease(1, 1, 1.0, renewed || r > 0)});
+      backend.begin_round({lease(0, 0, pace_of_0, renewed || r > 0), lease(1, 1, 1.0, renewed || r > 0)});
       for (const JobProgress& p : backend.end_round(3.0)) {
         EXPECT_EQ(p.status, JobStatus::kRunning) << "job " << p.id << ": " << p.detail;
         if (r > 0) {
@@ -165,7 +165,11 @@ TEST_F(SlurmCluster, TheEnergyStagePacesAJobOnSlurmAndMeasuresItAtFullSpeed) {
     const RoundLog& round = scheduler.run_round();
     for (const Lease& l : round.leases) {
       EXPECT_EQ(l.gpu_type, 2);
-      EXPECT_NEAR(l.pace, 0.8, 1e-6);
+      // 0.8 of the figure told; later, of the figure measured (2 steps/s up to the noise of
+      // 3-s rounds on a busy machine: 0.80-0.87 seen under load).
+      if (paced_leases == 0) EXPECT_NEAR(l.pace, 0.8, 1e-6);
+      EXPECT_GT(l.pace, 0.7);
+      EXPECT_LT(l.pace, 0.95);
       ++paced_leases;
     }
     energy_j += round.energy_j;

@@ -19,6 +19,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/plan/output_files.hpp"
 
 extern char** environ;
 
@@ -308,6 +309,7 @@ void SlurmBackend::begin_round(const std::vector<Lease>& leases) {
     }
     placed[l.job] = std::vector<std::string>(nodes.begin(), nodes.end());
   }
+  // Once every lease is checked: a bad one writes nothing.
   for (const Lease& l : leases) {
     Tracked& t = jobs_.at(l.job);
     if (!t.over) set_pace(t, l.pace);
@@ -343,13 +345,7 @@ void SlurmBackend::set_pace(Tracked& t, double pace) {
   if (pace == t.pace) return;
   // Written before the job starts or, on a renewed lease, while it runs: by rename, so that
   // the job never reads half a number.
-  const std::string path = t.dir + "/pace", temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << fmt::format("{:.17g}\n", pace);
-    if (!out) throw SolveError(fmt::format("cannot write {}", temporary));
-  }
-  fs::rename(temporary, path);
+  write_file_atomically(t.dir + "/pace", fmt::format("{:.17g}\n", pace));
   t.pace = pace;
 }
 

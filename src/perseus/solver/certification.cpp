@@ -279,8 +279,8 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   constexpr std::size_t kInheritChunk = 256;
   constexpr int kInheritSweeps = 1;
   std::vector<OptionChoice> inherited;
-  const std::size_t inherit_to = problem.dag.num_nodes() <= options.certify_inherit_max_nodes ? points.size() : 1;
-  for (std::size_t from = 1; from < inherit_to; from += kInheritChunk) {
+  const bool inherit = problem.dag.num_nodes() <= options.certify_inherit_max_nodes;
+  for (std::size_t from = 1; inherit && from < points.size(); from += kInheritChunk) {
     const std::size_t to = std::min(points.size(), from + kInheritChunk);
     inherited.assign(to - from, {});
     s.for_each_on_threads(refiner, to - from, s.threads - 1, [&](const PlanRefiner& r, std::size_t k) {
