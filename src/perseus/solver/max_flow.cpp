@@ -48,6 +48,7 @@ void FlowNetwork::build() {
   }
   built_ = true;
   open_source_ = -1;
+  open_sink_ = -1;
 }
 
 void FlowNetwork::change_capacity(int arc, double capacity) {
@@ -64,6 +65,7 @@ void FlowNetwork::change_capacity(int arc, double capacity) {
   }
   half_[f].residual = capacity - half_[b].residual;
   note_source_arc(f);
+  note_sink_arc(b);
 }
 
 void FlowNetwork::note_imbalance(int v, double amount) {
@@ -80,6 +82,7 @@ void FlowNetwork::clear_flow() {
   for (int v : unbalanced_nodes_) imbalance_[v] = 0.0;
   unbalanced_nodes_.clear();
   open_source_ = -1;
+  open_sink_ = -1;
 }
 
 bool FlowNetwork::restore_conservation(int s, int t) {
@@ -134,6 +137,7 @@ bool FlowNetwork::restore_conservation(int s, int t) {
         half_[f].residual += amount;
         half_[half_[f].partner].residual -= amount;
         note_source_arc(f);
+        note_sink_arc(half_[f].partner);
       }
       own += forward ? amount : -amount;
       if (u != (forward ? t : s)) imbalance_[u] += forward ? -amount : amount;
@@ -170,7 +174,29 @@ bool FlowNetwork::build_distances_to_sink(int s, int t, double epsilon) {
   const HalfArc* const arcs = half_.data();
   const int* const first = first_.data();
   std::size_t tail = 1;
-  for (std::size_t head = 0; head < tail; ++head) {
+  // t's arcs from its list (run() keeps it for this t), dropping those saturated since: the
+  // nodes one step from t, in the order a scan of all its arcs would queue them.
+  bool reached_source = false;
+  std::size_t kept = 0;
+  for (const int p : sink_open_) {
+    if (arcs[arcs[p].partner].residual <= epsilon) {
+      sink_listed_[p - first[t]] = 0;
+      continue;
+    }
+    sink_open_[kept++] = p;
+    const int u = arcs[p].to;
+    if (level[u] < 0 && !reached_source) {
+      level[u] = 1;
+      queue[tail++] = u;
+      reached_source = u == s;
+    }
+  }
+  sink_open_.resize(kept);
+  if (reached_source) {
+    queue_.resize(tail);
+    return true;
+  }
+  for (std::size_t head = 1; head < tail; ++head) {
     const int v = queue[head];
     const int next_level = level[v] + 1;
     for (int p = first[v]; p < first[v + 1]; ++p) {
@@ -288,8 +314,10 @@ void FlowNetwork::run(int s, int t, double epsilon) {
   if (!built_) build();
   source_ = s;
   if (open_source_ != s || open_epsilon_ != epsilon) list_source_arcs(s, epsilon);
+  if (open_sink_ != t || open_sink_epsilon_ != epsilon) list_sink_arcs(t, epsilon);
   if (!unbalanced_nodes_.empty() && !restore_conservation(s, t)) {
-    list_source_arcs(s, epsilon);  // the zero flow leaves every arc at s open
+    list_source_arcs(s, epsilon);  // the zero flow leaves every arc at s and t open
+    list_sink_arcs(t, epsilon);
     ++cold_starts_;
   }
   while (build_distances_to_sink(s, t, epsilon)) augment_phase(s, t, epsilon);
@@ -303,6 +331,14 @@ void FlowNetwork::list_source_arcs(int s, double epsilon) {
   source_open_.clear();
   source_listed_.assign(first_[s + 1] - first_[s], 0);
   for (int p = first_[s]; p < first_[s + 1]; ++p) note_source_arc(p);  // the searches drop the saturated
+}
+
+void FlowNetwork::list_sink_arcs(int t, double epsilon) {
+  open_sink_ = t;
+  open_sink_epsilon_ = epsilon;
+  sink_open_.clear();
+  sink_listed_.assign(first_[t + 1] - first_[t], 0);
+  for (int p = first_[t]; p < first_[t + 1]; ++p) note_sink_arc(p);  // the searches drop the saturated
 }
 
 double FlowNetwork::flow_value() const {
