@@ -47,8 +47,8 @@ void FlowNetwork::build() {
     backward_[a] = b;
   }
   built_ = true;
-  open_source_ = -1;
-  open_sink_ = -1;
+  source_arcs_.node = -1;
+  sink_arcs_.node = -1;
 }
 
 void FlowNetwork::change_capacity(int arc, double capacity) {
@@ -64,8 +64,8 @@ void FlowNetwork::change_capacity(int arc, double capacity) {
     note_imbalance(tail_[arc], cut);
   }
   half_[f].residual = capacity - half_[b].residual;
-  note_source_arc(f);
-  note_sink_arc(b);
+  source_arcs_.note(f);
+  sink_arcs_.note(b);
 }
 
 void FlowNetwork::note_imbalance(int v, double amount) {
@@ -81,8 +81,8 @@ void FlowNetwork::clear_flow() {
   }
   for (int v : unbalanced_nodes_) imbalance_[v] = 0.0;
   unbalanced_nodes_.clear();
-  open_source_ = -1;
-  open_sink_ = -1;
+  source_arcs_.node = -1;
+  sink_arcs_.node = -1;
 }
 
 bool FlowNetwork::restore_conservation(int s, int t) {
@@ -136,8 +136,8 @@ bool FlowNetwork::restore_conservation(int s, int t) {
       for (int f : path_) {
         half_[f].residual += amount;
         half_[half_[f].partner].residual -= amount;
-        note_source_arc(f);
-        note_sink_arc(half_[f].partner);
+        source_arcs_.note(f);
+        sink_arcs_.note(half_[f].partner);
       }
       own += forward ? amount : -amount;
       if (u != (forward ? t : s)) imbalance_[u] += forward ? -amount : amount;
@@ -174,24 +174,18 @@ bool FlowNetwork::build_distances_to_sink(int s, int t, double epsilon) {
   const HalfArc* const arcs = half_.data();
   const int* const first = first_.data();
   std::size_t tail = 1;
-  // t's arcs from its list (run() keeps it for this t), dropping those saturated since: the
-  // nodes one step from t, in the order a scan of all its arcs would queue them.
+  // t's open arcs (run() keeps the list for this t): the nodes one step from t, in the order
+  // a scan of all its arcs would queue them.
   bool reached_source = false;
-  std::size_t kept = 0;
-  for (const int p : sink_open_) {
-    if (arcs[arcs[p].partner].residual <= epsilon) {
-      sink_listed_[p - first[t]] = 0;
-      continue;
-    }
-    sink_open_[kept++] = p;
-    const int u = arcs[p].to;
-    if (level[u] < 0 && !reached_source) {
-      level[u] = 1;
-      queue[tail++] = u;
-      reached_source = u == s;
-    }
-  }
-  sink_open_.resize(kept);
+  sink_arcs_.prune([&](int p) { return arcs[arcs[p].partner].residual > epsilon; },
+                   [&](int p) {
+                     const int u = arcs[p].to;
+                     if (level[u] < 0 && !reached_source) {
+                       level[u] = 1;
+                       queue[tail++] = u;
+                       reached_source = u == s;
+                     }
+                   });
   if (reached_source) {
     queue_.resize(tail);
     return true;
@@ -221,21 +215,15 @@ void FlowNetwork::search_from_source(int s, double epsilon) {
   queue_.clear();
   queue_.push_back(s);
   level_[s] = 0;
-  // s's arcs from its list, dropping those saturated since.
-  std::size_t kept = 0;
-  for (const int p : source_open_) {
-    if (half_[p].residual <= epsilon) {
-      source_listed_[p - first_[s]] = 0;
-      continue;
-    }
-    source_open_[kept++] = p;
-    const int w = half_[p].to;
-    if (level_[w] < 0) {
-      level_[w] = 1;
-      queue_.push_back(w);
-    }
-  }
-  source_open_.resize(kept);
+  // s's open arcs, from its list.
+  source_arcs_.prune([&](int p) { return half_[p].residual > epsilon; },
+                     [&](int p) {
+                       const int w = half_[p].to;
+                       if (level_[w] < 0) {
+                         level_[w] = 1;
+                         queue_.push_back(w);
+                       }
+                     });
   const std::size_t seeded = queue_.size();
   queue_.resize(num_nodes_);
   int* const queue = queue_.data();
@@ -262,7 +250,8 @@ void FlowNetwork::search_from_source(int s, double epsilon) {
 // path_, not on the stack.
 void FlowNetwork::augment_phase(int s, int t, double epsilon) {
   next_.assign(first_.begin(), first_.end() - 1);
-  std::size_t source_next = 0;  // s's cursor, into source_open_
+  const std::vector<int>& source_open = source_arcs_.positions;
+  std::size_t source_next = 0;  // s's cursor, into its open arcs
   path_.clear();
   int v = s;
   while (true) {
@@ -282,14 +271,14 @@ void FlowNetwork::augment_phase(int s, int t, double epsilon) {
     }
     if (v == s) {
       const int first_level = level_[s] - 1;
-      while (source_next < source_open_.size() &&
-             (level_[half_[source_open_[source_next]].to] != first_level ||
-              half_[source_open_[source_next]].residual <= epsilon)) {
+      while (source_next < source_open.size() &&
+             (level_[half_[source_open[source_next]].to] != first_level ||
+              half_[source_open[source_next]].residual <= epsilon)) {
         ++source_next;
       }
-      if (source_next == source_open_.size()) return;
-      path_.push_back(source_open_[source_next]);
-      v = half_[source_open_[source_next]].to;
+      if (source_next == source_open.size()) return;
+      path_.push_back(source_open[source_next]);
+      v = half_[source_open[source_next]].to;
       continue;
     }
     int& p = next_[v];
@@ -313,32 +302,14 @@ void FlowNetwork::augment_phase(int s, int t, double epsilon) {
 void FlowNetwork::run(int s, int t, double epsilon) {
   if (!built_) build();
   source_ = s;
-  if (open_source_ != s || open_epsilon_ != epsilon) list_source_arcs(s, epsilon);
-  if (open_sink_ != t || open_sink_epsilon_ != epsilon) list_sink_arcs(t, epsilon);
+  if (!source_arcs_.lists(s, epsilon) || !sink_arcs_.lists(t, epsilon)) list_open_arcs(s, t, epsilon);
   if (!unbalanced_nodes_.empty() && !restore_conservation(s, t)) {
-    list_source_arcs(s, epsilon);  // the zero flow leaves every arc at s and t open
-    list_sink_arcs(t, epsilon);
+    list_open_arcs(s, t, epsilon);  // the zero flow leaves every arc at s and t open
     ++cold_starts_;
   }
   while (build_distances_to_sink(s, t, epsilon)) augment_phase(s, t, epsilon);
   // The nodes reachable from s in the residual graph: the minimal minimum cut.
   search_from_source(s, epsilon);
-}
-
-void FlowNetwork::list_source_arcs(int s, double epsilon) {
-  open_source_ = s;
-  open_epsilon_ = epsilon;
-  source_open_.clear();
-  source_listed_.assign(first_[s + 1] - first_[s], 0);
-  for (int p = first_[s]; p < first_[s + 1]; ++p) note_source_arc(p);  // the searches drop the saturated
-}
-
-void FlowNetwork::list_sink_arcs(int t, double epsilon) {
-  open_sink_ = t;
-  open_sink_epsilon_ = epsilon;
-  sink_open_.clear();
-  sink_listed_.assign(first_[t + 1] - first_[t], 0);
-  for (int p = first_[t]; p < first_[t + 1]; ++p) note_sink_arc(p);  // the searches drop the saturated
 }
 
 double FlowNetwork::flow_value() const {

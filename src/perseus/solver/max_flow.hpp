@@ -106,44 +106,58 @@ class FlowNetwork {
   int source_ = -1;  // s of the last run
   std::int64_t cold_starts_ = 0;
   int restore_passes_ = 256;
-  // s has an arc to half the network (the crawl's lower-bound arcs), of which a handful have
-  // residual capacity at any time: the searches start from this list of its arcs that may,
-  // not from all of them. It holds every half-arc at s with residual above open_epsilon_
-  // (and some that no longer have): capacity changes and restored flow add to it, searches
-  // drop what is saturated. -1: rebuilt by the next run.
-  int open_source_ = -1;
-  double open_epsilon_ = 0.0;
-  std::vector<int> source_open_;
-  std::vector<char> source_listed_;  // per half-arc at open_source_ (position - first_[s])
-  void list_source_arcs(int s, double epsilon);
-  void note_source_arc(int p) {
-    if (open_source_ >= 0 && p >= first_[open_source_] && p < first_[open_source_ + 1] &&
-        !source_listed_[p - first_[open_source_]]) {
-      source_listed_[p - first_[open_source_]] = 1;
-      // In arc order, as a scan of s's arcs would meet them: the order decides between cuts
-      // of equal cost, and crawls stay the same as with a full scan.
-      source_open_.insert(std::upper_bound(source_open_.begin(), source_open_.end(), p), p);
+  // The half-arcs at a node with an arc to or from half the network, of which only a few are
+  // open at a time, that may be open: the searches start from this list, not from all of
+  // them. For s (the crawl's lower-bound arcs out of s, a handful of 1,480 open) an arc is open
+  // when its own residual is above `epsilon`; for t (the lower-bound arcs into t, some 18 of
+  // 24,576 on a 32 x 384 pipeline, 3 of 1,536 on 8 x 96) when its partner's is, the arc into
+  // t. The list holds every open one (and some that no longer are): capacity changes and
+  // restored flow add to it (augmenting paths end at t and start at s, so they only close
+  // arcs there), the searches prune it. In arc order, as a scan of all the node's arcs would
+  // meet them: the searches' queues, and so every level, augmenting path and cut, stay the
+  // same as with a full scan (the order decides between cuts of equal cost).
+  struct OpenArcs {
+    int node = -1;  // -1: rebuilt by the next run
+    double epsilon = 0.0;
+    int begin = 0, end = 0;    // the node's half-arc positions
+    std::vector<int> positions;  // increasing
+    std::vector<char> listed;  // per half-arc at the node (position - begin)
+    bool lists(int v, double eps) const { return node == v && epsilon == eps; }
+    // Every half-arc at v (first_[v] .. first_[v + 1]): the searches drop the closed.
+    void list(int v, double eps, int first, int last) {
+      node = v;
+      epsilon = eps;
+      begin = first;
+      end = last;
+      positions.clear();
+      listed.assign(end - begin, 0);
+      for (int p = begin; p < end; ++p) note(p);
     }
-  }
-  // The same for t, which has an arc from the other half of the network (the lower-bound
-  // arcs into t), nearly all saturated (some 18 of 24,576 open at a search on a 32 x 384
-  // pipeline, 3 of 1,536 on 8 x 96): the search from t, once a phase, starts from this list
-  // of the half-arcs at t whose partner (the arc into t) may have residual above
-  // open_sink_epsilon_, not from all of them. Only capacity changes and restored flow raise
-  // such a residual (augmenting paths end at t, so they only lower it).
-  int open_sink_ = -1;
-  double open_sink_epsilon_ = 0.0;
-  std::vector<int> sink_open_;
-  std::vector<char> sink_listed_;  // per half-arc at open_sink_ (position - first_[t])
-  void list_sink_arcs(int t, double epsilon);
-  void note_sink_arc(int p) {
-    if (open_sink_ >= 0 && p >= first_[open_sink_] && p < first_[open_sink_ + 1] &&
-        !sink_listed_[p - first_[open_sink_]]) {
-      sink_listed_[p - first_[open_sink_]] = 1;
-      // In arc order, as a scan of t's arcs would meet them: the search's queue, and so every
-      // level and augmenting path, stays the same as with a full scan.
-      sink_open_.insert(std::upper_bound(sink_open_.begin(), sink_open_.end(), p), p);
+    void note(int p) {
+      if (node >= 0 && p >= begin && p < end && !listed[p - begin]) {
+        listed[p - begin] = 1;
+        positions.insert(std::upper_bound(positions.begin(), positions.end(), p), p);
+      }
     }
+    // Drops the positions `is_open` rejects and calls `visit` on the others, in order.
+    template <class IsOpen, class Visit>
+    void prune(IsOpen is_open, Visit visit) {
+      std::size_t kept = 0;
+      for (const int p : positions) {
+        if (!is_open(p)) {
+          listed[p - begin] = 0;
+          continue;
+        }
+        positions[kept++] = p;
+        visit(p);
+      }
+      positions.resize(kept);
+    }
+  };
+  OpenArcs source_arcs_, sink_arcs_;
+  void list_open_arcs(int s, int t, double epsilon) {
+    source_arcs_.list(s, epsilon, first_[s], first_[s + 1]);
+    sink_arcs_.list(t, epsilon, first_[t], first_[t + 1]);
   }
   std::vector<int> level_, next_, queue_, path_;
   std::vector<double> imbalance_;      // inflow - outflow per node, where set_capacity cut flow
