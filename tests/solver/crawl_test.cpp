@@ -171,5 +171,30 @@ TEST(Crawl, LemonPreflowFindsTheSameCuts) {
   }
 }
 
+TEST(Crawl, AbsorbedCutsGiveTheCrawlOfRestoredFlows) {
+  // By default the crawl's network absorbs cuts below the flow through each node's arcs from
+  // s and to t (max_flow.hpp, set_terminal_arcs); a crawl that reports its flows at every step
+  // restores them instead. Both find minimum cuts of the same capacities: the same time and
+  // fitted cost at every step (the operations may differ where cuts tie, as with LEMON above).
+  for (const Case c : {Case{ScheduleKind::k1F1B, 4, 8, 1}, Case{ScheduleKind::kGPipe, 3, 6, 1},
+                       Case{ScheduleKind::kInterleaved1F1B, 2, 4, 2}}) {
+    for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+      const EnergyProblem problem = testing::synthetic_problem({c.kind, c.stages, c.microbatches, c.chunks, false}, 12, seed);
+      CrawlOptions restoring;
+      restoring.on_flow = [](const CrawlFlow&) {};
+      const CrawlResult absorbed = crawl_frontier(problem);
+      const CrawlResult restored = crawl_frontier(problem, restoring);
+      ASSERT_GT(absorbed.steps.size(), 20u);
+      ASSERT_EQ(absorbed.steps.size(), restored.steps.size()) << "seed " << seed;
+      EXPECT_EQ(absorbed.stop_reason, restored.stop_reason);
+      for (std::size_t k = 0; k < absorbed.steps.size(); ++k) {
+        EXPECT_EQ(absorbed.steps[k].time_q, restored.steps[k].time_q);
+        EXPECT_NEAR(absorbed.steps[k].fitted_cost, restored.steps[k].fitted_cost,
+                    1e-9 * std::abs(restored.steps[k].fitted_cost)) << "seed " << seed << " step " << k;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perseus

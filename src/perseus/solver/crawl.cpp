@@ -70,7 +70,16 @@ class Crawler {
     tail_.assign(n, 0);
     arc_state_.assign(n, kUnknownState);  // the first step sets every arc
     duration_changed_.assign(n, 0);
-    build_network();
+    // Cuts below the flow are absorbed (max_flow.hpp, set_terminal_arcs), but the flows that
+    // on_flow reports are prices, duals of the relaxation: absorbed cuts leave them far from
+    // optimal (lines 20% below the LP optimum instead of 1-5%). So a crawl that reports some
+    // steps' flows (the frontier's: every (length / 256)-th step and the last few) takes them
+    // from a second network, without terminal arcs, that follows the capacities and runs only
+    // at those steps: its cuts, and so the crawl, stay those of a crawl that reports none. One
+    // that reports every step (the bound crawl's) keeps one network and restores flows, which
+    // the second network would cost as well.
+    const bool report_every_step = options.on_flow && options.flow_every <= 1;
+    build_network(/*absorb_cuts=*/!report_every_step, /*separate_duals=*/options.on_flow && !report_every_step);
   }
 
   CrawlResult run(const CrawlOptions& options) {
@@ -270,9 +279,11 @@ class Crawler {
   // equals the ordinary cut of capacities ub - lb plus sum_{v in S} (out_lb(v) - in_lb(v)),
   // a node term carried by arcs left(n) -> t and s -> right(n) of capacity lb(n). Both have
   // the same minimal minimum cut: the nodes reachable from s in the final residual graph.
-  void build_network() {
+  void build_network(bool absorb_cuts, bool separate_duals) {
     const std::size_t n = dag_.num_nodes();
     network_.reset(static_cast<int>(2 + 2 * n));
+    separate_duals_ = separate_duals;
+    if (separate_duals_) dual_network_.reset(static_cast<int>(2 + 2 * n));
     op_arc_.resize(n);
     lower_out_arc_.resize(n);
     lower_in_arc_.resize(n);
@@ -285,6 +296,7 @@ class Crawler {
     arc_ends_.clear();
     const auto add = [&](int from, int to) {
       arc_ends_.emplace_back(from, to);
+      if (separate_duals_) dual_network_.add_arc(from, to);  // the same index
       return network_.add_arc(from, to);
     };
     for (std::size_t i = 0; i < n; ++i) {
@@ -300,6 +312,16 @@ class Crawler {
       for (Dag::NodeId w : dag_.successors(v)) dummy_arc_.push_back(add(right_of(v), left_of(w)));
       dummy_begin_[i + 1] = dummy_arc_.size();
     }
+    if (!absorb_cuts) return;
+    // Each node's arcs to t and from s, for capacity cuts below the flow (max_flow.hpp,
+    // set_terminal_arcs): the lower-bound arcs where a node has one, and an arc of capacity 0
+    // (closed but for raises) where it has none. Added after the others, so that every node
+    // lists its other arcs in the same order as without them.
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<Dag::NodeId>(i);
+      network_.set_terminal_arcs(left_of(v), network_.add_arc(kSource, left_of(v)), lower_out_arc_[i]);
+      network_.set_terminal_arcs(right_of(v), lower_in_arc_[i], network_.add_arc(right_of(v), kSink));
+    }
   }
 
   // Capacities of the current critical DAG (docs/solver.md, "The crawl", steps 2a-2b), set
@@ -307,6 +329,12 @@ class Crawler {
   // were has its arcs as they should be. Off the critical DAG every arc is 0.
   void set_capacities() {
     constexpr double kUnbounded = FlowNetwork::kUnbounded;
+    // On the dual network too: a cut below its flow only notes an imbalance there, restored
+    // when it next runs.
+    const auto set_capacity = [&](int arc, double capacity) {
+      network_.set_capacity(arc, capacity);
+      if (separate_duals_) dual_network_.set_capacity(arc, capacity);
+    };
     // In node order: the order of capacity cuts decides how the flow is restored, which can
     // decide between cuts of equal cost (ties in the crawl are common: identical microbatches).
     std::sort(stale_arcs_.begin(), stale_arcs_.end());
@@ -317,22 +345,22 @@ class Crawler {
       const bool on = state & kCritical;
       const bool all = state == kUnknownState;  // state unknown: work the arcs out here
       const auto [lb, ub] = on ? bounds(v) : std::pair<double, double>{0.0, 0.0};
-      network_.set_capacity(op_arc_[i], std::isfinite(ub) ? std::max(0.0, ub - lb) : kUnbounded);
-      network_.set_capacity(lower_out_arc_[i], lb);
-      network_.set_capacity(lower_in_arc_[i], lb);
+      set_capacity(op_arc_[i], std::isfinite(ub) ? std::max(0.0, ub - lb) : kUnbounded);
+      set_capacity(lower_out_arc_[i], lb);
+      set_capacity(lower_in_arc_[i], lb);
       if (source_arc_[i] >= 0) {
         const bool tight = all ? on && latest_start(v) == 0 : (state & kStartsAtZero) != 0;
-        network_.set_capacity(source_arc_[i], tight ? kUnbounded : 0.0);
+        set_capacity(source_arc_[i], tight ? kUnbounded : 0.0);
       }
       if (sink_arc_[i] >= 0) {
         const bool tight = all ? on && earliest_finish(v) == iteration_length_ : (state & kEndsLast) != 0;
-        network_.set_capacity(sink_arc_[i], tight ? kUnbounded : 0.0);
+        set_capacity(sink_arc_[i], tight ? kUnbounded : 0.0);
       }
       const auto successors = dag_.successors(v);
       for (std::size_t j = 0; j < successors.size(); ++j) {
         const bool tight = all ? on && earliest_finish(v) == latest_start(successors[j])
                                : (state & (kFirstTightSuccessor << j)) != 0;
-        network_.set_capacity(dummy_arc_[dummy_begin_[i] + j], tight ? kUnbounded : 0.0);
+        set_capacity(dummy_arc_[dummy_begin_[i] + j], tight ? kUnbounded : 0.0);
       }
       duration_changed_[i] = 0;
     }
@@ -348,7 +376,8 @@ class Crawler {
     if (algorithm_ == MaxFlowAlgorithm::kDinic) {
       network_.run(kSource, kSink, kFlowEpsilon);
       if (on_flow_ && (index % flow_every_ == 0 || iteration_length_ - t_min_q_ <= static_cast<std::int64_t>(flow_every_))) {
-        report_flow();
+        if (separate_duals_) dual_network_.run(kSource, kSink, kFlowEpsilon);
+        report_flow(separate_duals_ ? dual_network_ : network_);
       }
     } else {
       preflow_side = preflow_source_side();
@@ -422,15 +451,15 @@ class Crawler {
 
   // CrawlOptions::on_flow: the flows of the dependency, start and end arcs. Arcs off the
   // critical DAG have capacity 0 and carry none.
-  void report_flow() {
+  void report_flow(const FlowNetwork& network) {
     const std::size_t n = dag_.num_nodes();
     flow_dependencies_.resize(dummy_arc_.size());
     flow_starts_.assign(n, 0.0);
     flow_ends_.assign(n, 0.0);
-    for (std::size_t e = 0; e < dummy_arc_.size(); ++e) flow_dependencies_[e] = network_.flow(dummy_arc_[e]);
+    for (std::size_t e = 0; e < dummy_arc_.size(); ++e) flow_dependencies_[e] = network.flow(dummy_arc_[e]);
     for (std::size_t i = 0; i < n; ++i) {
-      if (source_arc_[i] >= 0) flow_starts_[i] = network_.flow(source_arc_[i]);
-      if (sink_arc_[i] >= 0) flow_ends_[i] = network_.flow(sink_arc_[i]);
+      if (source_arc_[i] >= 0) flow_starts_[i] = network.flow(source_arc_[i]);
+      if (sink_arc_[i] >= 0) flow_ends_[i] = network.flow(sink_arc_[i]);
     }
     (*on_flow_)(CrawlFlow{iteration_length_, flow_dependencies_, flow_starts_, flow_ends_});
   }
@@ -502,7 +531,9 @@ class Crawler {
   std::size_t flow_every_ = 1;
   std::int64_t t_min_q_ = 0;
   std::vector<double> flow_dependencies_, flow_starts_, flow_ends_;  // report_flow()'s
-  FlowNetwork network_;
+  FlowNetwork network_;       // the minimum cuts' (absorbs cuts below the flow, most crawls)
+  FlowNetwork dual_network_;  // on_flow's flows, where network_ absorbs cuts (build_network)
+  bool separate_duals_ = false;
   // Network arcs per DAG node: the operation, its lower-bound terms, and its dependencies.
   std::vector<int> op_arc_, lower_out_arc_, lower_in_arc_, source_arc_, sink_arc_;
   std::vector<int> dummy_arc_;              // per DAG edge, grouped by tail node

@@ -11,12 +11,16 @@ void FlowNetwork::reset(int num_nodes) {
   tail_.clear();
   head_.clear();
   capacity_.clear();
+  raise_.clear();
+  terminal_from_source_.clear();
+  terminal_to_sink_.clear();
 }
 
 int FlowNetwork::add_arc(int from, int to) {
   tail_.push_back(from);
   head_.push_back(to);
   capacity_.push_back(0.0);
+  raise_.push_back(0.0);
   built_ = false;
   return static_cast<int>(capacity_.size()) - 1;
 }
@@ -37,6 +41,7 @@ void FlowNetwork::build() {
   imbalance_.assign(num_nodes_, 0.0);
   unbalanced_nodes_.clear();
   std::vector<int> fill(first_.begin(), first_.end() - 1);
+  raise_.assign(arcs, 0.0);
   for (int a = 0; a < arcs; ++a) {
     const int f = fill[tail_[a]]++;
     const int b = fill[head_[a]]++;
@@ -56,19 +61,48 @@ void FlowNetwork::change_capacity(int arc, double capacity) {
   if (!built_) return;  // build() starts every arc empty
   const int f = forward_[arc];
   const int b = backward_[arc];
-  if (half_[b].residual > capacity) {
+  if (half_[b].residual > capacity + raise_[arc]) {
     // The cut flow leaves the head short of inflow and the tail with a surplus.
-    const double cut = half_[b].residual - capacity;
-    half_[b].residual = capacity;
-    note_imbalance(head_[arc], -cut);
-    note_imbalance(tail_[arc], cut);
+    const double cut = half_[b].residual - (capacity + raise_[arc]);
+    half_[b].residual = capacity + raise_[arc];
+    if (!absorb(head_[arc], -cut)) note_imbalance(head_[arc], -cut);
+    if (!absorb(tail_[arc], cut)) note_imbalance(tail_[arc], cut);
   }
-  half_[f].residual = capacity - half_[b].residual;
+  // After the raises: the arc may be one of its own ends' terminal arcs.
+  half_[f].residual = capacity + raise_[arc] - half_[b].residual;
   source_arcs_.note(f);
   sink_arcs_.note(b);
 }
 
+void FlowNetwork::set_terminal_arcs(int v, int from_source, int to_sink) {
+  if (terminal_from_source_.empty()) {
+    terminal_from_source_.assign(num_nodes_, -1);
+    terminal_to_sink_.assign(num_nodes_, -1);
+  }
+  terminal_from_source_[v] = from_source;
+  terminal_to_sink_[v] = to_sink;
+}
+
+bool FlowNetwork::absorb(int v, double amount) {
+  if (terminal_from_source_.empty() || terminal_from_source_[v] < 0) return false;
+  // The arc that carries the imbalance away gets the flow; the other only the capacity.
+  raise_arc(terminal_to_sink_[v], std::abs(amount), amount > 0.0);
+  raise_arc(terminal_from_source_[v], std::abs(amount), amount < 0.0);
+  return true;
+}
+
+void FlowNetwork::raise_arc(int arc, double amount, bool with_flow) {
+  raise_[arc] += amount;
+  // The residual of one direction grows: open it in the lists at s and t.
+  if (with_flow) half_[backward_[arc]].residual += amount;
+  else half_[forward_[arc]].residual += amount;
+  source_arcs_.note(forward_[arc]);
+  sink_arcs_.note(backward_[arc]);
+}
+
 void FlowNetwork::note_imbalance(int v, double amount) {
+  // s and t need no balance (and summing theirs would read every arc of the crawl's s and t).
+  if (v == source_ || v == sink_) return;
   if (imbalance_[v] == 0.0) unbalanced_nodes_.push_back(v);
   imbalance_[v] += amount;
 }
@@ -76,6 +110,7 @@ void FlowNetwork::note_imbalance(int v, double amount) {
 void FlowNetwork::clear_flow() {
   if (!built_) return;
   for (int a = 0; a < num_arcs(); ++a) {
+    raise_[a] = 0.0;
     half_[forward_[a]].residual = capacity_[a];
     half_[backward_[a]].residual = 0.0;
   }
@@ -302,6 +337,7 @@ void FlowNetwork::augment_phase(int s, int t, double epsilon) {
 void FlowNetwork::run(int s, int t, double epsilon) {
   if (!built_) build();
   source_ = s;
+  sink_ = t;
   if (!source_arcs_.lists(s, epsilon) || !sink_arcs_.lists(t, epsilon)) list_open_arcs(s, t, epsilon);
   if (!unbalanced_nodes_.empty() && !restore_conservation(s, t)) {
     list_open_arcs(s, t, epsilon);  // the zero flow leaves every arc at s and t open

@@ -45,9 +45,26 @@ class FlowNetwork {
     if (capacity_[arc] != capacity) change_capacity(arc, capacity);
   }
   double capacity(int arc) const { return capacity_[arc]; }
-  // Empties every arc (capacities stay): the next run starts from the zero flow.
+  // Names an arc s -> v and an arc v -> t of node v (arcs already added, each named for one
+  // node; set_capacity still sets the capacity the caller means). A capacity cut below an
+  // arc's flow then unbalances neither end: an end left with a surplus of d sends it on
+  // through its arc to t and one short of d takes it through its arc from s, and both arcs
+  // of that node are raised by d. A raise of both arcs of one node raises every s-t cut's
+  // capacity by exactly d (a cut parts the node from s or from t, never both), so the
+  // minimum cuts stay those of the capacities set, and the flow needs no restoring before the
+  // next run. Restoring cancels flow along whole paths that the run must then find again, a
+  // phase per path length: restoring and the runs after it took 10.4 s of a 14.4 s crawl of a
+  // 32 x 384 pipeline; with these arcs the whole crawl takes 5.5 s (docs/solver.md, "What a
+  // step costs"). The flow through them, and flow_value(),
+  // then include the raises (raise()); clear_flow() drops them. A node without such arcs is
+  // balanced by restoring, as before.
+  void set_terminal_arcs(int v, int from_source, int to_sink);
+  // Empties every arc (capacities stay, raises go): the next run starts from the zero flow.
   void clear_flow();
   double flow(int arc) const { return half_[backward_[arc]].residual; }
+  // What cuts below the flow added to an arc named by set_terminal_arcs (0 for the others):
+  // the flow may use capacity(arc) + raise(arc).
+  double raise(int arc) const { return raise_[arc]; }
   int num_nodes() const { return num_nodes_; }
   int num_arcs() const { return static_cast<int>(capacity_.size()); }
   // Runs that started from the zero flow because restoring the previous one cost more.
@@ -87,11 +104,17 @@ class FlowNetwork {
   // passes' worth of arc scans; false (and the zero flow) when that budget runs out.
   bool restore_conservation(int s, int t);
   void note_imbalance(int v, double amount);
+  // Balances a cut of `amount` at v through its terminal arcs (set_terminal_arcs): a surplus
+  // (amount > 0) on to t, a deficit from s. False when v has none.
+  bool absorb(int v, double amount);
+  void raise_arc(int arc, double amount, bool with_flow);
 
   int num_nodes_ = 0;
   bool built_ = false;
   std::vector<int> tail_, head_;       // per arc, while adding
-  std::vector<double> capacity_;       // per arc
+  std::vector<double> capacity_;       // per arc, as set
+  std::vector<double> raise_;          // per arc: added by cuts absorbed at its node
+  std::vector<int> terminal_from_source_, terminal_to_sink_;  // per node, or empty
   std::vector<int> forward_, backward_;  // per arc: its two half-arc positions in CSR order
   // Per half-arc position (grouped by tail node): head node, paired position, residual, side
   // by side (a search reads all three).
@@ -103,7 +126,7 @@ class FlowNetwork {
   std::vector<int> first_;  // num_nodes + 1 offsets
   std::vector<HalfArc> half_;
   std::vector<char> is_forward_;
-  int source_ = -1;  // s of the last run
+  int source_ = -1, sink_ = -1;  // s and t of the last run
   std::int64_t cold_starts_ = 0;
   int restore_passes_ = 256;
   // The half-arcs at a node with an arc to or from half the network, of which only a few are
