@@ -49,6 +49,100 @@ TEST(PlanRefiner, ReclaimSlackKeepsTheDeadlineAndNeverCostsMore) {
   }
 }
 
+// reclaim_slack as its header states it, every pass done in full: alternate backward sweeps
+// (last operation first, each to its cheapest option between its earliest start and its
+// successors' latest start) and forward sweeps, until a round changes nothing.
+OptionChoice plain_reclaim(const EnergyProblem& problem, OptionChoice choice, double deadline) {
+  const Dag& dag = problem.dag;
+  const auto& order = dag.topological_order();
+  const auto time = [&](Dag::NodeId v, std::int32_t k) { return problem.options_of(v).options[k].measurement.time_s; };
+  const auto effective = [&](Dag::NodeId v, std::int32_t k) {
+    const Measurement& m = problem.options_of(v).options[k].measurement;
+    return m.energy_j - problem.p_blocking * m.time_s;
+  };
+  // The cheapest option within the window (the fastest of equally cheap ones), if strictly cheaper.
+  const auto cheapest_within = [&](Dag::NodeId v, std::int32_t current, double window) {
+    std::int32_t best = -1;
+    const auto count = static_cast<std::int32_t>(problem.options_of(v).options.size());
+    for (std::int32_t k = 0; k < count; ++k) {
+      if (time(v, k) > window + 1e-9) continue;
+      if (best < 0 || effective(v, k) < effective(v, best) ||
+          (effective(v, k) == effective(v, best) && time(v, k) < time(v, best))) {
+        best = k;
+      }
+    }
+    return best >= 0 && effective(v, best) < effective(v, current) - 1e-12 ? best : current;
+  };
+  const std::size_t n = dag.num_nodes();
+  std::vector<double> earliest(n), latest_start(n);
+  for (int sweep = 0; sweep < 8; ++sweep) {
+    for (Dag::NodeId v : order) {
+      double start = 0.0;
+      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest[p]);
+      earliest[v] = start + time(v, choice[v]);
+    }
+    bool improved = false;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Dag::NodeId v = *it;
+      double latest_finish = deadline;
+      for (Dag::NodeId s : dag.successors(v)) latest_finish = std::min(latest_finish, latest_start[s]);
+      const std::int32_t best = cheapest_within(v, choice[v], latest_finish - (earliest[v] - time(v, choice[v])));
+      improved |= best != choice[v];
+      choice[v] = best;
+      latest_start[v] = latest_finish - time(v, best);
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      double finish = deadline;
+      for (Dag::NodeId s : dag.successors(*it)) finish = std::min(finish, latest_start[s]);
+      latest_start[*it] = finish - time(*it, choice[*it]);
+    }
+    for (Dag::NodeId v : order) {
+      double start = 0.0;
+      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest[p]);
+      const std::int32_t best = cheapest_within(v, choice[v], latest_start[v] + time(v, choice[v]) - start);
+      improved |= best != choice[v];
+      choice[v] = best;
+      earliest[v] = start + time(v, best);
+    }
+    if (!improved) break;
+  }
+  return choice;
+}
+
+TEST(PlanRefiner, ReclaimingSkipsPassesButNotResults) {
+  // reclaim_slack skips the passes whose results its last sweep already has, and
+  // reclaim_slack_at_own_time shares the plan's critical path pass with the first sweep: the
+  // same plans, bit for bit, as every pass done in full (plain_reclaim); the same counted work
+  // (which bounds the refinement) as measured_time then reclaim_slack; and the measured time
+  // it hands back is evaluate_measured's, exactly.
+  for (const ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kGPipe}) {
+    const EnergyProblem problem = testing::synthetic_problem({kind, 4, 6, 1, false}, 12, 3);
+    const PlanRefiner shared(problem), separate(problem);
+    std::mt19937 rng(2);
+    for (int trial = 0; trial < 50; ++trial) {
+      const OptionChoice plan = random_choice(problem, rng);
+      const double own_time = evaluate_measured(problem, plan).time_s;
+      for (const double deadline : {own_time, own_time * 1.05}) {
+        EXPECT_EQ(shared.reclaim_slack(plan, deadline), plain_reclaim(problem, plan, deadline)) << "trial " << trial;
+      }
+      double time_s = 0.0;
+      const OptionChoice reclaimed = shared.reclaim_slack_at_own_time(plan, &time_s);
+      EXPECT_EQ(reclaimed, plain_reclaim(problem, plan, own_time)) << "trial " << trial;
+      const double work_before = shared.work();
+      shared.reclaim_slack_at_own_time(plan);
+      const double work_before_separate = separate.work();
+      separate.reclaim_slack(plan, separate.measured_time(plan));
+      EXPECT_EQ(shared.work() - work_before, separate.work() - work_before_separate) << "trial " << trial;
+      const MeasuredFigures figures = evaluate_measured(problem, reclaimed);
+      EXPECT_EQ(time_s, figures.time_s) << "trial " << trial;
+      const MeasuredFigures given = evaluate_measured(problem, reclaimed, time_s);
+      EXPECT_EQ(given.time_s, figures.time_s);
+      EXPECT_EQ(given.energy_j, figures.energy_j);
+      EXPECT_EQ(given.blocking_energy_j, figures.blocking_energy_j);
+    }
+  }
+}
+
 TEST(PlanRefiner, ReclaimedPlansLeaveNoOperationACheaperOptionWithinItsWindow) {
   // The fixed point reclaim_slack stops at: with every other operation as it is, no
   // operation has a strictly cheaper option that fits between its predecessors' finish and

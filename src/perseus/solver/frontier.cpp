@@ -37,8 +37,9 @@ void FrontierBuilder::State::publish(bool last) {
 
 FrontierPoint FrontierBuilder::State::point_of(const PlanRefiner& refiner, OptionChoice choice, std::int64_t index,
                        const CrawlStep* step) const {
-  if (options.refine) choice = refiner.reclaim_slack(std::move(choice), refiner.measured_time(choice));
-  return make_point(problem, choice, index, step);
+  double time_s = std::numeric_limits<double>::quiet_NaN();
+  if (options.refine) choice = refiner.reclaim_slack_at_own_time(std::move(choice), &time_s);
+  return make_point(problem, choice, index, step, time_s);
 }
 
 std::optional<RelaxedSolution> FrontierBuilder::State::timed_solve(LpRelaxation& lp, double deadline, double* seconds) {

@@ -76,11 +76,13 @@ inline double reference_energy(const CrawlStep& step, const EnergyProblem& probl
 }
 
 // A frontier point of a plan; `step` is the crawl step it was derived from (nullptr: none).
+// `critical_path_s`: the plan's measured time if known (NaN: computed here).
 inline FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice& choice, std::int64_t index,
-                         const CrawlStep* step) {
+                         const CrawlStep* step, double critical_path_s = std::numeric_limits<double>::quiet_NaN()) {
   FrontierPoint point;
   point.choice.assign(choice.begin(), choice.end());
-  point.measured = evaluate_measured(problem, choice);
+  point.measured = std::isnan(critical_path_s) ? evaluate_measured(problem, choice)
+                                               : evaluate_measured(problem, choice, critical_path_s);
   point.effective_energy_j =
       point.measured.energy_j - problem.p_blocking * problem.num_gpus() * point.measured.time_s;
   point.crawl_step = step ? index : -1;

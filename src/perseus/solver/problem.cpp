@@ -1,5 +1,7 @@
 #include "perseus/solver/problem.hpp"
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -80,8 +82,10 @@ EnergyProblem make_problem(const Profile& profile, const ScheduleSpec& spec,
 namespace {
 
 // Critical path and energies of a plan given each node's measurement.
+// critical_path_s: the plan's critical path if the caller has it (NaN: computed here).
 template <typename MeasurementOf>
-MeasuredFigures evaluate(const EnergyProblem& problem, MeasurementOf measurement_of) {
+MeasuredFigures evaluate(const EnergyProblem& problem, MeasurementOf measurement_of,
+                         double critical_path_s = std::numeric_limits<double>::quiet_NaN()) {
   const std::size_t n = problem.dag.num_nodes();
   std::vector<double> durations(n);
   MeasuredFigures figures;
@@ -92,7 +96,7 @@ MeasuredFigures evaluate(const EnergyProblem& problem, MeasurementOf measurement
     busy += m.time_s;
     figures.computation_energy_j += m.energy_j;
   }
-  figures.time_s = critical_path_length<double>(problem.dag, durations);
+  figures.time_s = std::isnan(critical_path_s) ? critical_path_length<double>(problem.dag, durations) : critical_path_s;
   figures.blocking_energy_j = problem.p_blocking * (problem.num_gpus() * figures.time_s - busy);
   figures.energy_j = figures.computation_energy_j + figures.blocking_energy_j;
   return figures;
@@ -102,6 +106,12 @@ MeasuredFigures evaluate(const EnergyProblem& problem, MeasurementOf measurement
 
 MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice) {
   return evaluate(problem, [&](Dag::NodeId n) -> const Measurement& { return problem.chosen(n, choice).measurement; });
+}
+
+MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice, double critical_path_s) {
+  return evaluate(
+      problem, [&](Dag::NodeId n) -> const Measurement& { return problem.chosen(n, choice).measurement; },
+      critical_path_s);
 }
 
 MeasuredFigures evaluate_highest_clock(const EnergyProblem& problem) {

@@ -47,6 +47,9 @@ struct MeasuredFigures {
 };
 
 MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice);
+// The same with the plan's critical path (its time_s) already known, as
+// PlanRefiner::reclaim_slack_at_own_time gives it: one pass over the DAG fewer.
+MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice, double critical_path_s);
 
 // The same figures for "all-max": every instruction at its highest measured clock
 // (OperationOptions::highest_clock), which the Pareto filter may have dropped.

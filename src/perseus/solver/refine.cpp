@@ -96,23 +96,43 @@ std::optional<std::int32_t> PlanRefiner::shifted(Dag::NodeId n, std::int32_t opt
 }
 
 OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s, int max_sweeps) const {
+  return reclaim(std::move(choice), deadline_s, max_sweeps);
+}
+
+OptionChoice PlanRefiner::reclaim_slack_at_own_time(OptionChoice choice, double* measured_time_s) const {
+  work_ += 1.0;  // counted as measured_time()'s pass, which reclaim() shares
+  return reclaim(std::move(choice), std::nullopt, 8, measured_time_s);
+}
+
+OptionChoice PlanRefiner::reclaim(OptionChoice choice, std::optional<double> deadline, int max_sweeps,
+                                  double* measured_time_s) const {
   const Dag& dag = problem_.dag;
   const auto& order = dag.topological_order();
   const std::size_t n = dag.num_nodes();
   std::vector<double> earliest(n), latest_start(n);
+  double deadline_s = deadline.value_or(0.0);
   for (int sweep = 0; sweep < max_sweeps; ++sweep) {
-    work_ += 2.0;  // the forward sweep's two passes (the helpers count the others)
-    // Backward sweep: later operations take the slack in front of them first.
-    const double length = earliest_finish(choice, earliest);
-    if (sweep == 0 && length > deadline_s + kTimeEpsilon) return choice;  // misses the deadline already
-    bool improved = backward_sweep(choice, deadline_s, earliest, latest_start).changed;
-    // Forward sweep: earlier operations take the slack behind them.
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Dag::NodeId v = *it;
-      double finish = deadline_s;
-      for (Dag::NodeId s : dag.successors(v)) finish = std::min(finish, latest_start[s]);
-      latest_start[v] = finish - time_of(v, choice[v]);
+    // The forward sweep's two passes, as first written (the helpers count the others): it
+    // recomputed the latest starts, which the backward sweep already leaves. Passes saved are
+    // still counted: the counted work bounds the refinement, and the plans stay the same.
+    work_ += 2.0;
+    // Backward sweep: later operations take the slack in front of them first. After the
+    // first sweep, the forward sweep below has left the earliest finish times of the plan as
+    // it is in `earliest`, the same sums in the same order as earliest_finish: not repeated.
+    if (sweep == 0) {
+      const double length = earliest_finish(choice, earliest);
+      if (!deadline) deadline_s = length;
+      if (length > deadline_s + kTimeEpsilon) {  // misses the deadline already
+        if (measured_time_s) *measured_time_s = length;
+        return choice;
+      }
+    } else {
+      work_ += 1.0;
     }
+    bool improved = backward_sweep(choice, deadline_s, earliest, latest_start).changed;
+    // Forward sweep: earlier operations take the slack behind them, up to the latest starts
+    // the backward sweep left (each from its successors' and its own new option).
+    double length = 0.0;
     for (Dag::NodeId v : order) {
       double start = 0.0;
       for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest[p]);
@@ -121,7 +141,10 @@ OptionChoice PlanRefiner::reclaim_slack(OptionChoice choice, double deadline_s, 
       improved |= best != choice[v];
       choice[v] = best;
       earliest[v] = start + time_of(v, best);
+      length = std::max(length, earliest[v]);
     }
+    // The plan's critical path as critical_path_length computes it (the same sums).
+    if (measured_time_s) *measured_time_s = length;
     if (!improved) break;
   }
   return choice;

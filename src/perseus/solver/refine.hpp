@@ -28,6 +28,9 @@ class PlanRefiner {
   // each (the last often only confirms that nothing does). A plan slower than the deadline
   // is returned as it is.
   OptionChoice reclaim_slack(OptionChoice choice, double deadline_s, int max_sweeps = 8) const;
+  // reclaim_slack(choice, measured_time(choice)), with one pass over the DAG fewer; the
+  // reclaimed plan's measured time (its critical path) in `measured_time_s` if given.
+  OptionChoice reclaim_slack_at_own_time(OptionChoice choice, double* measured_time_s = nullptr) const;
 
   // Makes a plan that is slower than the deadline meet it: speeds up, one option at a time,
   // the operations of a minimum cut of its measured critical DAG (the cut that adds the
@@ -89,6 +92,9 @@ class PlanRefiner {
   double time_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).time[option]; }
   double effective_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).effective[option]; }
   std::int32_t cheapest_within(Dag::NodeId n, std::int32_t current, double window) const;
+  // reclaim_slack's sweeps; no deadline: the plan's own measured time.
+  OptionChoice reclaim(OptionChoice choice, std::optional<double> deadline_s, int max_sweeps,
+                       double* measured_time_s = nullptr) const;
   // The option `steps` positions faster (steps > 0) or slower (< 0) than `option` in time
   // order; nullopt past the fastest or slowest.
   std::optional<std::int32_t> shifted(Dag::NodeId n, std::int32_t option, int steps) const;
