@@ -78,8 +78,10 @@ class Crawler {
     // at those steps: its cuts, and so the crawl, stay those of a crawl that reports none. One
     // that reports every step (the bound crawl's) keeps one network and restores flows, which
     // the second network would cost as well.
+    // (LEMON's Preflow, for comparison, rebuilds from the capacities set and needs neither.)
     const bool report_every_step = options.on_flow && options.flow_every <= 1;
-    build_network(/*absorb_cuts=*/!report_every_step, /*separate_duals=*/options.on_flow && !report_every_step);
+    const bool absorb = !report_every_step && options.max_flow == MaxFlowAlgorithm::kDinic;
+    build_network(/*absorb_cuts=*/absorb, /*separate_duals=*/absorb && options.on_flow);
   }
 
   CrawlResult run(const CrawlOptions& options) {
