@@ -81,8 +81,7 @@ inline FrontierPoint make_point(const EnergyProblem& problem, const OptionChoice
                          const CrawlStep* step, double critical_path_s = std::numeric_limits<double>::quiet_NaN()) {
   FrontierPoint point;
   point.choice.assign(choice.begin(), choice.end());
-  point.measured = std::isnan(critical_path_s) ? evaluate_measured(problem, choice)
-                                               : evaluate_measured(problem, choice, critical_path_s);
+  point.measured = evaluate_measured(problem, choice, critical_path_s);
   point.effective_energy_j =
       point.measured.energy_j - problem.p_blocking * problem.num_gpus() * point.measured.time_s;
   point.crawl_step = step ? index : -1;

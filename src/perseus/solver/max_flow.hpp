@@ -54,9 +54,9 @@ class FlowNetwork {
   // minimum cuts stay those of the capacities set, and the flow needs no restoring before the
   // next run. Restoring cancels flow along whole paths that the run must then find again, a
   // phase per path length: restoring and the runs after it took 10.4 s of a 14.4 s crawl of a
-  // 32 x 384 pipeline; with these arcs the whole crawl takes 5.5 s (docs/solver.md, "What a
-  // step costs"). The flow through them, and flow_value(),
-  // then include the raises (raise()); clear_flow() drops them. A node without such arcs is
+  // 32 x 384 pipeline; with these arcs the whole crawl takes 5.5 s (docs/solver.md, "Cuts
+  // below the flow absorbed, not restored"). The flow through them, and flow_value(), then
+  // include the raises (raise()); clear_flow() drops them. A node without such arcs is
   // balanced by restoring, as before.
   void set_terminal_arcs(int v, int from_source, int to_sink);
   // Empties every arc (capacities stay, raises go): the next run starts from the zero flow.

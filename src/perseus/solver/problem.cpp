@@ -87,16 +87,17 @@ template <typename MeasurementOf>
 MeasuredFigures evaluate(const EnergyProblem& problem, MeasurementOf measurement_of,
                          double critical_path_s = std::numeric_limits<double>::quiet_NaN()) {
   const std::size_t n = problem.dag.num_nodes();
-  std::vector<double> durations(n);
+  const bool known = !std::isnan(critical_path_s);
+  std::vector<double> durations(known ? 0 : n);
   MeasuredFigures figures;
   double busy = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     const Measurement& m = measurement_of(static_cast<Dag::NodeId>(i));
-    durations[i] = m.time_s;
+    if (!known) durations[i] = m.time_s;
     busy += m.time_s;
     figures.computation_energy_j += m.energy_j;
   }
-  figures.time_s = std::isnan(critical_path_s) ? critical_path_length<double>(problem.dag, durations) : critical_path_s;
+  figures.time_s = known ? critical_path_s : critical_path_length<double>(problem.dag, durations);
   figures.blocking_energy_j = problem.p_blocking * (problem.num_gpus() * figures.time_s - busy);
   figures.energy_j = figures.computation_energy_j + figures.blocking_energy_j;
   return figures;

@@ -48,7 +48,8 @@ struct MeasuredFigures {
 
 MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice);
 // The same with the plan's critical path (its time_s) already known, as
-// PlanRefiner::reclaim_slack_at_own_time gives it: one pass over the DAG fewer.
+// PlanRefiner::reclaim_slack_at_own_time gives it: one pass over the DAG fewer (NaN: not
+// known, computed here).
 MeasuredFigures evaluate_measured(const EnergyProblem& problem, const OptionChoice& choice, double critical_path_s);
 
 // The same figures for "all-max": every instruction at its highest measured clock
