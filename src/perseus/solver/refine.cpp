@@ -26,6 +26,15 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), inde
   repair_arcs_.dependency_begin.assign(n + 1, 0);
   position_.resize(n);
   for (std::size_t k = 0; k < n; ++k) position_[dag.topological_order()[k]] = k;
+  node_at_ = dag.topological_order();
+  pred_begin_.assign(1, 0);
+  succ_begin_.assign(1, 0);
+  for (const Dag::NodeId v : node_at_) {
+    for (const Dag::NodeId p : dag.predecessors(v)) pred_.push_back(static_cast<std::int32_t>(position_[p]));
+    for (const Dag::NodeId w : dag.successors(v)) succ_.push_back(static_cast<std::int32_t>(position_[w]));
+    pred_begin_.push_back(static_cast<std::int32_t>(pred_.size()));
+    succ_begin_.push_back(static_cast<std::int32_t>(succ_.size()));
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const auto v = static_cast<Dag::NodeId>(i);
     repair_arcs_.op.push_back(repair_network_.add_arc(2 + 2 * v, 3 + 2 * v));
@@ -63,6 +72,8 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), inde
       }
     }
   }
+  index_at_.resize(n);
+  for (std::size_t k = 0; k < n; ++k) index_at_[k] = &index_[problem.node_operation[node_at_[k]]];
 }
 
 double PlanRefiner::effective_energy(const OptionChoice& choice) const {
@@ -79,8 +90,7 @@ double PlanRefiner::measured_time(const OptionChoice& choice) const {
 // The cheapest option of node n that takes at most `window` seconds; the current one
 // unless another is strictly cheaper. Most calls end at the first check (nothing cheaper
 // fits); the others search the options sorted by time. Inline: the sweeps call it per node.
-inline std::int32_t PlanRefiner::cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
-  const OperationIndex& index = index_of(n);
+inline std::int32_t PlanRefiner::cheapest_within(const OperationIndex& index, std::int32_t current, double window) {
   if (window + kTimeEpsilon < index.cheaper_from[current]) return current;
   const auto fits = std::upper_bound(index.sorted_time.begin(), index.sorted_time.end(), window + kTimeEpsilon);
   if (fits == index.sorted_time.begin()) return current;
@@ -106,10 +116,10 @@ OptionChoice PlanRefiner::reclaim_slack_at_own_time(OptionChoice choice, double*
 
 OptionChoice PlanRefiner::reclaim(OptionChoice choice, std::optional<double> deadline, int max_sweeps,
                                   double* measured_time_s) const {
-  const Dag& dag = problem_.dag;
-  const auto& order = dag.topological_order();
-  const std::size_t n = dag.num_nodes();
+  const std::size_t n = node_at_.size();
   std::vector<double> earliest(n), latest_start(n);
+  std::vector<std::int32_t> options;  // the plan by position, while it is reclaimed
+  to_positions(choice, options);
   double deadline_s = deadline.value_or(0.0);
   for (int sweep = 0; sweep < max_sweeps; ++sweep) {
     // The forward sweep's two passes, as first written (the helpers count the others): it
@@ -120,7 +130,7 @@ OptionChoice PlanRefiner::reclaim(OptionChoice choice, std::optional<double> dea
     // first sweep, the forward sweep below has left the earliest finish times of the plan as
     // it is in `earliest`, the same sums in the same order as earliest_finish: not repeated.
     if (sweep == 0) {
-      const double length = earliest_finish(choice, earliest);
+      const double length = earliest_finish_by_position(options, earliest);
       if (!deadline) deadline_s = length;
       if (length > deadline_s + kTimeEpsilon) {  // misses the deadline already
         if (measured_time_s) *measured_time_s = length;
@@ -129,24 +139,27 @@ OptionChoice PlanRefiner::reclaim(OptionChoice choice, std::optional<double> dea
     } else {
       work_ += 1.0;
     }
-    bool improved = backward_sweep(choice, deadline_s, earliest, latest_start).changed;
+    bool improved = backward_sweep(options, deadline_s, earliest, latest_start).changed;
     // Forward sweep: earlier operations take the slack behind them, up to the latest starts
     // the backward sweep left (each from its successors' and its own new option).
     double length = 0.0;
-    for (Dag::NodeId v : order) {
+    for (std::size_t k = 0; k < n; ++k) {
       double start = 0.0;
-      for (Dag::NodeId p : dag.predecessors(v)) start = std::max(start, earliest[p]);
-      const double finish = latest_start[v] + time_of(v, choice[v]);
-      const std::int32_t best = cheapest_within(v, choice[v], finish - start);
-      improved |= best != choice[v];
-      choice[v] = best;
-      earliest[v] = start + time_of(v, best);
-      length = std::max(length, earliest[v]);
+      for (std::int32_t i = pred_begin_[k]; i < pred_begin_[k + 1]; ++i) start = std::max(start, earliest[pred_[i]]);
+      const OperationIndex& index = *index_at_[k];
+      std::int32_t& option = options[k];
+      const double finish = latest_start[k] + index.time[option];
+      const std::int32_t best = cheapest_within(index, option, finish - start);
+      improved |= best != option;
+      option = best;
+      earliest[k] = start + index.time[best];
+      length = std::max(length, earliest[k]);
     }
     // The plan's critical path as critical_path_length computes it (the same sums).
     if (measured_time_s) *measured_time_s = length;
     if (!improved) break;
   }
+  to_nodes(options, choice);
   return choice;
 }
 
@@ -218,38 +231,53 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
   }
 }
 
+void PlanRefiner::to_positions(const OptionChoice& choice, std::vector<std::int32_t>& options) const {
+  options.resize(node_at_.size());
+  for (std::size_t k = 0; k < node_at_.size(); ++k) options[k] = choice[node_at_[k]];
+}
+
+void PlanRefiner::to_nodes(const std::vector<std::int32_t>& options, OptionChoice& choice) const {
+  choice.resize(node_at_.size());
+  for (std::size_t k = 0; k < node_at_.size(); ++k) choice[node_at_[k]] = options[k];
+}
+
 double PlanRefiner::earliest_finish(const OptionChoice& choice, std::vector<double>& finish, std::size_t from) const {
-  const auto& order = problem_.dag.topological_order();
-  finish.resize(order.size());
-  work_ += static_cast<double>(order.size() - from) / static_cast<double>(std::max<std::size_t>(1, order.size()));
+  to_positions(choice, by_position_);
+  return earliest_finish_by_position(by_position_, finish, from);
+}
+
+double PlanRefiner::earliest_finish_by_position(const std::vector<std::int32_t>& options, std::vector<double>& finish,
+                                                std::size_t from) const {
+  const std::size_t n = node_at_.size();
+  finish.resize(n);
+  work_ += static_cast<double>(n - from) / static_cast<double>(std::max<std::size_t>(1, n));
   double latest = 0.0;
-  for (std::size_t k = from; k < order.size(); ++k) {
-    const Dag::NodeId v = order[k];
+  for (std::size_t k = from; k < n; ++k) {
     double start = 0.0;
-    for (Dag::NodeId p : problem_.dag.predecessors(v)) start = std::max(start, finish[p]);
-    finish[v] = start + time_of(v, choice[v]);
-    latest = std::max(latest, finish[v]);
+    for (std::int32_t i = pred_begin_[k]; i < pred_begin_[k + 1]; ++i) start = std::max(start, finish[pred_[i]]);
+    finish[k] = start + index_at_[k]->time[options[k]];
+    latest = std::max(latest, finish[k]);
   }
   return latest;
 }
 
-PlanRefiner::Sweep PlanRefiner::backward_sweep(OptionChoice& choice, double deadline_s,
+PlanRefiner::Sweep PlanRefiner::backward_sweep(std::vector<std::int32_t>& options, double deadline_s,
                                                const std::vector<double>& finish,
                                                std::vector<double>& latest_start) const {
-  const Dag& dag = problem_.dag;
-  const auto& order = dag.topological_order();
-  latest_start.resize(order.size());
+  const std::size_t n = node_at_.size();
+  latest_start.resize(n);
   work_ += 1.0;
   Sweep sweep;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const Dag::NodeId v = *it;
+  for (std::size_t k = n; k-- > 0;) {
     double latest_finish = deadline_s;
-    for (Dag::NodeId s : dag.successors(v)) latest_finish = std::min(latest_finish, latest_start[s]);
-    const std::int32_t best = cheapest_within(v, choice[v], latest_finish - (finish[v] - time_of(v, choice[v])));
-    sweep.changed |= best != choice[v];
-    choice[v] = best;
-    sweep.effective_energy += effective_of(v, best);
-    latest_start[v] = latest_finish - time_of(v, best);
+    for (std::int32_t i = succ_begin_[k]; i < succ_begin_[k + 1]; ++i) latest_finish = std::min(latest_finish, latest_start[succ_[i]]);
+    const OperationIndex& index = *index_at_[k];
+    std::int32_t& option = options[k];
+    const std::int32_t best = cheapest_within(index, option, latest_finish - (finish[k] - index.time[option]));
+    sweep.changed |= best != option;
+    option = best;
+    sweep.effective_energy += index.effective[best];
+    latest_start[k] = latest_finish - index.time[best];
   }
   return sweep;
 }
@@ -262,10 +290,13 @@ double PlanRefiner::screen(OptionChoice& trial, double deadline_s, const std::ve
     from = 0;
   }
   // Those before `from` are a plan's that meets the deadline.
-  if (earliest_finish(trial, earliest_finish_, from) > deadline_s + kTimeEpsilon) {
+  to_positions(trial, by_position_);
+  if (earliest_finish_by_position(by_position_, earliest_finish_, from) > deadline_s + kTimeEpsilon) {
     return std::numeric_limits<double>::infinity();
   }
-  return backward_sweep(trial, deadline_s, earliest_finish_, latest_start_).effective_energy;
+  const double energy = backward_sweep(by_position_, deadline_s, earliest_finish_, latest_start_).effective_energy;
+  to_nodes(by_position_, trial);
+  return energy;
 }
 
 bool PlanRefiner::try_move(OptionChoice trial, double deadline_s, OptionChoice* choice, double* cost,
@@ -283,14 +314,15 @@ std::vector<double> PlanRefiner::slack(const OptionChoice& choice, double deadli
   const Dag& dag = problem_.dag;
   std::vector<double> own, result(dag.num_nodes());
   std::vector<double>& earliest = finish ? *finish : own;
-  earliest_finish(choice, earliest);
+  earliest_finish(choice, earliest);  // by position; the slack is by node
   work_ += 1.0;
-  const auto& order = dag.topological_order();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const Dag::NodeId v = *it;
-    double latest = deadline_s;  // v's latest finish
-    for (Dag::NodeId s : dag.successors(v)) latest = std::min(latest, result[s] + earliest[s] - time_of(s, choice[s]));
-    result[v] = latest - earliest[v];
+  for (std::size_t k = node_at_.size(); k-- > 0;) {
+    double latest = deadline_s;  // the latest finish of the node at k
+    for (std::int32_t i = succ_begin_[k]; i < succ_begin_[k + 1]; ++i) {
+      const Dag::NodeId s = node_at_[succ_[i]];
+      latest = std::min(latest, result[s] + earliest[succ_[i]] - time_of(s, choice[s]));
+    }
+    result[node_at_[k]] = latest - earliest[k];
   }
   return result;
 }
