@@ -87,8 +87,8 @@ double PlanRefiner::measured_time(const OptionChoice& choice) const {
   return earliest_finish(choice, finish);
 }
 
-// The cheapest option of node n that takes at most `window` seconds; the current one
-// unless another is strictly cheaper. Most calls end at the first check (nothing cheaper
+// The cheapest of an operation's options that takes at most `window` seconds; the current
+// one unless another is strictly cheaper. Most calls end at the first check (nothing cheaper
 // fits); the others search the options sorted by time. Inline: the sweeps call it per node.
 inline std::int32_t PlanRefiner::cheapest_within(const OperationIndex& index, std::int32_t current, double window) {
   if (window + kTimeEpsilon < index.cheaper_from[current]) return current;

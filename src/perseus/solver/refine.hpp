@@ -91,9 +91,6 @@ class PlanRefiner {
   const OperationIndex& index_of(Dag::NodeId n) const { return index_[problem_.node_operation[n]]; }
   double time_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).time[option]; }
   double effective_of(Dag::NodeId n, std::int32_t option) const { return index_of(n).effective[option]; }
-  std::int32_t cheapest_within(Dag::NodeId n, std::int32_t current, double window) const {
-    return cheapest_within(index_of(n), current, window);
-  }
   static std::int32_t cheapest_within(const OperationIndex& index, std::int32_t current, double window);
   // reclaim_slack's sweeps; no deadline: the plan's own measured time.
   OptionChoice reclaim(OptionChoice choice, std::optional<double> deadline_s, int max_sweeps,
