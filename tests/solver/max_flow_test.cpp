@@ -67,6 +67,35 @@ FlowNetwork build(const RandomNetwork& net) {
   return flow;
 }
 
+// Raises some capacities, cuts others below their flow, zeroes a few: in `net` and in `warm`.
+void change_capacities(std::mt19937& rng, RandomNetwork& net, FlowNetwork& warm) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (std::size_t a = 0; a < net.arcs.size(); ++a) {
+    const double draw = unit(rng);
+    if (draw < 0.2) net.capacity[a] = 0.0;
+    else if (draw < 0.5) net.capacity[a] = std::round(unit(rng) * 100) / 10;
+    warm.set_capacity(static_cast<int>(a), net.capacity[a]);
+  }
+}
+
+// Whether `flow` holds a flow of `net`: balanced at every inner node, and within every arc's
+// capacity (plus its raise, where cuts were absorbed).
+::testing::AssertionResult is_a_flow(const RandomNetwork& net, const FlowNetwork& flow) {
+  std::vector<double> balance(net.nodes, 0.0);
+  for (std::size_t a = 0; a < net.arcs.size(); ++a) {
+    const double f = flow.flow(static_cast<int>(a));
+    if (f < -1e-9 || f > net.capacity[a] + flow.raise(static_cast<int>(a)) + 1e-9) {
+      return ::testing::AssertionFailure() << "arc " << a << " carries " << f << " of " << net.capacity[a];
+    }
+    balance[net.arcs[a].first] -= f;
+    balance[net.arcs[a].second] += f;
+  }
+  for (int v = 1; v + 1 < net.nodes; ++v) {
+    if (std::abs(balance[v]) > 1e-6) return ::testing::AssertionFailure() << "node " << v << " off by " << balance[v];
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(FlowNetwork, MaxFlowEqualsTheMinimumCutByBruteForce) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
@@ -95,7 +124,6 @@ INSTANTIATE_TEST_SUITE_P(RestorePasses, FlowNetworkRestart, testing::Values(256,
 
 TEST_P(FlowNetworkRestart, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
   std::mt19937 rng(11);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::int64_t cold_starts = 0;
   for (int trial = 0; trial < 100; ++trial) {
     RandomNetwork net = random_network(rng, 5 + trial % 6);
@@ -103,13 +131,7 @@ TEST_P(FlowNetworkRestart, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
     warm.set_restore_passes(GetParam());
     warm.run(0, net.nodes - 1, 1e-9);
     for (int round = 0; round < 5; ++round) {
-      // Raise some capacities, cut others below their flow, zero a few.
-      for (std::size_t a = 0; a < net.arcs.size(); ++a) {
-        const double draw = unit(rng);
-        if (draw < 0.2) net.capacity[a] = 0.0;
-        else if (draw < 0.5) net.capacity[a] = std::round(unit(rng) * 100) / 10;
-        warm.set_capacity(static_cast<int>(a), net.capacity[a]);
-      }
+      change_capacities(rng, net, warm);
       warm.run(0, net.nodes - 1, 1e-9);
       const double warm_value = warm.flow_value();
       FlowNetwork fresh = build(net);
@@ -118,16 +140,7 @@ TEST_P(FlowNetworkRestart, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
       ASSERT_NEAR(warm_value, fresh_value, 1e-6 * std::max(1.0, fresh_value)) << "trial " << trial;
       // The minimal minimum cut is unique: both find the same source side.
       ASSERT_EQ(warm.source_side(), fresh.source_side()) << "trial " << trial << " round " << round;
-      // Conservation holds at every inner node, and no arc exceeds its capacity.
-      std::vector<double> balance(net.nodes, 0.0);
-      for (std::size_t a = 0; a < net.arcs.size(); ++a) {
-        const double f = warm.flow(static_cast<int>(a));
-        ASSERT_GE(f, -1e-9);
-        ASSERT_LE(f, net.capacity[a] + 1e-9);
-        balance[net.arcs[a].first] -= f;
-        balance[net.arcs[a].second] += f;
-      }
-      for (int v = 1; v + 1 < net.nodes; ++v) ASSERT_NEAR(balance[v], 0.0, 1e-6) << "node " << v;
+      ASSERT_TRUE(is_a_flow(net, warm)) << "trial " << trial << " round " << round;
     }
     cold_starts += warm.cold_starts();
   }
@@ -167,12 +180,7 @@ TEST(FlowNetwork, AbsorbedCutsKeepTheMinimumCut) {
     if (warm.flow_value() > 1e6) continue;
     ++trials;
     for (int round = 0; round < 5; ++round) {
-      for (std::size_t a = 0; a < net.arcs.size(); ++a) {
-        const double draw = unit(rng);
-        if (draw < 0.2) net.capacity[a] = 0.0;
-        else if (draw < 0.5) net.capacity[a] = std::round(unit(rng) * 100) / 10;
-        warm.set_capacity(static_cast<int>(a), net.capacity[a]);
-      }
+      change_capacities(rng, net, warm);
       warm.run(s, t, 1e-9);
       FlowNetwork fresh = build(net);
       fresh.run(s, t, 1e-9);
@@ -186,15 +194,7 @@ TEST(FlowNetwork, AbsorbedCutsKeepTheMinimumCut) {
       total_raise += raises;
       ASSERT_NEAR(warm.flow_value(), fresh.flow_value() + raises, 1e-6 * std::max(1.0, fresh.flow_value()))
           << "trial " << trial << " round " << round;
-      std::vector<double> balance(net.nodes, 0.0);
-      for (std::size_t a = 0; a < net.arcs.size(); ++a) {
-        const double f = warm.flow(static_cast<int>(a));
-        ASSERT_GE(f, -1e-9);
-        ASSERT_LE(f, net.capacity[a] + warm.raise(static_cast<int>(a)) + 1e-9);
-        balance[net.arcs[a].first] -= f;
-        balance[net.arcs[a].second] += f;
-      }
-      for (int v = 1; v < t; ++v) ASSERT_NEAR(balance[v], 0.0, 1e-6) << "node " << v;
+      ASSERT_TRUE(is_a_flow(net, warm)) << "trial " << trial << " round " << round;
     }
     EXPECT_EQ(warm.cold_starts(), 0) << "trial " << trial;  // nothing was left to restore
   }
