@@ -15,7 +15,8 @@ constexpr double kEnergyEpsilon = 1e-9;
 
 }  // namespace
 
-PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), index_(problem.operations.size()) {
+PlanRefiner::PlanRefiner(const EnergyProblem& problem)
+    : problem_(problem), index_(problem.operations.size()), node_at_(problem.dag.topological_order()) {
   // The repair's flow network over the whole activity-on-arc graph (source 0, sink 1,
   // left(v) = 2 + 2v, right(v) = 3 + 2v), built once: each repair step only sets capacities.
   const Dag& dag = problem.dag;
@@ -26,7 +27,6 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem) : problem_(problem), inde
   repair_arcs_.dependency_begin.assign(n + 1, 0);
   position_.resize(n);
   for (std::size_t k = 0; k < n; ++k) position_[dag.topological_order()[k]] = k;
-  node_at_ = dag.topological_order();
   pred_begin_.assign(1, 0);
   succ_begin_.assign(1, 0);
   for (const Dag::NodeId v : node_at_) {
