@@ -42,6 +42,7 @@ TEST(PlannedMatrix, EachCellIsThePlannersFrontierAtTheClustersScale) {
   request.num_gpus = 1;
   request.refine = false;
   request.straggler_slowdowns.clear();
+  request.time_model = planner::TimeModel::kProfiles;  // as the matrix times every GPU type
   const planner::PlanReport r = planner::plan_training(request);
   const double t_min = r.frontier.t_min_point().measured.time_s + r.chosen.data_parallel_s;
   EXPECT_DOUBLE_EQ(t.at(one, h100), 1.0 / t_min);

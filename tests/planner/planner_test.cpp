@@ -206,6 +206,7 @@ TEST(PlanTraining, TMinsBoundHoldsWhereItsRelaxationIsSkippedAndCertifySolvesIt)
   // terms of 1e16 J cancelling, once stood 2.5% above the LP optimum (4,481 J against 4,370:
   // no longer a bound). --certify solves the LP: a T_min plan no dearer, the optimum its bound.
   PlanRequest request = gpt3_1_3b_on_8(160, 1, 8);
+  request.time_model = TimeModel::kProfiles;  // the durations this case was built on
   const PlanReport skipped = plan_training(request);
   ASSERT_TRUE(skipped.solved);
   ASSERT_EQ(skipped.problem->dag.num_nodes(), 2560u);

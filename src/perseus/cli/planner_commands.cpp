@@ -20,6 +20,7 @@
 #include "perseus/planner/parallel_config.hpp"
 #include "perseus/planner/partition.hpp"
 #include "perseus/planner/planner.hpp"
+#include "perseus/planner/published_runs.hpp"
 #include "perseus/planner/schedules.hpp"
 
 namespace perseus::cli {
@@ -48,6 +49,7 @@ json params_json(const EnergyModelParams& p) {
           {"gemm_efficiency_backward", p.gemm_efficiency_backward},
           {"memory_factor_forward", p.memory_factor_forward},
           {"memory_factor_backward", p.memory_factor_backward},
+          {"gemm_half_width", p.gemm_half_width},
           {"collective_scale", p.collective_scale},
           {"static_power_w", p.static_power_w},
           {"compute_power_w", p.compute_power_w},
@@ -285,6 +287,52 @@ void run_calibrate(const std::vector<std::string>& profiles, const std::vector<s
   }
 }
 
+// The time model fitted to published end-to-end runs (published_runs.hpp), from the GPU's
+// shipped fit, with each run's error in and out of the fit.
+void run_calibrate_published(const std::string& path, const std::string& gpu_name, bool as_json) {
+  const std::vector<PublishedRun> runs = read_published_runs(path);
+  const GpuSpec& gpu = find_gpu(gpu_name);
+  const PublishedRunsFit start = gpu.published_fit.value_or(PublishedRunsFit{0.7, 100.0, 1.0, 1.0});
+  fmt::print(stderr, "perseus: fitting {}'s time model to {} published runs, and each run left out...\n", gpu.name,
+             runs.size());
+  const PublishedFit r = fit_published_runs(runs, gpu, start, true);
+  json out{{"gpu", gpu.name},
+           {"fit",
+            {{"gemm_efficiency", r.fit.gemm_efficiency},
+             {"gemm_half_width", r.fit.gemm_half_width},
+             {"memory_factor", r.fit.memory_factor},
+             {"collective_scale", r.fit.collective_scale}}},
+           {"rms_log_error", r.rms_log_error},
+           {"runs", json::array()}};
+  const EnergyModelParams params = with_published_fit(gpu.energy, r.fit);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const PublishedRun& run = runs[i];
+    const PublishedRunEstimate e = estimate_published_run(run, gpu, params);
+    out["runs"].push_back({{"source", run.source},
+                           {"parameters_b", run.parameters_b},
+                           {"gpus", run.gpus},
+                           {"global_batch", run.global_batch},
+                           {"configuration", describe(e.estimate.config)},
+                           {"published_tflops_per_gpu", run.tflops_per_gpu},
+                           {"estimated_tflops_per_gpu", e.tflops_per_gpu},
+                           {"ratio", r.ratios[i]},
+                           {"held_out_ratio", r.held_out_ratios[i]}});
+  }
+  if (as_json) return print_json(out);
+  fmt::print("time model of {} fitted to {} published runs (rms log error {:.2f}%, {} evaluations):\n", gpu.name,
+             runs.size(), 100 * r.rms_log_error, r.evaluations);
+  for (const auto& [key, value] : out["fit"].items()) fmt::print("  {:<18} {:.6g}\n", key, value.get<double>());
+  fmt::print("  {:<12} {:>8} {:>6} {:>6}  {:<36} {:>9} {:>9} {:>7} {:>9}\n", "source", "params", "GPUs", "batch",
+             "estimated as", "published", "estimate", "ratio", "held out");
+  for (const json& run : out["runs"]) {
+    fmt::print("  {:<12.12} {:>7.1f}B {:>6} {:>6}  {:<36} {:>9.0f} {:>9.0f} {:>7.3f} {:>9.3f}\n",
+               run["source"].get<std::string>(), run["parameters_b"].get<double>(), run["gpus"].get<int>(),
+               run["global_batch"].get<int>(), run["configuration"].get<std::string>(),
+               run["published_tflops_per_gpu"].get<double>(), run["estimated_tflops_per_gpu"].get<double>(),
+               run["ratio"].get<double>(), run["held_out_ratio"].get<double>());
+  }
+}
+
 // -------------------------------------------------------------------------------- partition
 
 struct PartitionArgs {
@@ -325,8 +373,9 @@ void run_partition(const PartitionArgs& a) {
     const ModelSpec& model = find_model(a.model);
     const GpuSpec& gpu = find_gpu(a.gpu);
     const std::vector<LayerCost> layers = model_layers(model, Workload{a.microbatch_size, a.tensor, 0, false, false});
-    const EnergyModel energy(gpu, gpu.energy);
-    const double bw = collective_bandwidth(gpu, a.tensor, gpu.energy.collective_scale);
+    // The planner's time model, as `plan` partitions with.
+    const EnergyModel energy(gpu, planning_params(gpu, TimeModel::kPublishedRuns));
+    const double bw = collective_bandwidth(gpu, a.tensor, energy.params().collective_scale);
     std::vector<PipeDreamLayer> pd;
     for (std::size_t l = 0; l < layers.size(); ++l) {
       const auto one = std::span<const LayerCost>(layers).subspan(l, 1);
@@ -368,7 +417,7 @@ void run_partition(const PartitionArgs& a) {
     const ModelSpec& model = find_model(a.model);
     const GpuSpec& gpu = find_gpu(a.gpu);
     const std::vector<LayerCost> layers = model_layers(model, Workload{a.microbatch_size, a.tensor, 0, false, false});
-    weights = layer_forward_times(EnergyModel(gpu, gpu.energy), layers, a.tensor);
+    weights = layer_forward_times(EnergyModel(gpu, planning_params(gpu, TimeModel::kPublishedRuns)), layers, a.tensor);
     for (const LayerCost& l : layers) names.push_back(l.name);
     what = fmt::format("{} on {} (forward time at the top clock)", model.name, gpu.name);
   }
@@ -411,7 +460,7 @@ void add_model_options(CLI::App* cmd, std::string& model, ModelShape& shape) {
 
 struct ConfigureArgs {
   ModelShape shape;
-  std::string model, gpu, schedule = "1f1b";
+  std::string model, gpu, schedule = "1f1b", time_model = "published";
   int gpus = 0, global_batch = 0, top = 10, tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;
   double memory_headroom = -1.0;
   bool no_recompute = false, sequence_parallel = false, all = false, json = false, quiet = false;
@@ -432,12 +481,13 @@ void run_configure(const ConfigureArgs& a) {
   options.data = a.data;
   if (a.microbatch_size > 0) options.microbatch_sizes = {a.microbatch_size};
   if (a.memory_headroom >= 0.0) options.memory.headroom = a.memory_headroom;
+  options.time_model = parse_time_model(a.time_model);
   if (!a.quiet) {
     fmt::print(stderr, "perseus: sweeping configurations of {} on {} {} GPUs\n", model.name, a.gpus, gpu.name);
   }
   const std::vector<ConfigEstimate> all = sweep_configurations(model, cluster, options);
   const std::size_t fit = std::count_if(all.begin(), all.end(), [](const ConfigEstimate& e) { return e.fits; });
-  json out{{"model", model.name}, {"gpu", gpu.name}, {"gpus", a.gpus},
+  json out{{"model", model.name}, {"gpu", gpu.name}, {"gpus", a.gpus}, {"time_model", to_string(options.time_model)},
            {"global_batch", a.global_batch > 0 ? a.global_batch : model.default_global_batch},
            {"valid", all.size()}, {"fit", fit}, {"configurations", json::array()}};
   std::size_t shown = 0;
@@ -527,7 +577,7 @@ void run_schedules(int stages, int microbatches, int chunks, bool as_json) {
 
 struct PlanArgs {
   PlanRequest request;
-  std::string partition = "min-imbalance", out, straggler_list = "1.05,1.1,1.2,1.5";
+  std::string partition = "min-imbalance", out, straggler_list = "1.05,1.1,1.2,1.5", time_model = "published";
   bool force = false, json = false, quiet = false, no_solve = false;
   std::size_t max_plans = 0;
 };
@@ -585,6 +635,7 @@ json plan_json(const PlanReport& r) {
 void run_plan(PlanArgs& a) {
   PlanRequest& request = a.request;
   request.partition = parse_partition_method(a.partition);
+  request.time_model = parse_time_model(a.time_model);
   request.straggler_slowdowns.clear();
   std::stringstream in(a.straggler_list);
   std::string item;
@@ -688,19 +739,35 @@ void add_planner_commands(CLI::App& app) {
   cmp->callback([] { run_compare(measured, predicted, compare_json); });
 
   static std::vector<std::string> calibration_profiles;
+  static std::string published_runs, published_gpu = "a100-sxm";
   static bool fit_collective = false, calibrate_json = false;
   CLI::App* cal = app.add_subcommand(
-      "calibrate", "Fit a GPU's energy model to measured profiles named <model>+<gpu>.csv (TP 8, microbatch 1)");
-  cal->add_option("--profile", calibration_profiles, "Measured profile CSV (repeat for several models)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      "calibrate", "Fit a GPU's energy model to measured profiles named <model>+<gpu>.csv (TP 8, microbatch 1), or its "
+                   "time model to published end-to-end runs (--published)");
+  cal->footer("Examples:\n  perseus calibrate --profile data/profiles/gpt3-175b+a100-sxm.csv --profile "
+              "data/profiles/bloom-176b+a100-sxm.csv\n  perseus calibrate --published data/published/ptdp.csv");
+  CLI::Option* profile_option =
+      cal->add_option("--profile", calibration_profiles, "Measured profile CSV (repeat for several models)")
+          ->check(CLI::ExistingFile);
+  CLI::Option* published_option =
+      cal->add_option("--published", published_runs,
+                      "Published runs CSV (data/published/ptdp.csv): fit the planner's time model (matrix efficiency "
+                      "by width, bandwidth-bound passes, collective efficiency) to their throughput, each run also "
+                      "left out")
+          ->check(CLI::ExistingFile)
+          ->excludes(profile_option);
+  cal->add_option("--gpu", published_gpu, "--published: the GPU the runs ran on")->capture_default_str();
   cal->add_flag("--fit-collective", fit_collective, "Also fit the tensor-parallel collectives' bandwidth");
   cal->add_flag("--json", calibrate_json, "Print as JSON");
   static std::vector<std::string> held_out_profiles;
   cal->add_option("--held-out", held_out_profiles,
                   "Measured profiles of the same GPU the fit does not see: their errors under the fitted model")
       ->check(CLI::ExistingFile);
-  cal->callback([] { run_calibrate(calibration_profiles, held_out_profiles, fit_collective, calibrate_json); });
+  cal->callback([published_option] {
+    if (published_option->count() > 0) return run_calibrate_published(published_runs, published_gpu, calibrate_json);
+    if (calibration_profiles.empty()) throw InputError("calibrate: give --profile (measured profiles) or --published");
+    run_calibrate(calibration_profiles, held_out_profiles, fit_collective, calibrate_json);
+  });
 
   static PartitionArgs part;
   CLI::App* p = app.add_subcommand("partition", "Split a model's layers into pipeline stages");
@@ -736,6 +803,11 @@ void add_planner_commands(CLI::App& app) {
   cf->add_option("--memory-headroom", conf.memory_headroom,
                  "Share of each GPU's memory kept free (default 0.05: a configuration fits in 95%)")
       ->check(CLI::Range(0.0, 0.9));
+  cf->add_option("--time-model", conf.time_model,
+                 "published (default): times fitted to the published PTD-P runs, end to end, where the GPU has such a fit "
+                 "(A100, H100 by transfer); profiles: the bundled profiles' computation times (faster at the same "
+                 "shape)")
+      ->capture_default_str();
   cf->add_flag("--sequence-parallel", conf.sequence_parallel, "Megatron sequence parallelism with t > 1");
   cf->add_option("--top", conf.top, "Show the best N that fit")->capture_default_str();
   cf->add_flag("--all", conf.all, "Show every configuration, also those that do not fit");
@@ -775,6 +847,11 @@ void add_planner_commands(CLI::App& app) {
   pl->add_option("--memory-headroom", plan.request.memory_headroom,
                  "Share of each GPU's memory kept free (default 0.05: a configuration fits in 95%)")
       ->check(CLI::Range(0.0, 0.9));
+  pl->add_option("--time-model", plan.time_model,
+                 "published (default): times fitted to the published PTD-P runs, end to end, where the GPU has such a fit "
+                 "(A100, H100 by transfer); profiles: the bundled profiles' computation times (faster at the same "
+                 "shape)")
+      ->capture_default_str();
   pl->add_option("--partition", plan.partition, "min-imbalance (Perseus), min-max or uniform")->capture_default_str();
   pl->add_option("--unit-time", plan.request.unit_time, "Time quantum tau in seconds (default: chosen)");
   pl->add_option("--p-blocking", plan.request.p_blocking, "Blocking power in W (default: the GPU's)");

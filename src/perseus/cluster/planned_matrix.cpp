@@ -92,6 +92,10 @@ PlannedMatrix plan_matrix(const PlannedMatrixSpec& spec) {
         request.num_gpus = scale;
         request.global_batch = spec.global_batch;
         request.refine = spec.refine;
+        // Every GPU type timed from the same source, its profiles' fit: the A40 has no
+        // published-runs fit, and mixing the two would make it look faster than it is next to
+        // the A100 (whose end-to-end fit runs about 1.4x slower than its profiles).
+        request.time_model = planner::TimeModel::kProfiles;
         request.straggler_slowdowns.clear();
         const auto start = std::chrono::steady_clock::now();
         try {

@@ -249,6 +249,19 @@ constexpr EnergyModelParams kA40Fit{
 // A fitted model moved to another part, its power limit scaled to that part but no higher than
 // its TDP: the A100-SXM fit's 474 W (above its 400 W TDP) is an effective parameter that the
 // measured profiles support; a part without measured profiles has only its datasheet's limit.
+// Fitted by `perseus calibrate --published data/published/ptdp.csv`: the 17 PTD-P runs of
+// Narayanan's dissertation on A100-80GB (Megatron-LM, 2021), end to end (docs/planner.md has
+// the per-run and leave-one-out errors).
+// The half width comes out at 0: once bandwidth-bound passes and collectives are charged, these
+// runs (per-GPU widths 768 to 3,200) show no fall-off of matrix efficiency with width.
+constexpr PublishedRunsFit kA100PtdpFit{
+    .gemm_efficiency = 0.706907,
+    .gemm_half_width = 0.0,
+    .memory_factor = 3.03216,
+    .collective_scale = 0.901188,
+};
+constexpr const char* kA100PtdpSource = "the 17 published PTD-P runs on A100-80GB (Narayanan's dissertation, 2021)";
+
 EnergyModelParams transferred(EnergyModelParams from, double power_limit_w, double tdp_w) {
   from.power_limit_w = std::min(power_limit_w, tdp_w);
   return from;
@@ -276,6 +289,8 @@ std::vector<GpuSpec> build_gpus() {
     g.p2p_bandwidth = 250e9;
     g.inter_node_bandwidth = 25e9;
     g.energy = kA100SxmFit;
+    g.published_fit = kA100PtdpFit;
+    g.published_fit_source = kA100PtdpSource;
     g.calibrated = true;
     gpus.push_back(g);
   }
@@ -300,6 +315,8 @@ std::vector<GpuSpec> build_gpus() {
     g.inter_node_bandwidth = 12.5e9;
     // Same silicon as the SXM part; the lower board power limit makes it throttle earlier.
     g.energy = transferred(kA100SxmFit, kA100SxmFit.power_limit_w * 300.0 / 400.0, g.tdp_w);
+    g.published_fit = kA100PtdpFit;
+    g.published_fit_source = std::string(kA100PtdpSource) + ", transferred from a100-sxm";
     g.calibration = "transferred from a100-sxm, power limit scaled to the 300 W TDP, at most the TDP (no measured profile)";
     gpus.push_back(g);
   }
@@ -350,6 +367,8 @@ std::vector<GpuSpec> build_gpus() {
     e.compute_power_w *= 700.0 / 400.0;
     e.memory_power_w *= 700.0 / 400.0;
     g.energy = e;
+    g.published_fit = kA100PtdpFit;
+    g.published_fit_source = std::string(kA100PtdpSource) + ", transferred from a100-sxm (no published H100 runs here)";
     g.calibration = "transferred from a100-sxm, powers scaled by the TDP ratio 700/400, power limit at most the TDP "
                     "(no measured profile)";
     gpus.push_back(g);
@@ -405,6 +424,31 @@ const std::vector<GpuSpec>& gpu_catalogue() {
 
 const ModelSpec& find_model(std::string_view name) { return find_named(model_catalogue(), name, "model"); }
 const GpuSpec& find_gpu(std::string_view name) { return find_named(gpu_catalogue(), name, "GPU"); }
+
+std::string_view to_string(TimeModel model) {
+  return model == TimeModel::kPublishedRuns ? "published" : "profiles";
+}
+
+TimeModel parse_time_model(std::string_view text) {
+  if (text == "published") return TimeModel::kPublishedRuns;
+  if (text == "profiles") return TimeModel::kProfiles;
+  throw InputError(fmt::format("--time-model {}: expected published (fitted to published end-to-end runs) or "
+                               "profiles (fitted to the measured profiles)",
+                               text));
+}
+
+EnergyModelParams with_published_fit(EnergyModelParams params, const PublishedRunsFit& fit) {
+  params.gemm_efficiency_forward = params.gemm_efficiency_backward = fit.gemm_efficiency;
+  params.gemm_half_width = fit.gemm_half_width;
+  params.memory_factor_forward = params.memory_factor_backward = fit.memory_factor;
+  params.collective_scale = fit.collective_scale;
+  return params;
+}
+
+EnergyModelParams planning_params(const GpuSpec& gpu, TimeModel model) {
+  if (model == TimeModel::kPublishedRuns && gpu.published_fit) return with_published_fit(gpu.energy, *gpu.published_fit);
+  return gpu.energy;
+}
 
 ModelSpec resolve_model(std::string_view name, const ModelShape& shape) {
   for (const auto& [value, flag] : {std::pair{shape.layers, "--layers"}, std::pair{shape.hidden, "--hidden"},

@@ -2,6 +2,7 @@
 // datasheet figures, and the energy model's parameters calibrated against measured profiles.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,9 @@ struct ModelSpec {
 struct EnergyModelParams {
   double gemm_efficiency_forward = 0.7;   // achieved share of peak FLOP/s at the top clock
   double gemm_efficiency_backward = 0.7;
+  // Per-GPU matrix width at which matrix multiplies reach half of the efficiency above (0: no
+  // fall-off with size). See energy_model.hpp.
+  double gemm_half_width = 0.0;
   double memory_factor_forward = 1.0;     // bandwidth-bound traffic multiplier
   double memory_factor_backward = 1.0;
   double collective_scale = 1.0;          // multiplies the tensor-parallel collective bandwidth
@@ -75,6 +79,26 @@ struct EnergyModelParams {
   double voltage_floor = 0.8;             // V(f)/V(f_max) never drops below this
   double power_limit_w = 400.0;           // the clock throttles to stay under this
 };
+
+// The time part of a GPU's model (at the top clock) fitted to published end-to-end training
+// runs instead of to measured profiles (`perseus calibrate --published`, published_runs.hpp):
+// matrix multiplies reach gemm_efficiency * w / (w + gemm_half_width) of the peak at per-GPU
+// width w, bandwidth-bound traffic costs memory_factor passes, tensor-parallel collectives reach
+// collective_scale of the link's bus bandwidth. Forward and backward share each value.
+struct PublishedRunsFit {
+  double gemm_efficiency = 0.0;
+  double gemm_half_width = 0.0;
+  double memory_factor = 0.0;
+  double collective_scale = 1.0;
+};
+
+// Which time model the planner estimates with: the published runs' fit where the GPU has one
+// (the default: end-to-end throughput as large runs reach it), or the profiles' fit (the
+// bundled profiles' computation times, which run faster than those runs at the same shape).
+enum class TimeModel { kPublishedRuns, kProfiles };
+std::string_view to_string(TimeModel model);
+// "published" / "profiles"; InputError otherwise.
+TimeModel parse_time_model(std::string_view text);
 
 struct GpuSpec {
   std::string name;           // catalogue key, e.g. "a100-sxm"
@@ -96,10 +120,18 @@ struct GpuSpec {
   double intra_node_busbw = 0.0;      // NCCL all-reduce bus bandwidth inside a node, B/s
   double p2p_bandwidth = 0.0;         // point-to-point inside a node, B/s
   double inter_node_bandwidth = 0.0;  // per GPU across nodes (InfiniBand), B/s
-  EnergyModelParams energy;
+  EnergyModelParams energy;           // fitted to measured profiles (or transferred)
+  std::optional<PublishedRunsFit> published_fit;  // its time part fitted to published runs
+  std::string published_fit_source;   // which runs, on which GPU
   std::string calibration;            // how `energy` was obtained, and its error
   bool calibrated = false;            // fitted on this GPU's own measurements
 };
+
+// `energy` with its time part replaced by the published runs' fit.
+EnergyModelParams with_published_fit(EnergyModelParams params, const PublishedRunsFit& fit);
+// The parameters the planner estimates with: the published runs' fit when `model` asks for it
+// and the GPU has one, `energy` otherwise.
+EnergyModelParams planning_params(const GpuSpec& gpu, TimeModel model);
 
 const std::vector<ModelSpec>& model_catalogue();
 const std::vector<GpuSpec>& gpu_catalogue();

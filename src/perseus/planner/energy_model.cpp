@@ -19,11 +19,16 @@ namespace perseus::planner {
 OperationWork operation_work(std::span<const LayerCost> layers, InstructionKind kind) {
   OperationWork work;
   for (const LayerCost& layer : layers) {
+    if (kind == InstructionKind::kRecompute && !layer.recomputed) continue;
     work.flops += layer.forward_flops;
+    if (layer.gemm_width > 0.0) work.flops_per_width += layer.forward_flops / layer.gemm_width;
     work.memory_bytes += layer.memory_traffic_bytes;
     work.collective_bytes += layer.tp_comm_bytes;
   }
-  if (kind == InstructionKind::kBackward) work.flops *= 2.0;
+  if (kind == InstructionKind::kBackward) {
+    work.flops *= 2.0;
+    work.flops_per_width *= 2.0;
+  }
   return work;
 }
 
@@ -40,7 +45,7 @@ EnergyModel::Split EnergyModel::split(const OperationWork& work, InstructionKind
   const bool backward = kind == InstructionKind::kBackward;
   const double eta = backward ? params_.gemm_efficiency_backward : params_.gemm_efficiency_forward;
   const double kappa = backward ? params_.memory_factor_backward : params_.memory_factor_forward;
-  const double compute = work.flops / (eta * gpu_.peak_flops);
+  const double compute = (work.flops + params_.gemm_half_width * work.flops_per_width) / (eta * gpu_.peak_flops);
   const double memory = kappa * work.memory_bytes / gpu_.memory_bandwidth;
   const double collective = collective_bw > 0.0 ? work.collective_bytes / collective_bw : 0.0;
   return {compute, memory + collective, memory + collective};
@@ -118,8 +123,10 @@ Profile synthesize_profile(const EnergyModel& model, std::span<const LayerCost> 
   int line = 2;
   for (std::size_t s = 0; s + 1 < boundaries.size(); ++s) {
     const auto stage_layers = layers.subspan(boundaries[s], boundaries[s + 1] - boundaries[s]);
-    for (InstructionKind kind : {InstructionKind::kForward, InstructionKind::kBackward}) {
+    for (InstructionKind kind : {InstructionKind::kForward, InstructionKind::kBackward, InstructionKind::kRecompute}) {
+      if (kind == InstructionKind::kRecompute && !options.recompute) continue;
       const OperationWork work = operation_work(stage_layers, kind);
+      if (kind == InstructionKind::kRecompute && work.flops <= 0.0 && work.memory_bytes <= 0.0) continue;
       OperationProfile op{static_cast<int>(s), kind, {}};
       for (int f : frequencies) {
         const OperationEstimate e = model.estimate(work, kind, f, bw);

@@ -4,7 +4,9 @@
 // The model, for an instruction doing `flops` tensor-core FLOPs, `memory_bytes` of
 // bandwidth-bound traffic and `collective_bytes` of tensor-parallel collectives per GPU:
 //
-//   time(f)   = flops / (eta * peak) * f_max / f_e                compute-bound: scales with the clock
+//   time(f)   = flops * (1 + w_half / w) / (eta * peak) * f_max / f_e   compute-bound: scales with the clock;
+//                                                                  matrices of per-GPU width w reach
+//                                                                  eta * w / (w + w_half) of the peak
 //             + kappa * memory_bytes / bandwidth                  bandwidth-bound: does not
 //             + collective_bytes / (scale * bus_bandwidth)        collectives: do not
 //   power     = P_static + g(f_e) * (P_compute * share_compute + P_memory * (1 - share_compute))
@@ -34,12 +36,14 @@ namespace perseus::planner {
 // What one instruction does on one GPU.
 struct OperationWork {
   double flops = 0.0;
+  double flops_per_width = 0.0;  // sum of each layer's flops / gemm_width: the narrow-matrix penalty
   double memory_bytes = 0.0;
   double collective_bytes = 0.0;
 };
 
 // Work of an instruction over layers [begin, end): forward sums the layers; backward doubles
-// the FLOPs (input and weight gradients) and repeats the collectives; recompute is a forward.
+// the FLOPs (input and weight gradients) and repeats the collectives; recompute is the forward
+// of the layers inside the checkpointed region only (`LayerCost::recomputed`).
 OperationWork operation_work(std::span<const LayerCost> layers, InstructionKind kind);
 
 struct OperationEstimate {
@@ -96,6 +100,9 @@ constexpr bool tensor_group_within_node(int tensor_parallel, int gpus_per_node) 
 struct SynthesisOptions {
   std::vector<int> frequencies;  // empty: the GPU's default profile range, top clock first
   double collective_bandwidth = 0.0;  // 0: collective_bandwidth(gpu, t, params.collective_scale)
+  // Also a `recompute` row per stage: the forward of its checkpointed layers only (a stage
+  // without any, e.g. the head alone, gets none and the core falls back to its forward).
+  bool recompute = false;
 };
 
 // A profile in the standard format: for every stage (layers [boundaries[s], boundaries[s+1]))

@@ -1,5 +1,6 @@
 #include "perseus/planner/layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -59,6 +60,8 @@ LayerCost transformer_layer(const TransformerShape& m, const Workload& w, double
   layer.memory_traffic_bytes = layer.activation_bytes;
   layer.tp_comm_bytes = 2.0 * ring_allreduce_bytes(kHalf * sbh, w.tensor_parallel);
   layer.output_bytes = kHalf * sbh;
+  layer.gemm_width = wa / d.t;
+  layer.recomputed = true;
   return layer;
 }
 
@@ -143,6 +146,7 @@ LayerCost lm_head_layer(const ModelSpec& model, const Workload& w, double s) {
   layer.unique_parameters = unique;
   layer.parameters = local;
   layer.forward_flops = flops;
+  layer.gemm_width = h;  // logits: [tokens x h] x [h x V/t]
   // Vocab-parallel cross-entropy keeps FP32 logits (softmax) for the backward pass.
   activations += 4.0 * s * b * vocab_rows;
   layer.activation_bytes = activations;
@@ -179,6 +183,8 @@ LayerCost bottleneck_block(double in, double planes, double width_factor, double
   layer.checkpoint_bytes = kHalf * in * a_in * b;
   layer.memory_traffic_bytes = layer.activation_bytes;
   layer.output_bytes = kHalf * out * a_out * b;
+  layer.gemm_width = std::min(in, w);  // as implicit GEMMs: channels are their narrow side
+  layer.recomputed = true;
   return layer;
 }
 

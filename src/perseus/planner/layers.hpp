@@ -51,6 +51,12 @@ struct LayerCost {
   double memory_traffic_bytes = 0.0; // bandwidth-bound traffic of the forward
   double tp_comm_bytes = 0.0;        // sent per GPU by tensor-parallel collectives, forward
   double output_bytes = 0.0;         // handed to the next layer (pipeline P2P), whole tensor
+  // The narrowest per-GPU dimension of its matrix multiplies other than the tokens (a
+  // Transformer's attention width / t): their efficiency falls as it shrinks. 0: no matrices.
+  double gemm_width = 0.0;
+  // Inside the checkpointed region: run again before the backward under full recomputation
+  // (Transformer and ResNet blocks; not the embedding or the head, as Megatron-LM recomputes).
+  bool recomputed = false;
 };
 
 // The model as a list of layers: embedding, blocks, head. Throws InputError when the

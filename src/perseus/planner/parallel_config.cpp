@@ -350,17 +350,18 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   const int n = static_cast<int>(layers.size());
   const int virtual_stages = p * v;
   const int node = cluster.nodes_gpus_per_node();
-  const EnergyModel energy(gpu, gpu.energy);
+  const EnergyModel energy(gpu, options.params ? *options.params : planning_params(gpu, options.time_model));
   const bool tensor_within_node = tensor_group_within_node(t, node);
-  const double tp_bw =
-      (tensor_within_node ? gpu.intra_node_busbw : cluster.network_bandwidth()) * gpu.energy.collective_scale;
+  const double tp_bw = (tensor_within_node ? gpu.intra_node_busbw : cluster.network_bandwidth()) *
+                       energy.params().collective_scale;
 
   std::vector<double> forward(n), backward(n), weight(n);
   for (int l = 0; l < n; ++l) {
     const std::span<const LayerCost> one(&layers[l], 1);
     forward[l] = energy.time_at_max(operation_work(one, InstructionKind::kForward), InstructionKind::kForward, tp_bw);
     backward[l] = energy.time_at_max(operation_work(one, InstructionKind::kBackward), InstructionKind::kBackward, tp_bw);
-    if (config.recompute) backward[l] += forward[l];
+    // Recomputation runs the checkpointed layers' forward again (not the embedding or the head).
+    if (config.recompute && layers[l].recomputed) backward[l] += forward[l];
     weight[l] = forward[l] + backward[l];
   }
   const Partition partition = min_max_partition(weight, virtual_stages);

@@ -14,6 +14,7 @@
 // t*d fills a node.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,10 @@ struct SweepOptions {
   bool sequence_parallel = false;
   int tensor = 0, pipeline = 0, data = 0;  // fixed degrees (0: swept)
   MemoryModelOptions memory;
+  TimeModel time_model = TimeModel::kPublishedRuns;
+  // Parameters to estimate with instead of planning_params(gpu, time_model) (the published
+  // runs' fit tries candidates through this).
+  std::optional<EnergyModelParams> params;
 };
 
 // One configuration. Throws InputError when its degrees do not multiply to the GPU count, the

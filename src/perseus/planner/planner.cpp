@@ -201,6 +201,7 @@ PlanReport plan_training(const PlanRequest& request) {
   sweep.data = request.data;
   if (request.microbatch_size > 0) sweep.microbatch_sizes = {request.microbatch_size};
   if (request.memory_headroom >= 0.0) sweep.memory.headroom = request.memory_headroom;
+  sweep.time_model = request.time_model;
   const ScheduleKind schedule = parse_schedule_kind(request.schedule);
   sweep.schedules = {schedule};
   if (!request.allow_recompute) sweep.recompute = {false};
@@ -262,7 +263,7 @@ PlanReport plan_training(const PlanRequest& request) {
 
   // Partition at the chosen microbatch size and tensor parallelism.
   out.layers = model_layers(model, Workload{config.microbatch_size, config.tensor, 0, config.sequence_parallel, false});
-  const EnergyModel energy(gpu, gpu.energy);
+  const EnergyModel energy(gpu, planning_params(gpu, request.time_model));
   const int virtual_stages = config.pipeline * config.chunks;
   out.partition_method = request.partition;
   out.partition = partition_layers(energy, out.layers, config.tensor, virtual_stages, request.partition);
@@ -273,12 +274,16 @@ PlanReport plan_training(const PlanRequest& request) {
       out.uniform_partition.imbalance_ratio));
 
   // The profile of every (virtual) stage, the schedule, and the frontier.
-  out.profile = synthesize_profile(energy, out.layers, out.partition.boundaries, config.tensor, {},
+  SynthesisOptions synthesis;
+  synthesis.recompute = config.recompute;
+  out.profile = synthesize_profile(energy, out.layers, out.partition.boundaries, config.tensor, synthesis,
                                    fmt::format("synthetic {} on {} ({})", model.name, gpu.name, describe(config)));
-  out.reasons.push_back(gpu.calibrated
-                            ? fmt::format("profile synthesised from {}'s energy model, calibrated on measured profiles",
-                                          gpu.name)
-                            : fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, gpu.calibration));
+  std::string calibration = gpu.calibrated ? "calibrated on measured profiles" : gpu.calibration;
+  if (request.time_model == TimeModel::kPublishedRuns && gpu.published_fit) {
+    calibration = fmt::format("times fitted to {}, power to {}", gpu.published_fit_source,
+                              gpu.calibrated ? "measured profiles" : gpu.calibration);
+  }
+  out.reasons.push_back(fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, calibration));
   out.schedule = ScheduleSpec{core_schedule_kind(config.schedule), config.pipeline, config.microbatches, config.chunks,
                               false};
   if (config.recompute && !recomputes(config.schedule) && flushes(config.schedule)) {

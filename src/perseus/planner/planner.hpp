@@ -53,6 +53,7 @@ struct PlanRequest {
   int tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;  // 0: chosen by the sweep
   std::string schedule = "1f1b";   // see parse_schedule_kind; interleaved sweeps v in {2, 4}
   bool allow_recompute = true;
+  TimeModel time_model = TimeModel::kPublishedRuns;  // catalogue.hpp
   double memory_headroom = -1.0;  // share of GPU memory kept free; < 0: MemoryModelOptions's default
   PartitionMethod partition = PartitionMethod::kMinImbalance;
   double unit_time = 0.0;          // tau, s; 0: chosen from the profile
