@@ -204,7 +204,9 @@ TEST(EffectiveEnergyHull, LiesBelowEveryOptionAndIsConvexOnRealOptions) {
                  o.measurement.energy_j - kA100Blocking * o.measurement.time_s == hull[k].effective_j;
         });
         EXPECT_TRUE(is_option) << "corner " << k;
-        if (unit > 0) EXPECT_NEAR(hull[k].time_s / unit, std::round(hull[k].time_s / unit), 1e-9);
+        if (unit > 0) {
+          EXPECT_NEAR(hull[k].time_s / unit, std::round(hull[k].time_s / unit), 1e-9);
+        }
         if (k > 0) {
           EXPECT_GT(hull[k].time_s, hull[k - 1].time_s);
           EXPECT_LT(hull[k].effective_j, hull[k - 1].effective_j);

@@ -15,6 +15,13 @@ using testing::cluster_of;
 using testing::matrix_of;
 using testing::matrix_with_energy;
 
+// A job of `steps` steps, no command (the emulated backend runs none).
+BackendJob job_of(int id, int type, int gpus, double steps) {
+  BackendJob job;
+  job.id = id, job.type = type, job.gpus = gpus, job.steps = steps;
+  return job;
+}
+
 Lease lease_of(int job, int gpu_type, std::vector<int> gpus, int partner = -1, double pace = 1.0, bool renewed = false) {
   Lease l;
   l.job = job, l.gpu_type = gpu_type, l.gpus = std::move(gpus), l.partner = partner, l.pace = pace, l.renewed = renewed;
@@ -25,8 +32,8 @@ TEST(EmulatedBackend, APairRunsAtItsSharedSpeedsThenTheSurvivorAlone) {
   ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
   t.shared[{0, 1, 0}] = {0.5, 0.6};
   EmulatedBackend b(cluster_of(t, {1}, 1));
-  b.submit({0, 0, 1, 100.0});
-  b.submit({1, 1, 1, 300.0});
+  b.submit(job_of(0, 0, 1, 100.0));
+  b.submit(job_of(1, 1, 1, 300.0));
   b.begin_round({lease_of(0, 0, {0}, 1)});
   const std::vector<JobProgress> p = b.end_round(360.0);
   ASSERT_EQ(p.size(), 2u);
@@ -55,7 +62,7 @@ TEST(EmulatedBackend, APacedJobDrawsThePowerOfItsSpeedOnTheLowerHull) {
   EmulatedCluster c = cluster_of(t, {1}, 1);
   c.restart_s = 10.0;
   EmulatedBackend b(c);
-  b.submit({0, 0, 1, 1e6});
+  b.submit(job_of(0, 0, 1, 1e6));
   const struct {
     double pace, watts;
   } cases[] = {{1.0, 100.0}, {0.9, 86.0}, {0.8, 72.0}, {0.7, 68.0}, {0.6, 64.0}, {0.5, 60.0}};
@@ -78,7 +85,7 @@ TEST(EmulatedBackend, ALeaseThatIsNotARenewalPaysTheRestart) {
   EmulatedCluster c = cluster_of(t, {2}, 1);
   c.restart_s = 30.0;
   EmulatedBackend b(c);
-  b.submit({0, 0, 1, 1e6});
+  b.submit(job_of(0, 0, 1, 1e6));
   b.begin_round({lease_of(0, 0, {0})});
   EXPECT_DOUBLE_EQ(b.end_round(360.0)[0].steps_done, 330.0);
   b.begin_round({lease_of(0, 0, {0}, -1, 1.0, true)});
@@ -90,8 +97,8 @@ TEST(EmulatedBackend, ALeaseThatIsNotARenewalPaysTheRestart) {
 TEST(EmulatedBackend, ACancelledJobIsNeverLeasedNorReportedAgain) {
   const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
   EmulatedBackend b(cluster_of(t, {2}, 1));
-  b.submit({0, 0, 1, 1e6});
-  b.submit({1, 1, 1, 1e6});
+  b.submit(job_of(0, 0, 1, 1e6));
+  b.submit(job_of(1, 1, 1, 1e6));
   b.begin_round({lease_of(0, 0, {0}), lease_of(1, 0, {1})});
   ASSERT_EQ(b.end_round(360.0).size(), 2u);
   b.cancel(0);  // running: stopped for good
@@ -110,13 +117,13 @@ TEST(EmulatedBackend, ACancelledJobIsNeverLeasedNorReportedAgain) {
 TEST(EmulatedBackend, BadLeasesAreNamed) {
   const ThroughputMatrix t = matrix_of({"v100"}, {{1.0}, {1.0}});
   EmulatedBackend b(cluster_of(t, {2}, 1));
-  b.submit({0, 0, 1, 100.0});
-  b.submit({1, 1, 1, 100.0});
+  b.submit(job_of(0, 0, 1, 100.0));
+  b.submit(job_of(1, 1, 1, 100.0));
   EXPECT_THROW(b.begin_round({lease_of(5, 0, {0})}), InputError);
   EXPECT_THROW(b.begin_round({lease_of(0, 0, {0}), lease_of(0, 0, {1})}), InputError);
   EXPECT_THROW(b.begin_round({lease_of(0, 0, {0}, -1, 0.0)}), InputError);
   EXPECT_THROW(b.begin_round({lease_of(0, 0, {0}, 1, 0.5)}), InputError);
-  EXPECT_THROW(b.submit({0, 0, 1, 100.0}), InputError);
+  EXPECT_THROW(b.submit(job_of(0, 0, 1, 100.0)), InputError);
 }
 
 }  // namespace

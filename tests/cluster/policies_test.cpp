@@ -201,7 +201,7 @@ TEST(FinishTimeFairness, NoAllocationReachesALowerRho) {
     for (const double hours : {0.0, 1.0, 20.0}) {
       std::vector<Job> jobs = random_jobs(t, count, 11 + static_cast<std::uint64_t>(count));
       for (std::size_t m = 0; m < jobs.size(); ++m) jobs[m].elapsed_s = 3600.0 * hours * static_cast<double>(m % 7) / 6.0;
-      for (const auto [aware, space_sharing] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+      for (const auto& [aware, space_sharing] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
         const Allocation a = allocate(jobs, t, workers, PolicySpec(PolicyKind::kFinishTimeFairness, aware, {}, std::nullopt, space_sharing));
         const std::string name = fmt::format("{} jobs, {} h, aware {}, space sharing {}", count, hours, aware, space_sharing);
         expect_valid(a, jobs, t, workers);

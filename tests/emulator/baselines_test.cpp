@@ -182,7 +182,9 @@ TEST(Baselines, ZeusPerStageBalancesForwardTimesAgainstTheBottleneck) {
       for (std::size_t o = 0; o < problem.operations.size(); ++o) {
         if (problem.operations[o].stage != s) continue;
         for (const auto& p : table.points(o)) {
-          if (p.frequency_mhz < clock[s]) EXPECT_GT(forward_time(s, p.frequency_mhz), target);
+          if (p.frequency_mhz < clock[s]) {
+            EXPECT_GT(forward_time(s, p.frequency_mhz), target);
+          }
         }
       }
     }
@@ -221,7 +223,9 @@ TEST(Baselines, EnvPipeFillsSlackWithoutSlowingTheIteration) {
     for (int s = 0; s < spec.stages - 1; ++s) {
       for (Dag::NodeId n : problem.dag.stage_nodes(s)) {
         for (const auto& p : table->points(op_of(problem, n))) {
-          if (p.frequency_mhz < env.clock_mhz[n]) EXPECT_GT(p.time_s, lf[n] - es[n] - 1e-12);
+          if (p.frequency_mhz < env.clock_mhz[n]) {
+            EXPECT_GT(p.time_s, lf[n] - es[n] - 1e-12);
+          }
         }
       }
     }

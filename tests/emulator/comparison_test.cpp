@@ -134,7 +134,9 @@ TEST(Comparison, TablesMatchBruteForceOverTheEmulatedPoints) {
     }
     // Perseus answers a straggler at least as well as any baseline.
     for (const MethodRow& r : row.methods) {
-      if (r.available) EXPECT_LE(row.methods[0].energy_j, r.energy_j * (1 + 1e-9)) << r.method;
+      if (r.available) {
+        EXPECT_LE(row.methods[0].energy_j, r.energy_j * (1 + 1e-9)) << r.method;
+      }
     }
   }
 }

@@ -171,7 +171,9 @@ TEST(EmulatorDetail, NotablePipelinesAreTheStragglersTheFastestAndATypicalOne) {
   EXPECT_EQ(r.timeline.size(), 3 * cluster.problem.dag.num_nodes());
   for (int p = 0; p < 64; ++p) {
     EXPECT_EQ(r.has_detail(p), p == 0 || p == 9 || p == 40) << p;
-    if (!r.has_detail(p)) EXPECT_TRUE(r.device_timeline(p, 2).empty());
+    if (!r.has_detail(p)) {
+      EXPECT_TRUE(r.device_timeline(p, 2).empty());
+    }
   }
   EXPECT_TRUE(std::is_sorted(r.timeline.begin(), r.timeline.end(),
                              [](const ExecutedInstruction& a, const ExecutedInstruction& b) { return a.pipeline < b.pipeline; }));

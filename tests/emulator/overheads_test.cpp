@@ -62,7 +62,9 @@ TEST(EmulatorOverheads, DataLoadingRunsAsIfEachForwardOnTheEdgeStagesTookThatMuc
     // Every load sits right before its forward, and none elsewhere.
     double seen = 0.0;
     for (const ExecutedInstruction& e : r.timeline) {
-      if (e.instruction.kind != InstructionKind::kForward) EXPECT_EQ(e.load_s, 0.0);
+      if (e.instruction.kind != InstructionKind::kForward) {
+        EXPECT_EQ(e.load_s, 0.0);
+      }
       seen += e.load_s;
     }
     EXPECT_NEAR(seen, loads, 1e-12);
@@ -127,7 +129,9 @@ TEST(EmulatorOverheads, ABlockingSendHoldsItsStageUntilTheReceiverHasIt) {
     // And nothing on a device starts before what it sent last has arrived.
     for (const Transfer& t : r.transfers) {
       for (const ExecutedInstruction& e : r.device_timeline(t.pipeline, t.from_stage)) {
-        if (e.start_s >= t.start_s) EXPECT_GE(e.start_s, t.arrival_s - 1e-12) << label(e.instruction);
+        if (e.start_s >= t.start_s) {
+          EXPECT_GE(e.start_s, t.arrival_s - 1e-12) << label(e.instruction);
+        }
       }
     }
     config.overheads.blocking_sends = false;

@@ -262,7 +262,9 @@ TEST(Configuration, FitsLeaveTheHeadroomFree) {
     EXPECT_EQ(e.fits, e.memory.total_bytes <= gpu.memory_bytes * (1.0 - headroom)) << headroom;
     const auto all = sweep_configurations(model, ClusterSpec{&gpu, 1024}, options);
     for (const ConfigEstimate& c : all) {
-      if (c.fits) EXPECT_LE(c.memory.total_bytes, gpu.memory_bytes * (1.0 - headroom)) << describe(c.config);
+      if (c.fits) {
+        EXPECT_LE(c.memory.total_bytes, gpu.memory_bytes * (1.0 - headroom)) << describe(c.config);
+      }
     }
   }
   SweepOptions none, some;

@@ -160,7 +160,9 @@ TEST(ReportInChromium, RendersThePlotsWithoutConsoleErrors) {
       EXPECT_EQ(svg["instructions_drawn"].get<std::size_t>(), page.instructions);
     } else if (svg["cls"] == "savings-breakdown" || svg["cls"] == "straggler-savings") {
       EXPECT_GT(svg["elements"].get<int>(), 40);
-      if (svg["cls"] == "straggler-savings") EXPECT_GE(svg["series"].get<int>(), 3);
+      if (svg["cls"] == "straggler-savings") {
+        EXPECT_GE(svg["series"].get<int>(), 3);
+      }
     } else {
       EXPECT_EQ(svg["cls"], "frontier-plot");
       EXPECT_GE(svg["series"].get<int>(), 3);  // Perseus, ZeusGlobal, ZeusPerStage lines

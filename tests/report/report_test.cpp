@@ -258,7 +258,9 @@ TEST(TimelinePlot, LabelsEveryBlockThatHasRoomAtTheLargestSizeThatFits) {
       smaller += found->text != name || !found->has_class("small");
     }
     EXPECT_GT(labelled, 0u) << width;
-    if (width < 200) EXPECT_GT(smaller + unlabelled, 0u) << "the narrow plot has narrow blocks";
+    if (width < 200) {
+      EXPECT_GT(smaller + unlabelled, 0u) << "the narrow plot has narrow blocks";
+    }
   }
 }
 

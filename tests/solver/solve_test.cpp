@@ -147,7 +147,7 @@ TEST(Solve, AThrowingProgressLeavesNoThreadBehind) {
   for (int run = 0; run < 20; ++run) {
     std::size_t calls = 0;
     request.progress = [&](const SolveProgress&) {
-      if (++calls == 1 + run % 5) throw std::runtime_error("cancelled");
+      if (++calls == static_cast<std::size_t>(1 + run % 5)) throw std::runtime_error("cancelled");
     };
     EXPECT_THROW(solve(bloom_a40(), request), std::runtime_error);
   }

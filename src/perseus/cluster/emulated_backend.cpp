@@ -234,7 +234,9 @@ std::vector<JobProgress> EmulatedBackend::end_round(double round_s) {
   std::size_t next_run = 0;
   for (int id : live_) {
     RunningJob& r = jobs_[static_cast<std::size_t>(id)];
-    JobProgress p{id, JobStatus::kWaiting, r.job.steps - r.left};
+    JobProgress p;
+    p.id = id;
+    p.steps_done = r.job.steps - r.left;
     if (next_run < runs.size() && runs[next_run].id == id) {
       const Run& run = runs[next_run++];
       p.status = run.finished ? JobStatus::kFinished : JobStatus::kRunning;

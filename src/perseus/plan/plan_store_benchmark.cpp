@@ -1,7 +1,7 @@
 // The plan store at the scale: writing and reading 100,000 plans of 8 stages x 96
 // microbatches (1,536 clocks each, 154 MB). Target: each under 1 s.
-//   ./build/src/perseus/plan_store_benchmark --benchmark_repetitions=5 \
-//       --benchmark_report_aggregates_only=true
+//   ./build/src/perseus/plan_store_benchmark --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true   (one command line)
 // (quote the median). The file lives in $TMPDIR (the page cache, as right after optimize).
 #include <benchmark/benchmark.h>
 
