@@ -308,6 +308,7 @@ void run_calibrate_published(const std::string& path, const std::string& gpu_nam
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const PublishedRun& run = runs[i];
     const PublishedRunEstimate e = estimate_published_run(run, gpu, params);
+    const PublishedRunEstimate pick = estimate_published_run(run, gpu, params, true);
     out["runs"].push_back({{"source", run.source},
                            {"parameters_b", run.parameters_b},
                            {"gpus", run.gpus},
@@ -316,7 +317,9 @@ void run_calibrate_published(const std::string& path, const std::string& gpu_nam
                            {"published_tflops_per_gpu", run.tflops_per_gpu},
                            {"estimated_tflops_per_gpu", e.tflops_per_gpu},
                            {"ratio", r.ratios[i]},
-                           {"held_out_ratio", r.held_out_ratios[i]}});
+                           {"held_out_ratio", r.held_out_ratios[i]},
+                           {"pick", describe(pick.estimate.config)},
+                           {"pick_over_shape", pick.tflops_per_gpu / e.tflops_per_gpu}});
   }
   if (as_json) return print_json(out);
   fmt::print("time model of {} fitted to {} published runs (rms log error {:.2f}%, {} evaluations):\n", gpu.name,

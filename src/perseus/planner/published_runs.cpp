@@ -62,17 +62,25 @@ double published_iteration_flops(const PublishedRun& run, int seq_len, int vocab
   return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
 }
 
-PublishedRunEstimate estimate_published_run(const PublishedRun& run, const GpuSpec& gpu,
-                                            const EnergyModelParams& params) {
-  const ModelSpec model = resolve_model("", ModelShape{run.layers, run.hidden, run.heads, 2048, 51200});
+SweepOptions published_run_options(const PublishedRun& run, const EnergyModelParams& params) {
   SweepOptions sweep;
   sweep.global_batch = run.global_batch;
-  sweep.tensor = run.tensor;
-  sweep.pipeline = run.pipeline;
-  if (run.microbatch > 0) sweep.microbatch_sizes = {run.microbatch};
-  sweep.schedules = {ScheduleKind::k1F1B};
+  sweep.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
+  sweep.interleave_chunks = {2, 3, 4};
   sweep.recompute = {true};
   sweep.params = params;
+  return sweep;
+}
+
+PublishedRunEstimate estimate_published_run(const PublishedRun& run, const GpuSpec& gpu,
+                                            const EnergyModelParams& params, bool free_shape) {
+  const ModelSpec model = resolve_model("", ModelShape{run.layers, run.hidden, run.heads, 2048, 51200});
+  SweepOptions sweep = published_run_options(run, params);
+  if (!free_shape) {
+    sweep.tensor = run.tensor;
+    sweep.pipeline = run.pipeline;
+    if (run.microbatch > 0) sweep.microbatch_sizes = {run.microbatch};
+  }
   const std::vector<ConfigEstimate> estimates = sweep_configurations(model, ClusterSpec{&gpu, run.gpus}, sweep);
   PublishedRunEstimate out;
   out.estimate = estimates.front();  // the fastest that fits, or the fastest when none does

@@ -11,7 +11,8 @@
 //
 // Source: Narayanan's dissertation, chapter 4 (Megatron-LM PTD-P, A100-80GB, sequence 2048,
 // vocabulary 51,200), the same runs as Narayanan et al., SC'21: Table 4.1 (weak scaling, 1.7B
-// to 1T), Table 4.2 (175B and 530B) and the 175B run of Section 4.5.1. Throughput per GPU by
+// to 1T), Table 4.2 (175B and 530B) and the 175B run of Section 4.5.1, all with the interleaved
+// schedule and full recomputation. Throughput per GPU by
 // the dissertation's equation 4.2, which counts recomputation's extra forward of the
 // Transformer layers (not of the logits).
 #pragma once
@@ -53,12 +54,18 @@ struct PublishedRunEstimate {
   double ratio = 0.0;           // estimate / published
 };
 
+// How the runs ran (the dissertation, Section 4.5.1: "the interleaved pipeline schedule with the
+// scatter/gather optimization"), as the planner's sweep options: full recomputation, 1F1B or
+// interleaved 1F1B with v in {2, 3, 4}, whichever is fastest (interleaving needs m a multiple of
+// p, and an uneven split of the layers into p*v chunks makes it slower than 1F1B).
+SweepOptions published_run_options(const PublishedRun& run, const EnergyModelParams& params);
+
 // The planner's estimate of `run` at its published shape: t, and p and b where published,
-// fixed; 1F1B with full recomputation, as the runs had; what is not published, the fastest
-// (among configurations that fit, or all when none does: the run did). `params`: the GPU's
-// model to estimate with.
+// fixed; what is not published, the fastest (among configurations that fit, or all when none
+// does: the run did). With `free_shape`, t, p and b are the planner's too: its own pick under the
+// runs' schedules and recomputation. `params`: the GPU's model to estimate with.
 PublishedRunEstimate estimate_published_run(const PublishedRun& run, const GpuSpec& gpu,
-                                            const EnergyModelParams& params);
+                                            const EnergyModelParams& params, bool free_shape = false);
 
 struct PublishedFit {
   PublishedRunsFit fit;
