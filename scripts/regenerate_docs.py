@@ -307,6 +307,36 @@ def ptdp_table():
     return "\n".join(out)
 
 
+def ptdp_guidance():
+    """docs/planner.md: the planner on the dissertation's Section 4.5.4 comparisons (Figures
+    4.13-4.15: 64 A100s, microbatch 1), as samples per second at fixed t and p, 1F1B with
+    recomputation. The figures are plots; what they state is which configuration is fastest."""
+    def rate(layers, hidden, heads, batch, t, p):
+        c = json.loads(perseus("plan", "--layers", str(layers), "--hidden", str(hidden), "--heads", str(heads),
+                               "--gpu", "a100-sxm", "--gpus", "64", "--global-batch", str(batch), "-t", str(t),
+                               "-p", str(p), "-b", "1", "--schedule", "1f1b-recompute", "--no-solve", "--json",
+                               "-q"))["configuration"]
+        return batch / c["iteration_time_s"]
+    cases = [("Figure 4.13: 161B (32 layers, hidden 20480), t x p = 64; published: fastest at t = 8",
+              lambda b, k: rate(32, 20480, 128, b, k, 64 // k), "(t, p)", lambda k: f"({k}, {64 // k})"),
+             ("Figure 4.14: 5.9B (32 layers, hidden 3840), t = 1; published: slower as p grows",
+              lambda b, k: rate(32, 3840, 32, b, 1, k), "(p, d)", lambda k: f"({k}, {64 // k})"),
+             ("Figure 4.15: 5.9B, p = 1; published: slower as t grows",
+              lambda b, k: rate(32, 3840, 32, b, k, 1), "(t, d)", lambda k: f"({k}, {64 // k})")]
+    out = []
+    for title, f, label, name in cases:
+        out.append(f"{title}. Samples per second, the planner:")
+        out.append("")
+        out.append(f"| batch | " + " | ".join(f"{label} = {name(k)}" for k in (2, 4, 8, 16, 32)) + " |")
+        out.append("| --- " * 6 + "|")
+        for batch in (32, 128, 512):
+            rates = [f(batch, k) for k in (2, 4, 8, 16, 32)]
+            best = max(rates)
+            out.append(f"| {batch} | " + " | ".join(f"**{r:.1f}**" if r == best else f"{r:.1f}" for r in rates) + " |")
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
 def replace_block(text, name, body, path):
     pattern = re.compile(rf"(<!-- begin generated: {re.escape(name)} -->)\n(.*?)\n?(<!-- end generated: {re.escape(name)} -->)",
                          re.S)
@@ -339,6 +369,7 @@ def main():
                 "plan-2bw": two_bw,
                 "plan-refusals": refusals,
                 "ptdp-published": ptdp_table(),
+                "ptdp-guidance": ptdp_guidance(),
             },
             "docs/emulator.md": {
                 "compare-summary": compare_summary(comparison),
