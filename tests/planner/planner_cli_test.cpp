@@ -235,6 +235,37 @@ TEST(PlannerCli, PlansAGptGivenByItsShape) {
   EXPECT_NE(bad.err.find("--heads 25 does not divide --hidden 2304"), std::string::npos) << bad.err;
 }
 
+TEST(PlannerCli, PlanSaysWhichTimeModelItUsedAndTakesEither) {
+  const std::vector<std::string> base = {"plan", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "64",
+                                         "--no-solve", "--json", "-q"};
+  const CommandRun published = perseus(base);
+  ASSERT_EQ(published.exit_code, 0) << published.err;
+  std::vector<std::string> with_profiles = base;
+  with_profiles.insert(with_profiles.end(), {"--time-model", "profiles"});
+  const CommandRun profiles = perseus(with_profiles);
+  ASSERT_EQ(profiles.exit_code, 0) << profiles.err;
+  const auto a = nlohmann::json::parse(published.out), b = nlohmann::json::parse(profiles.out);
+  EXPECT_EQ(a["time_model"], "published");
+  EXPECT_EQ(b["time_model"], "profiles");
+  // The published runs ran slower than the profiles' computations at the same shape.
+  EXPECT_GT(a["configuration"]["iteration_time_s"].get<double>(), 1.2 * b["configuration"]["iteration_time_s"].get<double>());
+  // A GPU without a published fit says so whatever was asked.
+  const CommandRun a40 = perseus({"plan", "--model", "gpt3-13b", "--gpu", "a40", "--gpus", "64", "--no-solve", "--json", "-q"});
+  ASSERT_EQ(a40.exit_code, 0) << a40.err;
+  EXPECT_EQ(nlohmann::json::parse(a40.out)["time_model"], "profiles");
+
+  const CommandRun bad = perseus({"configure", "--model", "gpt3-13b", "--gpu", "a100-sxm", "--gpus", "64",
+                                  "--time-model", "measured"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--time-model measured: expected published"), std::string::npos) << bad.err;
+  const CommandRun neither = perseus({"calibrate"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.err.find("give --profile"), std::string::npos) << neither.err;
+  const CommandRun both = perseus({"calibrate", "--profile", kMeasured, "--published",
+                                   std::string(PERSEUS_SOURCE_DIR) + "/data/published/ptdp.csv"});
+  EXPECT_NE(both.exit_code, 0);
+}
+
 TEST(PlannerCli, ConfigureAndPartitionPrintJson) {
   const CommandRun configure = perseus({"configure", "--model", "gpt3-175b", "--gpu", "a100-sxm", "--gpus", "1024",
                                  "--global-batch", "1536", "--top", "3", "--json"});

@@ -168,14 +168,22 @@ void run_gpus(bool as_json) {
                    {"calibrated", g.calibrated},
                    {"calibration", g.calibration},
                    {"energy_model", params_json(g.energy)}});
+    if (g.published_fit) {
+      out.back()["published_runs_fit"] = {{"gemm_efficiency", g.published_fit->gemm_efficiency},
+                                          {"gemm_half_width", g.published_fit->gemm_half_width},
+                                          {"memory_factor", g.published_fit->memory_factor},
+                                          {"collective_scale", g.published_fit->collective_scale},
+                                          {"source", g.published_fit_source}};
+    }
   }
   if (as_json) return print_json(out);
   fmt::print("{:<10} {:>7} {:>6} {:>13} {:>6} {:>9}  {}\n", "gpu", "TFLOP/s", "GiB", "MHz", "TDP W", "p_block W",
              "energy model");
   for (const GpuSpec& g : gpu_catalogue()) {
-    fmt::print("{:<10} {:>7.1f} {:>6.0f} {:>6}-{:<6} {:>6.0f} {:>9.2f}  {}\n", g.name, g.peak_flops / 1e12,
+    fmt::print("{:<10} {:>7.1f} {:>6.0f} {:>6}-{:<6} {:>6.0f} {:>9.2f}  {}{}\n", g.name, g.peak_flops / 1e12,
                g.memory_bytes / kGiB, g.min_mhz, g.max_mhz, g.tdp_w, g.p_blocking_w,
-               g.calibrated ? "calibrated on measured profiles" : g.calibration);
+               g.calibrated ? "calibrated on measured profiles" : g.calibration,
+               g.published_fit ? "; the planner's times fitted to published runs" : "");
   }
 }
 
@@ -588,6 +596,7 @@ struct PlanArgs {
 json plan_json(const PlanReport& r) {
   json out{{"model", r.model->name},
            {"gpu", r.gpu->name},
+           {"time_model", to_string(r.time_model)},
            {"gpus", r.cluster.num_gpus},
            {"global_batch", r.global_batch},
            {"configuration", config_json(r.chosen)},

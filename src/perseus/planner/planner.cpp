@@ -202,6 +202,7 @@ PlanReport plan_training(const PlanRequest& request) {
   if (request.microbatch_size > 0) sweep.microbatch_sizes = {request.microbatch_size};
   if (request.memory_headroom >= 0.0) sweep.memory.headroom = request.memory_headroom;
   sweep.time_model = request.time_model;
+  out.time_model = gpu.published_fit ? request.time_model : TimeModel::kProfiles;
   const ScheduleKind schedule = parse_schedule_kind(request.schedule);
   sweep.schedules = {schedule};
   if (!request.allow_recompute) sweep.recompute = {false};

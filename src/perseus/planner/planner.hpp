@@ -81,6 +81,7 @@ struct PlanReport {
   const GpuSpec* gpu = nullptr;
   ClusterSpec cluster;
   int global_batch = 0;
+  TimeModel time_model = TimeModel::kPublishedRuns;  // what the estimates were made with
   ConfigEstimate chosen;
   std::vector<ConfigEstimate> runners_up;   // the next best that fit, up to 4
   std::size_t configurations_valid = 0;
