@@ -101,6 +101,24 @@ TEST(PublishedRuns, EveryRunWithinTenPercentAndTheFitReproduces) {
   EXPECT_GT(estimate_published_run(runs[10], a100, profiles).ratio, 1.3);
 }
 
+TEST(PublishedRuns, EachRunLeftOutIsPredictedByAFitToTheOthers) {
+  // Four runs of the weak-scaling table: the held-out ratios (refitted on every core) are each
+  // the ratio a fit to the other three gives, fitted here one at a time.
+  const std::vector<PublishedRun> all = read_published_runs(kPublished);
+  const std::vector<PublishedRun> runs(all.begin() + 4, all.begin() + 8);
+  const GpuSpec& a100 = find_gpu("a100-sxm");
+  const PublishedFit fit = fit_published_runs(runs, a100, *a100.published_fit, true);
+  ASSERT_EQ(fit.held_out_ratios.size(), runs.size());
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    std::vector<PublishedRun> others = runs;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(k));
+    const PublishedFit without = fit_published_runs(others, a100, fit.fit);
+    const double expected = estimate_published_run(runs[k], a100, with_published_fit(a100.energy, without.fit)).ratio;
+    EXPECT_NEAR(fit.held_out_ratios[k], expected, 1e-12) << k;
+    EXPECT_NEAR(fit.held_out_ratios[k], 1.0, 0.10) << k;
+  }
+}
+
 TEST(TimeModels, OnlyGpusWithAPublishedFitChange) {
   const GpuSpec& a40 = find_gpu("a40");
   ASSERT_FALSE(a40.published_fit);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <string_view>
+#include <thread>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/NonLinearOptimization>
@@ -155,14 +157,27 @@ PublishedFit fit_published_runs(const std::vector<PublishedRun>& runs, const Gpu
   }
   out.rms_log_error = std::sqrt(sum / static_cast<double>(runs.size()));
   if (leave_one_out && runs.size() > 1) {
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      std::vector<const PublishedRun*> others;
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (i != k) others.push_back(&runs[i]);
+    // The refits are independent: spread over the cores (each writes its own slot).
+    out.held_out_ratios.assign(runs.size(), 0.0);
+    std::vector<int> evaluations(runs.size(), 0);
+    std::atomic<std::size_t> next{0};
+    const auto refit_next = [&] {
+      for (std::size_t k = next++; k < runs.size(); k = next++) {
+        std::vector<const PublishedRun*> others;
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+          if (i != k) others.push_back(&runs[i]);
+        }
+        const PublishedRunsFit without = fit_subset(others, gpu, out.fit, &evaluations[k]);
+        out.held_out_ratios[k] = estimate_published_run(runs[k], gpu, with_published_fit(gpu.energy, without)).ratio;
       }
-      const PublishedRunsFit without = fit_subset(others, gpu, out.fit, &out.evaluations);
-      out.held_out_ratios.push_back(estimate_published_run(runs[k], gpu, with_published_fit(gpu.energy, without)).ratio);
-    }
+    };
+    const unsigned helpers = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()),
+                                                static_cast<unsigned>(runs.size())) - 1;
+    std::vector<std::jthread> threads;
+    for (unsigned i = 0; i < helpers; ++i) threads.emplace_back(refit_next);
+    refit_next();
+    threads.clear();  // joins
+    for (int e : evaluations) out.evaluations += e;
   }
   return out;
 }

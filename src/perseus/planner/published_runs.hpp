@@ -77,8 +77,9 @@ struct PublishedFit {
 
 // Fits PublishedRunsFit to `runs` on `gpu` (its profile fit gives the power part) by
 // Levenberg-Marquardt (Eigen) on log(estimate / published), from `start`. `leave_one_out`
-// also refits once per run without it and predicts it. Each evaluation estimates every run
-// (a few configurations each): O(runs * iterations). InputError for no runs.
+// also refits once per run without it and predicts it (the refits on every core). Each
+// evaluation estimates every run (a few configurations each): O(runs * iterations).
+// InputError for no runs.
 PublishedFit fit_published_runs(const std::vector<PublishedRun>& runs, const GpuSpec& gpu,
                                 const PublishedRunsFit& start, bool leave_one_out = false);
 
