@@ -8,11 +8,10 @@
 #include <sstream>
 #include <tuple>
 
-#include <Eigen/Core>
-#include <unsupported/Eigen/NonLinearOptimization>
 #include <fmt/format.h>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/planner/least_squares.hpp"
 
 namespace perseus::planner {
 
@@ -284,13 +283,7 @@ struct Row {
   double collective_bw;  // before collective_scale
 };
 
-struct CalibrationResiduals {
-  using Scalar = double;
-  enum { InputsAtCompileTime = Eigen::Dynamic, ValuesAtCompileTime = Eigen::Dynamic };
-  using InputType = Eigen::VectorXd;
-  using ValueType = Eigen::VectorXd;
-  using JacobianType = Eigen::MatrixXd;
-
+struct CalibrationResiduals : DynamicResiduals {
   const GpuSpec* gpu;
   const std::vector<Row>* rows;
   bool fit_collective;
@@ -345,7 +338,7 @@ CalibrationResult calibrate(const std::vector<ReferenceCase>& cases, const Calib
   }
   if (rows.size() < 2 * kCoordinates) throw InputError("calibrate: too few measurements to fit the energy model");
 
-  CalibrationResiduals functor{&gpu, &rows, options.fit_collective_scale, 0.0};
+  CalibrationResiduals functor{{}, &gpu, &rows, options.fit_collective_scale, 0.0};
   std::optional<Eigen::VectorXd> best;
   double best_cost = std::numeric_limits<double>::infinity();
   int starts = 0;
@@ -361,12 +354,7 @@ CalibrationResult calibrate(const std::vector<ReferenceCase>& cases, const Calib
       start.voltage_floor = floor;
       start.power_limit_w = max_power;
       Eigen::VectorXd x = encode(start, gpu.idle_power_w);
-      Eigen::NumericalDiff<CalibrationResiduals> numeric(functor);
-      Eigen::LevenbergMarquardt<Eigen::NumericalDiff<CalibrationResiduals>> lm(numeric);
-      lm.parameters.maxfev = 4000;
-      lm.parameters.xtol = 1e-10;
-      lm.parameters.ftol = 1e-10;
-      lm.minimize(x);
+      minimize_least_squares(functor, x, 4000, 1e-10, 1e-10);
       ++starts;
       Eigen::VectorXd f(functor.values());
       functor(x, f);

@@ -7,10 +7,9 @@
 #include <string_view>
 #include <thread>
 
-#include <Eigen/Core>
-#include <unsupported/Eigen/NonLinearOptimization>
 #include <fmt/format.h>
 
+#include "perseus/planner/least_squares.hpp"
 #include "perseus/profile/profile.hpp"
 
 namespace perseus::planner {
@@ -104,13 +103,7 @@ Eigen::VectorXd encode(const PublishedRunsFit& f) {
   return x;
 }
 
-struct LogRatioResiduals {
-  using Scalar = double;
-  enum { InputsAtCompileTime = Eigen::Dynamic, ValuesAtCompileTime = Eigen::Dynamic };
-  using InputType = Eigen::VectorXd;
-  using ValueType = Eigen::VectorXd;
-  using JacobianType = Eigen::MatrixXd;
-
+struct LogRatioResiduals : DynamicResiduals {
   const std::vector<const PublishedRun*>* runs;
   const GpuSpec* gpu;
   int* evaluations;
@@ -129,14 +122,9 @@ struct LogRatioResiduals {
 
 PublishedRunsFit fit_subset(const std::vector<const PublishedRun*>& runs, const GpuSpec& gpu,
                             const PublishedRunsFit& start, int* evaluations) {
-  LogRatioResiduals functor{&runs, &gpu, evaluations};
-  Eigen::NumericalDiff<LogRatioResiduals> numeric(functor);
-  Eigen::LevenbergMarquardt<Eigen::NumericalDiff<LogRatioResiduals>> lm(numeric);
-  lm.parameters.maxfev = 400;
-  lm.parameters.xtol = 1e-8;
-  lm.parameters.ftol = 1e-10;
+  LogRatioResiduals functor{{}, &runs, &gpu, evaluations};
   Eigen::VectorXd x = encode(start);
-  lm.minimize(x);
+  minimize_least_squares(functor, x, 400, 1e-8, 1e-10);
   return decode(x);
 }
 
