@@ -74,6 +74,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
     request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
     request.frontier.certify_worst_solves = defaults.certify_worst_solves;
+    request.frontier.certify_chain_repairs = defaults.certify_chain_repairs;
     request.frontier.certify_interpolation_share = defaults.certify_interpolation_share;
     request.frontier.certify_sweep_share = defaults.certify_sweep_share;
     request.frontier.certify_sweep_stride = defaults.certify_sweep_stride;
@@ -129,6 +130,9 @@ int main(int argc, char** argv) {
   app.add_option("--certify", certify_seconds, "Seconds of certification beyond its default solves (optimize --certify)");
   app.add_option("--bound-crawl-node-steps", defaults.bound_crawl_node_steps,
                  "The hull crawl's size (FrontierOptions::bound_crawl_node_steps; 0: none)")
+      ->capture_default_str();
+  app.add_option("--certify-chain-repairs", defaults.certify_chain_repairs,
+                 "Repairs carrying those solves' plans to faster points (FrontierOptions::certify_chain_repairs; 0: none)")
       ->capture_default_str();
   app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
                  "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")

@@ -152,6 +152,43 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   EXPECT_LT(worst_of(gaps_of(c)), worst_of(gaps_of(a)));
 }
 
+// A worst-gap solve's plan carried to faster points, repaired to each in turn: points mended,
+// none made dearer than its plan without the chain where the two frontiers share a time, the
+// worst gap lower, and every bound still below every plan of the other frontier.
+TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
+  const auto& [problem, crawl] = certification_case();
+  FrontierOptions off;
+  off.certify_sweep_share = 0.0;  // the solves and their chains alone
+  off.certify_search_points = 0;
+  off.certify_worst_gap = 0.0;    // every point far: the solves go to the widest
+  off.certify_chain_repairs = 0;
+  FrontierOptions on = off;
+  on.certify_chain_repairs = 16;
+  on.certify_chain_min_saving = 0.0;
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, on);
+  EXPECT_EQ(a.certify_chained, 0u);
+  EXPECT_GT(b.certify_chained, 0u);
+  EXPECT_LE(b.certify_chained, 16u);
+  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
+            << b.certify_chained << " points chained; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
+            << 100 * mean_of(gaps_of(b)) << "%\n";
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
+  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
+  for (const Frontier* bounds : {&a, &b}) {
+    const Frontier& plans = bounds == &a ? b : a;
+    for (const FrontierPoint& q : bounds->points) {
+      if (const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s)) {
+        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
+      }
+    }
+  }
+  for (const FrontierPoint& point : b.points) {
+    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
+    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
+  }
+}
+
 // Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,
 // with no solve of its own: with a budget for it the points get cheaper on the whole.
 TEST(Frontier, InterpolatedRelaxationsImprovePointsBetweenSolvedDeadlines) {
