@@ -75,6 +75,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
     request.frontier.certify_worst_solves = defaults.certify_worst_solves;
     request.frontier.certify_chain_repairs = defaults.certify_chain_repairs;
+    request.frontier.certify_polish_points = defaults.certify_polish_points;
     request.frontier.certify_interpolation_share = defaults.certify_interpolation_share;
     request.frontier.certify_sweep_share = defaults.certify_sweep_share;
     request.frontier.certify_sweep_stride = defaults.certify_sweep_stride;
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--certify-chain-repairs", defaults.certify_chain_repairs,
                  "Repairs carrying those solves' plans to faster points (FrontierOptions::certify_chain_repairs; 0: none)")
+      ->capture_default_str();
+  app.add_option("--certify-polish-points", defaults.certify_polish_points,
+                 "Points polished last with an LP solve each (FrontierOptions::certify_polish_points; 0: none)")
       ->capture_default_str();
   app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
                  "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")

@@ -135,6 +135,7 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   none.certify_sweep_share = 0.0;
   none.certify_search_points = 0;
   none.certify_worst_solves = 0;
+  none.certify_polish_points = 0;
   FrontierOptions never = none;
   never.certify_worst_solves = FrontierOptions{}.certify_worst_solves;
   never.certify_worst_gap = 1.0;
@@ -162,6 +163,7 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   off.certify_search_points = 0;
   off.certify_worst_gap = 0.0;    // every point far: the solves go to the widest
   off.certify_chain_repairs = 0;
+  off.certify_polish_points = 0;  // its chains count too
   FrontierOptions on = off;
   on.certify_chain_repairs = 16;
   on.certify_chain_min_saving = 0.0;
@@ -186,6 +188,41 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   for (const FrontierPoint& point : b.points) {
     const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
     EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
+  }
+}
+
+// The final polish: LP solves where the plans are still furthest above their bounds, their
+// rounded plans carried both ways. Some points mended, none beyond the limit, the worst and
+// mean gaps no higher, every bound still below the other frontier's plans; and nothing on a
+// DAG above the polish's size.
+TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
+  const auto& [problem, crawl] = certification_case();
+  FrontierOptions off;
+  off.certify_polish_points = 0;
+  FrontierOptions on = off;
+  on.certify_polish_points = 4;
+  FrontierOptions too_large = on;
+  too_large.certify_polish_max_nodes = problem.dag.num_nodes() - 1;
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, on);
+  const Frontier c = build_frontier(problem, crawl, too_large);
+  EXPECT_EQ(a.certify_polished, 0u);
+  EXPECT_GT(b.certify_polished, 0u);
+  EXPECT_LE(b.certify_polished, 4u);
+  EXPECT_EQ(c.certify_polished, 0u);
+  EXPECT_EQ(c.certify_solves, a.certify_solves);
+  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
+            << b.certify_polished << " points polished; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
+            << 100 * mean_of(gaps_of(b)) << "%\n";
+  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
+  for (const Frontier* bounds : {&a, &b}) {
+    const Frontier& plans = bounds == &a ? b : a;
+    for (const FrontierPoint& q : bounds->points) {
+      if (const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s)) {
+        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
+      }
+    }
   }
 }
 
@@ -253,6 +290,7 @@ TEST(Frontier, LocalSearchAtTheWidestGapsLowersThem) {
   off.certify_worst_gap = 0.0;
   off.certify_worst_solves = 0;
   off.certify_search_points = 0;
+  off.certify_polish_points = 0;  // the search alone
   FrontierOptions on = off;
   on.certify_search_points = 4;
   on.certify_search_share = 4.0;  // enough for all four

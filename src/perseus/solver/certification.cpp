@@ -110,6 +110,34 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       }
     }
   }
+  // A solve's rounded plan mends its own point; the inheritance below carries it to slower
+  // ones, but nothing to faster ones, and the far points come in stretches whose widest
+  // point is often their slow end: on bloom-176b A40 8 x 96 the eight solves went to eight
+  // neighbours at 41.10-41.16 s, 0.1-0.8% above the LP each, while the 180 points faster
+  // than them, to 40.3 s, stayed 1.3-4.2% above. So the plan is also repaired (a
+  // minimum-cut speed-up on the measured options) to faster points a step of
+  // certify_chain_step_share of the span apart, each repair from the last, as long as it
+  // saves at least certify_chain_min_saving of the point's energy (it is kept if cheaper at
+  // all), at most certify_chain_repairs in all.
+  int chain_left = options.certify_chain_repairs;
+  const double chain_step = options.certify_chain_step_share * span;
+  const auto chain_repairs = [&](std::size_t from) {
+    OptionChoice carried = points[from].option_choice();
+    double last_t = points[from].measured.time_s;
+    for (std::size_t k = from; k-- > 0 && chain_left > 0;) {
+      const double t = points[k].measured.time_s;
+      if (last_t - t < chain_step) continue;
+      --chain_left;
+      auto repaired = refiner.repair(carried, t);
+      if (!repaired) break;
+      const double saved = points[k].effective_energy_j - refiner.effective_energy(*repaired);
+      replace(points, k, repaired);
+      frontier.certify_chained += saved > 0 ? 1 : 0;
+      if (saved < options.certify_chain_min_saving * points[k].measured.energy_j) break;
+      carried = std::move(*repaired);
+      last_t = t;
+    }
+  };
   // Then where a point is still more than certify_worst_gap above the best bound known
   // (the hull crawl's lines included: there they lie within hundredths of a percent of the
   // LP optimum), a solve there for its rounded plan, widest first, at most
@@ -128,34 +156,6 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     const auto cap = static_cast<int>(std::min<double>(
         options.certify_worst_solves, std::floor(options.certify_work_share * budget / lp_solve_work)));
     std::vector<double> aimed;  // this loop's deadlines
-    // A solve's rounded plan mends its own point; the inheritance below carries it to slower
-    // ones, but nothing to faster ones, and the far points come in stretches whose widest
-    // point is often their slow end: on bloom-176b A40 8 x 96 the eight solves went to eight
-    // neighbours at 41.10-41.16 s, 0.1-0.8% above the LP each, while the 180 points faster
-    // than them, to 40.3 s, stayed 1.3-4.2% above. So the plan is also repaired (a
-    // minimum-cut speed-up on the measured options) to faster points a step of
-    // certify_chain_step_share of the span apart, each repair from the last, as long as it
-    // saves at least certify_chain_min_saving of the point's energy (it is kept if cheaper at
-    // all), at most certify_chain_repairs in all.
-    int chain_left = options.certify_chain_repairs;
-    const double chain_step = options.certify_chain_step_share * span;
-    const auto chain_repairs = [&](std::size_t from) {
-      OptionChoice carried = points[from].option_choice();
-      double last_t = points[from].measured.time_s;
-      for (std::size_t k = from; k-- > 0 && chain_left > 0;) {
-        const double t = points[k].measured.time_s;
-        if (last_t - t < chain_step) continue;
-        --chain_left;
-        auto repaired = refiner.repair(carried, t);
-        if (!repaired) break;
-        const double saved = points[k].effective_energy_j - refiner.effective_energy(*repaired);
-        replace(points, k, repaired);
-        frontier.certify_chained += saved > 0 ? 1 : 0;
-        if (saved < options.certify_chain_min_saving * points[k].measured.energy_j) break;
-        carried = std::move(*repaired);
-        last_t = t;
-      }
-    };
     for (int made = 0; made < cap; ++made) {
       const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
         return solved(t) || waits_for(aimed, t);
@@ -324,6 +324,40 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
                        : std::move(inherited[i - from]));
       replaced = points[i].effective_energy_j != before;
     }
+  }
+  // Last, a polish where the plans are furthest above their bounds after everything else:
+  // at most certify_polish_points points, widest first, a 64th of the span apart, on DAGs of
+  // at most certify_polish_max_nodes, each an LP solve offering its rounded plans there,
+  // which (where they mend the point) slower neighbours inherit and faster ones get repaired
+  // to (at most certify_polish_chain_repairs repairs each). The widest gaps left are often
+  // where no solve was made: on gpt3-175b A100 8 x 24 the worst points, 0.50-0.54% above
+  // their bounds, had LP solutions whose rounded-down plans came within 0.09-0.12% of the LP
+  // optimum (a probe); the sweep's budget had run out before them (docs/solver.md).
+  std::vector<double> polished;
+  for (int made = 0; made < options.certify_polish_points && problem.dag.num_nodes() <= options.certify_polish_max_nodes;
+       ++made) {
+    const auto target = widest_above(points, options.certify_target_gap, [&](double t) {
+      return std::any_of(polished.begin(), polished.end(), [&](double d) { return std::abs(t - d) < span / 64.0; });
+    });
+    if (!target) break;
+    const double t = points[*target].measured.time_s;
+    polished.push_back(t);
+    const auto relaxed = s.solve_relaxation(t);
+    ++frontier.certify_solves;
+    if (!relaxed) continue;
+    const double before = points[*target].effective_energy_j;
+    replace(points, *target, refiner.reclaim_slack(relaxed->rounded, t));
+    replace(points, *target, rounded_plan(refiner, *relaxed, t));
+    if (points[*target].effective_energy_j >= before) continue;
+    ++frontier.certify_polished;
+    const OptionChoice found = points[*target].option_choice();
+    for (std::size_t j = *target + 1; j < points.size(); ++j) {
+      const double was = points[j].effective_energy_j;
+      replace(points, j, refiner.reclaim_slack(found, points[j].measured.time_s, kInheritSweeps));
+      if (points[j].effective_energy_j >= was) break;
+    }
+    chain_left = options.certify_polish_chain_repairs;
+    chain_repairs(*target);
   }
   points = pareto_filter(std::move(points));
   for (FrontierPoint& point : points) {

@@ -62,6 +62,8 @@ struct Frontier {
   std::size_t certify_searches = 0;
   // Faster points given a worst-gap solve's plan, repaired to their time (certify_chain_*).
   std::size_t certify_chained = 0;
+  // Points whose plan the final polish's LP solves mended (certify_polish_*).
+  std::size_t certify_polished = 0;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -168,6 +170,14 @@ struct FrontierOptions {
   int certify_chain_repairs = 16;
   double certify_chain_step_share = 1.0 / 256.0;
   double certify_chain_min_saving = 0.003;
+  // Last of all, after the inheritance below, up to certify_polish_points points still
+  // furthest above their bounds (a 64th of the span apart), on DAGs of at most
+  // certify_polish_max_nodes (on 1,536 nodes two of them cost a third more time for little),
+  // get an LP solve each, its rounded plans offered there, inherited by slower points and
+  // repaired to faster ones (at most certify_polish_chain_repairs repairs each). 0: none.
+  int certify_polish_points = 4;
+  std::size_t certify_polish_max_nodes = 768;
+  int certify_polish_chain_repairs = 4;
   // Then, at points still above it, the solved deadlines' relaxed durations either side
   // interpolated, rounded and repaired, the widest first, while the repairs' work stays
   // within this share of the refinement's budget. 0: none, the default: on bloom 8 x 12 a
@@ -206,8 +216,9 @@ struct FrontierOptions {
   // package's certify_seconds ask for it: those seconds of extra solves and, when above 0,
   // T_min's relaxation whatever it costs, the interpolated relaxations (a quarter of the
   // budget) and a longer LP sweep (8 times the budget) and local search at up to 32 points
-  // (within 4 times it), both also on DAGs of 1,536 nodes, the inheritance on any DAG, and up
-  // to 64 repairs carrying the worst-gap solves' plans to faster points.
+  // (within 4 times it), both also on DAGs of 1,536 nodes, the inheritance on any DAG, up
+  // to 64 repairs carrying the worst-gap solves' plans to faster points, and a final polish
+  // at 16 points, also on 1,536 nodes.
   FrontierOptions& certify_for(double seconds) {
     certify_seconds = seconds;
     if (seconds > 0) {
@@ -220,6 +231,8 @@ struct FrontierOptions {
       certify_search_max_nodes = std::max<std::size_t>(certify_search_max_nodes, 1536);
       certify_inherit_max_nodes = std::numeric_limits<std::size_t>::max();
       certify_chain_repairs = std::max(certify_chain_repairs, 64);
+      certify_polish_points = std::max(certify_polish_points, 16);
+      certify_polish_max_nodes = std::max<std::size_t>(certify_polish_max_nodes, 1536);
     }
     return *this;
   }
