@@ -194,13 +194,14 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
 // The final polish: LP solves where the plans are still furthest above their bounds, their
 // rounded plans carried both ways. Some points mended, none beyond the limit, the worst and
 // mean gaps no higher, every bound still below the other frontier's plans; and nothing on a
-// DAG above the polish's size.
+// DAG above the polish's size, nor at the default on one below it.
 TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
   const auto& [problem, crawl] = certification_case();
   FrontierOptions off;
   off.certify_polish_points = 0;
   FrontierOptions on = off;
   on.certify_polish_points = 4;
+  on.certify_polish_min_nodes = 0;  // this case has 128 nodes
   FrontierOptions too_large = on;
   too_large.certify_polish_max_nodes = problem.dag.num_nodes() - 1;
   const Frontier a = build_frontier(problem, crawl, off);
@@ -211,6 +212,8 @@ TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
   EXPECT_LE(b.certify_polished, 4u);
   EXPECT_EQ(c.certify_polished, 0u);
   EXPECT_EQ(c.certify_solves, a.certify_solves);
+  ASSERT_LT(problem.dag.num_nodes(), FrontierOptions{}.certify_polish_min_nodes);
+  EXPECT_EQ(build_frontier(problem, crawl, FrontierOptions{}).certify_polished, 0u);
   std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
             << b.certify_polished << " points polished; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
             << 100 * mean_of(gaps_of(b)) << "%\n";

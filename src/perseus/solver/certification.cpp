@@ -327,15 +327,16 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   }
   // Last, a polish where the plans are furthest above their bounds after everything else:
   // at most certify_polish_points points, widest first, a 64th of the span apart, on DAGs of
-  // at most certify_polish_max_nodes, each an LP solve offering its rounded plans there,
+  // certify_polish_min_nodes to _max_nodes, each an LP solve offering its rounded plans there,
   // which (where they mend the point) slower neighbours inherit and faster ones get repaired
   // to (at most certify_polish_chain_repairs repairs each). The widest gaps left are often
   // where no solve was made: on gpt3-175b A100 8 x 24 the worst points, 0.50-0.54% above
   // their bounds, had LP solutions whose rounded-down plans came within 0.09-0.12% of the LP
   // optimum (a probe); the sweep's budget had run out before them (docs/solver.md).
   std::vector<double> polished;
-  for (int made = 0; made < options.certify_polish_points && problem.dag.num_nodes() <= options.certify_polish_max_nodes;
-       ++made) {
+  const bool polish = problem.dag.num_nodes() >= options.certify_polish_min_nodes &&
+                     problem.dag.num_nodes() <= options.certify_polish_max_nodes;
+  for (int made = 0; polish && made < options.certify_polish_points; ++made) {
     const auto target = widest_above(points, options.certify_target_gap, [&](double t) {
       return std::any_of(polished.begin(), polished.end(), [&](double d) { return std::abs(t - d) < span / 64.0; });
     });

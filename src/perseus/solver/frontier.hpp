@@ -171,11 +171,15 @@ struct FrontierOptions {
   double certify_chain_step_share = 1.0 / 256.0;
   double certify_chain_min_saving = 0.003;
   // Last of all, after the inheritance below, up to certify_polish_points points still
-  // furthest above their bounds (a 64th of the span apart), on DAGs of at most
-  // certify_polish_max_nodes (on 1,536 nodes two of them cost a third more time for little),
-  // get an LP solve each, its rounded plans offered there, inherited by slower points and
-  // repaired to faster ones (at most certify_polish_chain_repairs repairs each). 0: none.
+  // furthest above their bounds (a 64th of the span apart), on DAGs of certify_polish_min_nodes
+  // to certify_polish_max_nodes, get an LP solve each, its rounded plans offered there,
+  // inherited by slower points and repaired to faster ones (at most
+  // certify_polish_chain_repairs repairs each). 0: none. Not below 256 nodes: on 192 the
+  // sweep reaches most far points already, and the polish moved worsts by 0.01-0.03 points
+  // for a tenth more whole-command time; not above 768: on 1,536 nodes two solves cost a
+  // third more time for little (docs/solver.md, "Certified frontier").
   int certify_polish_points = 4;
+  std::size_t certify_polish_min_nodes = 256;
   std::size_t certify_polish_max_nodes = 768;
   int certify_polish_chain_repairs = 4;
   // Then, at points still above it, the solved deadlines' relaxed durations either side
@@ -218,7 +222,7 @@ struct FrontierOptions {
   // budget) and a longer LP sweep (8 times the budget) and local search at up to 32 points
   // (within 4 times it), both also on DAGs of 1,536 nodes, the inheritance on any DAG, up
   // to 64 repairs carrying the worst-gap solves' plans to faster points, and a final polish
-  // at 16 points, also on 1,536 nodes.
+  // at 16 points on any DAG of up to 1,536 nodes.
   FrontierOptions& certify_for(double seconds) {
     certify_seconds = seconds;
     if (seconds > 0) {
@@ -232,6 +236,7 @@ struct FrontierOptions {
       certify_inherit_max_nodes = std::numeric_limits<std::size_t>::max();
       certify_chain_repairs = std::max(certify_chain_repairs, 64);
       certify_polish_points = std::max(certify_polish_points, 16);
+      certify_polish_min_nodes = 0;
       certify_polish_max_nodes = std::max<std::size_t>(certify_polish_max_nodes, 1536);
     }
     return *this;
