@@ -176,8 +176,8 @@ struct FrontierOptions {
   // inherited by slower points and repaired to faster ones (at most
   // certify_polish_chain_repairs repairs each). 0: none. Not below 256 nodes: on 192 the
   // sweep reaches most far points already, and the polish moved worsts by 0.01-0.03 points
-  // for a tenth more whole-command time; not above 768: on 1,536 nodes two solves cost a
-  // third more time for little (docs/solver.md, "Certified frontier").
+  // for 2-7% more time; not above 768: on 1,536 nodes two solves cost a third more time for
+  // little (docs/solver.md, "Certified frontier").
   int certify_polish_points = 4;
   std::size_t certify_polish_min_nodes = 256;
   std::size_t certify_polish_max_nodes = 768;
