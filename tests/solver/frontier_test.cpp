@@ -153,9 +153,9 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   EXPECT_LT(worst_of(gaps_of(c)), worst_of(gaps_of(a)));
 }
 
-// A worst-gap solve's plan carried to faster points, repaired to each in turn: points mended,
-// none made dearer than its plan without the chain where the two frontiers share a time, the
-// worst gap lower, and every bound still below every plan of the other frontier.
+// A worst-gap solve's plan carried to faster points, repaired to each in turn: points mended
+// (no more than the limit), the mean gap lower and the worst no higher, every bound still
+// below every plan of the other frontier, and every point's figures its plan's.
 TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   const auto& [problem, crawl] = certification_case();
   FrontierOptions off;
