@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "brute_force.hpp"
 #include "exact_milp.hpp"
@@ -37,6 +38,19 @@ double median_of(std::vector<double> values) {
   return values[values.size() / 2];
 }
 double worst_of(const std::vector<double>& values) { return *std::max_element(values.begin(), values.end()); }
+
+// A bound holds against every plan: each point's bound also against the other frontier's
+// plan for its time (blocking until it), both ways.
+void expect_bounds_hold_both_ways(const EnergyProblem& problem, const Frontier& a, const Frontier& b) {
+  for (const auto& [bounds, plans] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    for (const FrontierPoint& q : bounds->points) {
+      ASSERT_TRUE(q.lower_bound_j.has_value());
+      if (const FrontierPoint* p = select_for_deadline(*plans, q.measured.time_s)) {
+        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
+      }
+    }
+  }
+}
 
 // The certification tests' case: a 4 x 16 synthetic pipeline (128 nodes, beyond the small
 // DAGs' local search) and its crawl, made once.
@@ -108,18 +122,7 @@ TEST(Frontier, MoreCertificationTightensTheGapAndNoBoundExceedsAnyPlan) {
   const Frontier a = build_frontier(problem, crawl, quick);
   const Frontier b = build_frontier(problem, crawl, longer);
   EXPECT_GT(b.certify_solves, a.certify_solves);
-  // A bound holds against every plan: also against the other frontier's plan for its time.
-  const auto holds_against = [&](const Frontier& bounds, const Frontier& plans) {
-    for (const FrontierPoint& q : bounds.points) {
-      ASSERT_TRUE(q.lower_bound_j.has_value());
-      const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s);
-      if (p) {
-        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
-      }
-    }
-  };
-  holds_against(a, b);
-  holds_against(b, a);
+  expect_bounds_hold_both_ways(problem, a, b);
   std::cout << "median gap: " << 100 * median_of(gaps_of(a)) << "% with 1 solve, " << 100 * median_of(gaps_of(b))
             << "% with " << b.certify_solves << "\n";
   EXPECT_LT(median_of(gaps_of(b)), median_of(gaps_of(a)));
@@ -177,14 +180,7 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
             << 100 * mean_of(gaps_of(b)) << "%\n";
   EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
   EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
-  for (const Frontier* bounds : {&a, &b}) {
-    const Frontier& plans = bounds == &a ? b : a;
-    for (const FrontierPoint& q : bounds->points) {
-      if (const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s)) {
-        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
-      }
-    }
-  }
+  expect_bounds_hold_both_ways(problem, a, b);
   for (const FrontierPoint& point : b.points) {
     const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
     EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
@@ -219,14 +215,7 @@ TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
             << 100 * mean_of(gaps_of(b)) << "%\n";
   EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
   EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
-  for (const Frontier* bounds : {&a, &b}) {
-    const Frontier& plans = bounds == &a ? b : a;
-    for (const FrontierPoint& q : bounds->points) {
-      if (const FrontierPoint* p = select_for_deadline(plans, q.measured.time_s)) {
-        EXPECT_LE(*q.lower_bound_j, energy_at(problem, *p, q.measured.time_s) * (1 + 1e-9));
-      }
-    }
-  }
+  expect_bounds_hold_both_ways(problem, a, b);
 }
 
 // Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,

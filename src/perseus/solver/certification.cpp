@@ -351,12 +351,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     replace(points, *target, rounded_plan(refiner, *relaxed, t));
     if (points[*target].effective_energy_j >= before) continue;
     ++frontier.certify_polished;
-    const OptionChoice found = points[*target].option_choice();
-    for (std::size_t j = *target + 1; j < points.size(); ++j) {
-      const double was = points[j].effective_energy_j;
-      replace(points, j, refiner.reclaim_slack(found, points[j].measured.time_s, kInheritSweeps));
-      if (points[j].effective_energy_j >= was) break;
-    }
+    s.carry_to_slower(refiner, crawl, points, *target, kInheritSweeps);
     chain_left = options.certify_polish_chain_repairs;
     chain_repairs(*target);
   }

@@ -273,6 +273,16 @@ void FrontierBuilder::State::replace_if_cheaper(const PlanRefiner& refiner, cons
   points[i].lower_bound_j = bound;
 }
 
+void FrontierBuilder::State::carry_to_slower(const PlanRefiner& refiner, const CrawlResult& crawl,
+                                             std::vector<FrontierPoint>& points, std::size_t i, int sweeps) const {
+  const OptionChoice found = points[i].option_choice();
+  for (std::size_t j = i + 1; j < points.size() && !refiner.out_of_work(); ++j) {
+    const double was = points[j].effective_energy_j;
+    replace_if_cheaper(refiner, crawl, points, j, refiner.reclaim_slack(found, points[j].measured.time_s, sweeps));
+    if (points[j].effective_energy_j >= was) break;
+  }
+}
+
 std::optional<double> FrontierBuilder::State::best_bound(double t) const {
   auto bound = lines.energy_at(t);
   if (const auto crawled = crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
@@ -632,12 +642,8 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
                                               &relaxed->price_j_per_s));
     }
     if (points[i].effective_energy_j >= before) continue;
+    s.carry_to_slower(refiner, crawl, points, i);
     const OptionChoice found = points[i].option_choice();
-    for (std::size_t j = i + 1; j < points.size() && !refiner.out_of_work(); ++j) {
-      const double was = points[j].effective_energy_j;
-      replace_if_cheaper(points, j, refiner.reclaim_slack(found, points[j].measured.time_s));
-      if (points[j].effective_energy_j >= was) break;
-    }
     for (std::size_t j = i; j-- > 0 && !refiner.out_of_work();) {
       const double was = points[j].effective_energy_j;
       replace_if_cheaper(points, j, refiner.repair(found, points[j].measured.time_s));

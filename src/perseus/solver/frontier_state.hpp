@@ -274,6 +274,11 @@ struct FrontierBuilder::State {
   // energy; the point's bound still holds at its time.
   void replace_if_cheaper(const PlanRefiner& refiner, const CrawlResult& crawl, std::vector<FrontierPoint>& points,
                           std::size_t i, const std::optional<OptionChoice>& plan) const;
+  // The points slower than point i take its plan, slack reclaimed at their time (in up to
+  // `sweeps` sweeps each way, reclaim_slack's default), while that is cheaper, stopping at the
+  // first it is not or when the refiner is out of work.
+  void carry_to_slower(const PlanRefiner& refiner, const CrawlResult& crawl, std::vector<FrontierPoint>& points,
+                       std::size_t i, int sweeps = 8) const;
   // The best bound known at t: the LP solves' lines and the hull crawl's, whichever is higher.
   std::optional<double> best_bound(double t) const;
   // The bound a point finally carries: best_bound's, or the crawl's flows' lines where higher
