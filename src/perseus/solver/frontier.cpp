@@ -101,7 +101,7 @@ void FrontierBuilder::State::work_beside_crawl() {
     // The grid solved while the crawl runs, as many as a share of its length pays for (none
     // when that is under two: the crawl would end first).
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
-    const double solve_passes = kNetworkSimplexPassesPerItem * dag_size + kRoundingPasses;
+    const double solve_passes = kLpSolvePassesPerItem * dag_size + kRoundingPasses;
     const double solves = std::floor(kGridShareOfCrawl * kCrawlStepPasses * static_cast<double>(length) / solve_passes);
     const int count = solves < 2 ? 0 : static_cast<int>(std::min(solves, static_cast<double>(options.certify_grid_max)));
     for (int j = 1; j <= count; ++j) {

@@ -40,11 +40,13 @@ constexpr double kLpSolvePasses = 200.0;
 constexpr double kLpSolveVisits = 4.0e4;
 constexpr double kLpQuadraticVisits = 1100.0;
 // A crawl step costs at least this many passes over the DAG (measured: 13 on 1,536 nodes, 33
-// on 192); a network-simplex solve about this many per node and edge (measured: 1,500 passes
-// on 544, 7,900 on 4,408), and rounding its plan (two repairs) about kRoundingPasses more.
+// on 192); an LP solve about this many per node and edge (the network simplex's, measured:
+// 1,500 passes on 544, 7,900 on 4,408; cost scaling, which solves from 768 operations
+// (min_cost_flow.hpp), takes less, but the count stays, so the budgets and the plans are as
+// they were), and rounding its plan (two repairs) about kRoundingPasses more.
 // Beside the crawl, the grid's solves take at most kGridShareOfCrawl of it.
 constexpr double kCrawlStepPasses = 12.0;
-constexpr double kNetworkSimplexPassesPerItem = 2.5;
+constexpr double kLpSolvePassesPerItem = 2.5;
 constexpr double kRoundingPasses = 40.0;
 constexpr double kGridShareOfCrawl = 0.3;
 // About this many of the crawl's flows become supporting lines (FrontierBuilder::add_flow):

@@ -1,8 +1,6 @@
 #include "perseus/solver/relaxation.hpp"
 
 #include <coin/Clp_C_Interface.h>
-#include <lemon/network_simplex.h>
-#include <lemon/smart_graph.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <utility>
 
 #include "perseus/model/shared_library.hpp"
+#include "perseus/solver/min_cost_flow.hpp"
 
 namespace perseus {
 namespace {
@@ -87,16 +86,12 @@ DualTerm dual_term(const std::vector<HullPoint>& hull, double y) {
 // slowest first) and capacities the hull's successive slopes, the dependencies arcs of cost
 // 0, and the return arc costs D. Its optimal potentials are the event times.
 struct LpRelaxation::Model {
-  using Graph = lemon::SmartDigraph;
-  using Simplex = lemon::NetworkSimplex<Graph, long long, long long>;
-  Graph graph;
-  Graph::ArcMap<long long> cost{graph}, capacity{graph};
-  std::vector<std::vector<HullPoint>> hulls;       // per problem operation
-  std::vector<std::vector<Graph::Arc>> pieces;     // per DAG node: its parallel arcs
-  std::vector<Graph::Node> start, end;             // per DAG node
-  Graph::Node origin, finish;
-  Graph::Arc return_arc;
-  std::unique_ptr<Simplex> simplex;
+  MinCostCirculation circulation;
+  std::vector<std::vector<HullPoint>> hulls;  // per problem operation
+  std::vector<std::vector<int>> pieces;       // per DAG node: its parallel arcs
+  std::vector<int> start, end;                // per DAG node
+  int origin = 0, finish = 0;
+  int return_arc = 0;
 };
 
 LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), model_(std::make_unique<Model>()) {
@@ -104,23 +99,17 @@ LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), mo
   const Dag& dag = problem.dag;
   const std::size_t n = dag.num_nodes();
   for (const OperationOptions& operation : problem.operations) m.hulls.push_back(effective_energy_hull(operation, problem.p_blocking));
-  const long long infinite = std::numeric_limits<long long>::max();
+  const long long infinite = MinCostCirculation::kUnbounded;
   // Rounded down, as the deadline is: sums of rounded times then never exceed the rounded
   // sum, and a deadline at T_min stays feasible.
   const auto time_units = [](double seconds) { return static_cast<long long>(std::floor(seconds * kTimeUnitsPerSecond)); };
-  m.graph.reserveNode(static_cast<int>(2 * n + 2));
-  m.origin = m.graph.addNode();
-  m.finish = m.graph.addNode();
+  MinCostCirculation& c = m.circulation;
+  m.origin = c.add_node();
+  m.finish = c.add_node();
   for (std::size_t i = 0; i < n; ++i) {
-    m.start.push_back(m.graph.addNode());
-    m.end.push_back(m.graph.addNode());
+    m.start.push_back(c.add_node());
+    m.end.push_back(c.add_node());
   }
-  const auto add = [&](Model::Graph::Node from, Model::Graph::Node to, long long cost, long long capacity) {
-    const Model::Graph::Arc arc = m.graph.addArc(from, to);
-    m.cost[arc] = cost;
-    m.capacity[arc] = capacity;
-    return arc;
-  };
   m.pieces.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto v = static_cast<Dag::NodeId>(i);
@@ -135,14 +124,13 @@ LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), mo
         capacity = std::llround((slope - previous_slope) * kFlowUnitsPerJPerS);
         previous_slope = slope;
       }
-      m.pieces[i].push_back(add(m.start[i], m.end[i], -time_units(hull[j].time_s), capacity));
+      m.pieces[i].push_back(c.add_arc(m.start[i], m.end[i], -time_units(hull[j].time_s), capacity));
     }
-    if (dag.predecessors(v).empty()) add(m.origin, m.start[i], 0, infinite);
-    if (dag.successors(v).empty()) add(m.end[i], m.finish, 0, infinite);
-    for (const Dag::NodeId w : dag.successors(v)) add(m.end[i], m.start[w], 0, infinite);
+    if (dag.predecessors(v).empty()) c.add_arc(m.origin, m.start[i], 0, infinite);
+    if (dag.successors(v).empty()) c.add_arc(m.end[i], m.finish, 0, infinite);
+    for (const Dag::NodeId w : dag.successors(v)) c.add_arc(m.end[i], m.start[w], 0, infinite);
   }
-  m.return_arc = add(m.finish, m.origin, 0, infinite);
-  m.simplex = std::make_unique<Model::Simplex>(m.graph);
+  m.return_arc = c.add_arc(m.finish, m.origin, 0, infinite);
 }
 
 LpRelaxation::~LpRelaxation() = default;
@@ -151,28 +139,27 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   Model& m = *model_;
   if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return std::nullopt;
   // Rounded down: the event times then meet the deadline itself.
-  m.cost[m.return_arc] = static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond));
-  m.simplex->reset();
-  m.simplex->costMap(m.cost).upperMap(m.capacity);
-  if (m.simplex->run() != Model::Simplex::OPTIMAL) return std::nullopt;  // unbounded: below T_min
+  MinCostCirculation& c = m.circulation;
+  c.set_cost(m.return_arc, static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond)));
+  if (c.solve(m.finish) != MinCostCirculation::Status::kOptimal) return std::nullopt;  // unbounded: below T_min
 
   const Dag& dag = problem_.dag;
   const std::size_t n = dag.num_nodes();
   RelaxedSolution solution;
   // The dual's value at the flow found, in doubles: a valid bound whatever the rounding.
-  const double y_return = static_cast<double>(m.simplex->flow(m.return_arc)) / kFlowUnitsPerJPerS;
+  const double y_return = static_cast<double>(c.flow(m.return_arc)) / kFlowUnitsPerJPerS;
   double effective = -deadline_s * y_return;
   solution.duration_s.resize(n);
   solution.price_j_per_s.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<HullPoint>& hull = m.hulls[problem_.node_operation[i]];
     long long flow = 0;
-    for (const auto& arc : m.pieces[i]) flow += m.simplex->flow(arc);
+    for (const int arc : m.pieces[i]) flow += c.flow(arc);
     solution.price_j_per_s[i] = static_cast<double>(flow) / kFlowUnitsPerJPerS;
     effective += dual_term(hull, solution.price_j_per_s[i]).value;
     // Event times are minus the potentials (a dependency of cost 0 keeps the potential from
     // rising along it); the duration is the tension, within the fastest and slowest option.
-    const double tension = static_cast<double>(m.simplex->potential(m.start[i]) - m.simplex->potential(m.end[i])) /
+    const double tension = static_cast<double>(c.potential(m.start[i]) - c.potential(m.end[i])) /
                            kTimeUnitsPerSecond;
     const double duration = std::clamp(tension, hull.front().time_s, hull.back().time_s);
     solution.duration_s[i] = duration;

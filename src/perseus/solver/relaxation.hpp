@@ -6,12 +6,13 @@
 // options gives a plan that is a good start for a local search (refine.hpp).
 //
 // Solved through its dual, a minimum-cost circulation (Fulkerson's time-cost duality; see
-// relaxation.cpp), by LEMON's network simplex in integers: 0.1 ns of time, 1e-6 J/s of flow.
-// The bound is the dual's value at the circulation found, evaluated in doubles, so rounding
-// the data can cost a little tightness, never validity (weak duality holds for any
-// circulation). On 1,536 nodes a solve takes 25-60 ms, about 2.5x faster than CLP on the
-// primal LP from a fresh start (bench/frontier_bench's "lp" column; the CLP figures are in
-// docs/solver.md).
+// relaxation.cpp), in integers (0.1 ns of time, 1e-6 J/s of flow) by LEMON: the network
+// simplex below 768 operations, cost scaling from there (min_cost_flow.hpp, which says why;
+// the durations are the same either way: every event as late as the optimum allows). The
+// bound is the dual's value at the circulation found, evaluated in doubles, so rounding the
+// data can cost a little tightness, never validity (weak duality holds for any circulation).
+// On 1,536 nodes a solve took 87-225 ms on the simplex and 46-66 ms on cost scaling, against
+// about 0.4 s for CLP on the primal LP from a fresh start (docs/solver.md).
 #pragma once
 
 #include <memory>

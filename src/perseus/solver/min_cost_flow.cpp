@@ -1,0 +1,167 @@
+// Compiled as C++17 (src/perseus/CMakeLists.txt): LEMON's CostScaling builds a StaticDigraph,
+// whose maps call std::allocator::construct and destroy, gone in C++20.
+#include "perseus/solver/min_cost_flow.hpp"
+
+#include <lemon/cost_scaling.h>
+#include <lemon/network_simplex.h>
+#include <lemon/smart_graph.h>
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
+#include <vector>
+
+namespace perseus {
+
+struct MinCostCirculation::Impl {
+  using Graph = lemon::SmartDigraph;
+  struct Arc {
+    int from, to;
+    long long cost, capacity;
+  };
+  int nodes = 0;
+  std::vector<Arc> arcs;
+  bool built = false;
+  Graph graph;
+  Graph::ArcMap<long long> cost{graph}, capacity{graph}, capped{graph}, flow{graph};
+  Graph::NodeMap<long long> potential{graph};
+  std::vector<Graph::Arc> capped_arcs;  // those of negative cost given a finite capacity
+  // canonicalise()'s, kept to reuse their memory: the reversed residual graph in CSR form.
+  std::vector<int> residual_begin, residual_to, residual_count;
+  std::vector<long long> residual_cost, distance;
+
+  void build() {
+    graph.reserveNode(nodes);
+    graph.reserveArc(static_cast<int>(arcs.size()));
+    for (int i = 0; i < nodes; ++i) graph.addNode();
+    const auto negative_unbounded = std::count_if(arcs.begin(), arcs.end(), [](const Arc& a) {
+      return a.cost < 0 && a.capacity == kUnbounded;
+    });
+    // CostScaling sums the negative arcs' capacities: keep that sum within range.
+    const long long large = std::min(kLargeCapacity, kUnbounded / (4 * std::max<long long>(1, negative_unbounded)));
+    for (const Arc& a : arcs) {
+      const Graph::Arc arc = graph.addArc(graph.nodeFromId(a.from), graph.nodeFromId(a.to));
+      capacity[arc] = a.capacity;
+      const bool cap = a.cost < 0 && a.capacity == kUnbounded;
+      capped[arc] = cap ? large : a.capacity;
+      if (cap) capped_arcs.push_back(arc);
+    }
+    built = true;
+  }
+
+  // Lowers every potential by the node's residual distance to `root` on reduced costs (all
+  // >= 0 at an optimum): the least optimal potentials with root's fixed. Dijkstra from the
+  // root over the residual arcs reversed. O(m log n).
+  void canonicalise(int root) {
+    const auto n = static_cast<std::size_t>(nodes);
+    residual_count.assign(n + 1, 0);
+    const auto for_each_residual = [&](auto&& visit) {  // visit(from, to, reduced cost)
+      for (std::size_t i = 0; i < arcs.size(); ++i) {
+        const Arc& a = arcs[i];
+        const Graph::Arc arc = graph.arcFromId(static_cast<int>(i));
+        const long long f = flow[arc];
+        const long long reduced = a.cost + potential[graph.nodeFromId(a.from)] - potential[graph.nodeFromId(a.to)];
+        if (f < capacity[arc]) visit(a.from, a.to, reduced);
+        if (f > 0) visit(a.to, a.from, -reduced);
+      }
+    };
+    // Reversed: a residual arc u -> v is listed at v.
+    for_each_residual([&](int, int to, long long) { ++residual_count[static_cast<std::size_t>(to) + 1]; });
+    residual_begin.assign(n + 1, 0);
+    for (std::size_t v = 0; v < n; ++v) residual_begin[v + 1] = residual_begin[v] + residual_count[v + 1];
+    residual_to.resize(static_cast<std::size_t>(residual_begin[n]));
+    residual_cost.resize(residual_to.size());
+    std::copy(residual_begin.begin(), residual_begin.end() - 1, residual_count.begin());
+    for_each_residual([&](int from, int to, long long reduced) {
+      const auto slot = static_cast<std::size_t>(residual_count[static_cast<std::size_t>(to)]++);
+      residual_to[slot] = from;
+      residual_cost[slot] = std::max(0LL, reduced);  // exact at an optimum: never below 0
+    });
+    const long long unreached = std::numeric_limits<long long>::max();
+    distance.assign(n, unreached);
+    using Entry = std::pair<long long, int>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+    distance[static_cast<std::size_t>(root)] = 0;
+    queue.push({0, root});
+    while (!queue.empty()) {
+      const auto [d, v] = queue.top();
+      queue.pop();
+      if (d > distance[static_cast<std::size_t>(v)]) continue;
+      for (int k = residual_begin[static_cast<std::size_t>(v)]; k < residual_begin[static_cast<std::size_t>(v) + 1]; ++k) {
+        const auto u = static_cast<std::size_t>(residual_to[static_cast<std::size_t>(k)]);
+        const long long through = d + residual_cost[static_cast<std::size_t>(k)];
+        if (through < distance[u]) {
+          distance[u] = through;
+          queue.push({through, static_cast<int>(u)});
+        }
+      }
+    }
+    // A node that cannot reach the root has no least potential; it is lowered as far as the
+    // furthest that can (any residual arc from it leads to nodes that cannot either, and one
+    // into it is kept non-negative). On the relaxation's networks every node reaches the
+    // finish through unbounded arcs.
+    long long furthest = 0;
+    for (const long long d : distance) {
+      if (d != unreached) furthest = std::max(furthest, d);
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      potential[graph.nodeFromId(static_cast<int>(v))] -= distance[v] != unreached ? distance[v] : furthest;
+    }
+  }
+};
+
+MinCostCirculation::MinCostCirculation(Algorithm algorithm) : impl_(std::make_unique<Impl>()), algorithm_(algorithm) {}
+MinCostCirculation::~MinCostCirculation() = default;
+
+int MinCostCirculation::add_node() { return impl_->nodes++; }
+
+int MinCostCirculation::add_arc(int from, int to, long long cost, long long capacity) {
+  impl_->arcs.push_back({from, to, cost, capacity});
+  return static_cast<int>(impl_->arcs.size()) - 1;
+}
+
+void MinCostCirculation::set_cost(int arc, long long cost) { impl_->arcs[static_cast<std::size_t>(arc)].cost = cost; }
+
+MinCostCirculation::Status MinCostCirculation::solve(int root) {
+  Impl& m = *impl_;
+  if (!m.built) m.build();
+  for (std::size_t i = 0; i < m.arcs.size(); ++i) m.cost[m.graph.arcFromId(static_cast<int>(i))] = m.arcs[i].cost;
+  scaled_ = algorithm_ == Algorithm::kCostScaling || (algorithm_ == Algorithm::kAuto && m.nodes >= kCostScalingMinNodes && m.nodes <= kCostScalingMaxNodes);
+  fell_back_ = false;
+  if (scaled_) {
+    using Scaling = lemon::CostScaling<Impl::Graph, long long, long long>;
+    Scaling scaling(m.graph);
+    scaling.costMap(m.cost).upperMap(m.capped);
+    if (scaling.run() == Scaling::OPTIMAL) {
+      scaling.flowMap(m.flow);
+      const bool saturated = std::any_of(m.capped_arcs.begin(), m.capped_arcs.end(),
+                                         [&](Impl::Graph::Arc a) { return m.flow[a] >= m.capped[a]; });
+      if (!saturated) {
+        scaling.potentialMap(m.potential);
+        m.canonicalise(root);
+        return Status::kOptimal;
+      }
+    }
+    fell_back_ = true;
+  }
+  using Simplex = lemon::NetworkSimplex<Impl::Graph, long long, long long>;
+  Simplex simplex(m.graph);
+  simplex.costMap(m.cost).upperMap(m.capacity);
+  switch (simplex.run()) {
+    case Simplex::OPTIMAL:
+      simplex.flowMap(m.flow);
+      simplex.potentialMap(m.potential);
+      m.canonicalise(root);
+      return Status::kOptimal;
+    case Simplex::UNBOUNDED:
+      return Status::kUnbounded;
+    default:
+      return Status::kInfeasible;
+  }
+}
+
+long long MinCostCirculation::flow(int arc) const { return impl_->flow[impl_->graph.arcFromId(arc)]; }
+long long MinCostCirculation::potential(int node) const { return impl_->potential[impl_->graph.nodeFromId(node)]; }
+
+}  // namespace perseus

@@ -1,0 +1,176 @@
+// MinCostCirculation: on small random networks both algorithms' answers carry their own proof
+// of optimality (a feasible circulation and potentials under which no residual arc has a
+// negative reduced cost), they cost the same, and their canonical potentials are the least
+// such (so the same for both, up to the root's: the optimal duals do not depend on which
+// optimal flow was found).
+#include "perseus/solver/min_cost_flow.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace perseus {
+namespace {
+
+using Algorithm = MinCostCirculation::Algorithm;
+using Status = MinCostCirculation::Status;
+constexpr long long kUnbounded = MinCostCirculation::kUnbounded;
+
+struct Arc {
+  int from, to;
+  long long cost, capacity;
+};
+
+// Random networks shaped as the relaxation's: forward arcs (from a lower node to a higher
+// one) of any cost, some of them of negative cost and unbounded capacity, and backward ones
+// that are either bounded or cost more than every negative cost together, so that no cycle of
+// unbounded arcs has a negative cost.
+std::vector<Arc> random_network(std::mt19937& rng, int nodes) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<long long> cost(-20, 20), capacity(0, 30);
+  std::vector<Arc> arcs;
+  for (int u = 0; u < nodes; ++u) {
+    for (int v = 0; v < nodes; ++v) {
+      if (u == v || unit(rng) > 0.35) continue;
+      if (u < v) {
+        arcs.push_back({u, v, cost(rng), unit(rng) < 0.3 ? kUnbounded : capacity(rng)});
+      } else {
+        const bool bounded = unit(rng) < 0.5;
+        arcs.push_back({u, v, bounded ? cost(rng) : 20 * nodes * nodes + cost(rng), bounded ? capacity(rng) : kUnbounded});
+      }
+    }
+  }
+  return arcs;
+}
+
+struct Answer {
+  Status status = Status::kInfeasible;
+  long long cost = 0;
+  std::vector<long long> flow, potential;
+  bool scaled = false;
+};
+
+Answer solve(const std::vector<Arc>& arcs, int nodes, Algorithm algorithm, int root) {
+  MinCostCirculation circulation(algorithm);
+  for (int v = 0; v < nodes; ++v) EXPECT_EQ(circulation.add_node(), v);
+  for (const Arc& a : arcs) circulation.add_arc(a.from, a.to, a.cost, a.capacity);
+  Answer answer;
+  answer.status = circulation.solve(root);
+  answer.scaled = circulation.scaled() && !circulation.fell_back();
+  if (answer.status != Status::kOptimal) return answer;
+  for (std::size_t i = 0; i < arcs.size(); ++i) {
+    answer.flow.push_back(circulation.flow(static_cast<int>(i)));
+    answer.cost += arcs[i].cost * answer.flow.back();
+  }
+  for (int v = 0; v < nodes; ++v) answer.potential.push_back(circulation.potential(v));
+  return answer;
+}
+
+// The flow is a circulation within the capacities, and no residual arc has a negative
+// reduced cost: together, a proof that it is a minimum-cost circulation.
+void expect_optimal(const std::vector<Arc>& arcs, int nodes, const Answer& answer) {
+  std::vector<long long> balance(static_cast<std::size_t>(nodes), 0);
+  for (std::size_t i = 0; i < arcs.size(); ++i) {
+    const Arc& a = arcs[i];
+    const long long f = answer.flow[i];
+    ASSERT_GE(f, 0);
+    ASSERT_LE(f, a.capacity);
+    balance[static_cast<std::size_t>(a.from)] -= f;
+    balance[static_cast<std::size_t>(a.to)] += f;
+    const long long reduced = a.cost + answer.potential[static_cast<std::size_t>(a.from)] -
+                              answer.potential[static_cast<std::size_t>(a.to)];
+    if (f < a.capacity) {
+      EXPECT_GE(reduced, 0) << "arc " << i;
+    }
+    if (f > 0) {
+      EXPECT_LE(reduced, 0) << "arc " << i;
+    }
+  }
+  for (const long long b : balance) EXPECT_EQ(b, 0);
+}
+
+// The residual distances to the root on reduced costs, by Bellman-Ford: all 0 when the
+// potentials are the least optimal ones with the root's fixed.
+constexpr long long kUnreached = std::numeric_limits<long long>::max() / 4;
+
+std::vector<long long> distances_to_root(const std::vector<Arc>& arcs, int nodes, const Answer& answer, int root) {
+  const long long unreached = kUnreached;
+  std::vector<long long> distance(static_cast<std::size_t>(nodes), unreached);
+  distance[static_cast<std::size_t>(root)] = 0;
+  for (int round = 0; round < nodes; ++round) {
+    for (std::size_t i = 0; i < arcs.size(); ++i) {
+      const Arc& a = arcs[i];
+      const auto u = static_cast<std::size_t>(a.from), v = static_cast<std::size_t>(a.to);
+      const long long reduced = a.cost + answer.potential[u] - answer.potential[v];
+      if (answer.flow[i] < a.capacity && distance[v] < unreached) distance[u] = std::min(distance[u], distance[v] + reduced);
+      if (answer.flow[i] > 0 && distance[u] < unreached) distance[v] = std::min(distance[v], distance[u] - reduced);
+    }
+  }
+  return distance;
+}
+
+TEST(MinCostCirculation, BothAlgorithmsProveTheSameOptimumAndTheSameLeastPotentials) {
+  std::mt19937 rng(20261128);
+  int scaled = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int nodes = 3 + trial % 8;
+    const std::vector<Arc> arcs = random_network(rng, nodes);
+    const int root = trial % nodes;
+    const Answer simplex = solve(arcs, nodes, Algorithm::kNetworkSimplex, root);
+    const Answer scaling = solve(arcs, nodes, Algorithm::kCostScaling, root);
+    ASSERT_EQ(simplex.status, Status::kOptimal) << "trial " << trial;
+    ASSERT_EQ(scaling.status, Status::kOptimal) << "trial " << trial;
+    scaled += scaling.scaled;
+    expect_optimal(arcs, nodes, simplex);
+    expect_optimal(arcs, nodes, scaling);
+    EXPECT_EQ(simplex.cost, scaling.cost) << "trial " << trial;
+    // Where a node reaches the root (with either flow: the optimal potentials do not depend on
+    // it), its potential is the least: its distance to the root on reduced costs is 0.
+    const std::vector<long long> simplex_distance = distances_to_root(arcs, nodes, simplex, root);
+    const std::vector<long long> scaling_distance = distances_to_root(arcs, nodes, scaling, root);
+    for (int v = 0; v < nodes; ++v) {
+      const auto i = static_cast<std::size_t>(v), r = static_cast<std::size_t>(root);
+      const bool reaches = simplex_distance[i] < kUnreached;
+      ASSERT_EQ(reaches, scaling_distance[i] < kUnreached) << "trial " << trial << " node " << v;
+      if (!reaches) continue;
+      EXPECT_EQ(simplex_distance[i], 0) << "trial " << trial << " node " << v;
+      EXPECT_EQ(scaling_distance[i], 0) << "trial " << trial << " node " << v;
+      EXPECT_EQ(simplex.potential[i] - simplex.potential[r], scaling.potential[i] - scaling.potential[r])
+          << "trial " << trial << " node " << v;
+    }
+  }
+  EXPECT_GT(scaled, 250);  // cost scaling answered, without falling back, nearly every time
+}
+
+TEST(MinCostCirculation, ANegativeCycleOfUnboundedArcsIsUnboundedWithEither) {
+  const std::vector<Arc> arcs = {{0, 1, -3, kUnbounded}, {1, 2, 1, kUnbounded}, {2, 0, 1, kUnbounded}, {0, 2, 5, 4}};
+  for (const Algorithm algorithm : {Algorithm::kNetworkSimplex, Algorithm::kCostScaling, Algorithm::kAuto}) {
+    MinCostCirculation circulation(algorithm);
+    for (int v = 0; v < 3; ++v) circulation.add_node();
+    for (const Arc& a : arcs) circulation.add_arc(a.from, a.to, a.cost, a.capacity);
+    EXPECT_EQ(circulation.solve(0), Status::kUnbounded);
+    // Cost scaling, given a finite capacity on the negative arc, saturates it and hands over.
+    EXPECT_EQ(circulation.fell_back(), algorithm == Algorithm::kCostScaling);
+  }
+}
+
+TEST(MinCostCirculation, NewCostsBetweenSolvesAreUsed) {
+  // A cycle 0 -> 1 -> 0 whose cost the return arc sets: negative (capacity 7 binds), then not.
+  for (const Algorithm algorithm : {Algorithm::kNetworkSimplex, Algorithm::kCostScaling}) {
+    MinCostCirculation circulation(algorithm);
+    circulation.add_node();
+    circulation.add_node();
+    const int forward = circulation.add_arc(0, 1, -5, 7);
+    const int back = circulation.add_arc(1, 0, 2, kUnbounded);
+    ASSERT_EQ(circulation.solve(0), Status::kOptimal);
+    EXPECT_EQ(circulation.flow(forward), 7);
+    circulation.set_cost(back, 6);
+    ASSERT_EQ(circulation.solve(0), Status::kOptimal);
+    EXPECT_EQ(circulation.flow(forward), 0);
+    EXPECT_EQ(circulation.flow(back), 0);
+  }
+}
+
+}  // namespace
+}  // namespace perseus
