@@ -218,6 +218,31 @@ TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
   expect_bounds_hold_both_ways(problem, a, b);
 }
 
+// The worst-gap and polish solves, each target's solve made ahead on the helper thread while
+// the last one's plan is offered, chained and carried: one thread or two give the same solves,
+// plans and bounds.
+TEST(Frontier, SolvesMadeAheadGiveTheSamePlansAsOneAfterAnother) {
+  const auto& [problem, crawl] = certification_case();
+  FrontierOptions two;
+  two.certify_polish_min_nodes = 0;  // this case has 128 nodes
+  two.threads = 2;
+  FrontierOptions one = two;
+  one.threads = 1;
+  const Frontier a = build_frontier(problem, crawl, two);
+  const Frontier b = build_frontier(problem, crawl, one);
+  EXPECT_GT(a.certify_solved_ahead, 0u);
+  EXPECT_EQ(b.certify_solved_ahead, 0u);
+  EXPECT_GT(a.certify_polished, 0u);
+  EXPECT_EQ(a.certify_solves, b.certify_solves);
+  EXPECT_EQ(a.certify_chained, b.certify_chained);
+  EXPECT_EQ(a.certify_polished, b.certify_polished);
+  ASSERT_EQ(a.points.size(), b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(a.points[i].choice, b.points[i].choice) << "point " << i;
+    EXPECT_EQ(a.points[i].lower_bound_j, b.points[i].lower_bound_j) << "point " << i;
+  }
+}
+
 // Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,
 // with no solve of its own: with a budget for it the points get cheaper on the whole.
 TEST(Frontier, InterpolatedRelaxationsImprovePointsBetweenSolvedDeadlines) {

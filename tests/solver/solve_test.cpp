@@ -141,6 +141,25 @@ TEST(Solve, BuildsTheFrontierBesideTheCrawlAsItWouldAfterIt) {
   }
 }
 
+TEST(Solve, SolvesMadeAheadGiveTheSamePlansAsOneAfterAnother) {
+  // The certification's worst-gap solves, each made ahead on the helper thread while the last
+  // one's plan is offered and chained, and used only if that point is still the next target:
+  // one thread or two give the same frontier, whether the solves made ahead were used or,
+  // where a chain had mended the point foreseen, made anew (both happen here: 6 and 1).
+  SolveRequest request = request_for(12, 0.0001, 55.0);
+  request.frontier.t_min_relaxation_budgets = 0.0;
+  const Profile data = Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv");
+  request.frontier.threads = 1;
+  const Solution one = solve(data, request);
+  request.frontier.threads = 2;
+  const Solution two = solve(data, request);
+  expect_same_points(one.frontier, two.frontier);
+  EXPECT_EQ(one.frontier.certify_solves, two.frontier.certify_solves);
+  EXPECT_EQ(one.frontier.certify_solved_ahead + one.frontier.certify_ahead_discarded, 0u);
+  EXPECT_GT(two.frontier.certify_solved_ahead, 0u);
+  EXPECT_GT(two.frontier.certify_ahead_discarded, 0u);
+}
+
 TEST(Solve, AThrowingProgressLeavesNoThreadBehind) {
   // Cancelled mid-crawl, with the second thread busy beside it, many times over.
   SolveRequest request = bloom_a40_request(12);

@@ -138,6 +138,58 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       last_t = t;
     }
   };
+  // The worst-gap and polish loops take one target at a time, each chosen after the last was
+  // offered, chained and carried. With a second thread, the next target as it stands once a
+  // solve's line has joined the bound is solved and rounded on the helper thread while the
+  // main one offers, chains and carries the last, and that work is used if it is still the
+  // next target (the offers only lower gaps, those of points within a chain's or carry's
+  // reach): the same solves and plans as one after another, in less time.
+  struct Ahead {
+    double t = 0.0;
+    std::optional<RelaxedSolution> relaxed;
+    std::optional<OptionChoice> plan, reclaimed;  // rounded_plan; the rounded-down plan reclaimed
+    double seconds = 0.0;
+    double work = 0.0;
+  };
+  std::optional<Ahead> ahead;
+  // The solve at t: the one made ahead if it was for t (its line then joins the bound here),
+  // else one made now.
+  const auto solve_at = [&](double t) {
+    Ahead here;
+    here.t = t;
+    if (ahead && std::abs(ahead->t - t) <= kTimeEpsilon) {
+      here = std::move(*ahead);
+      ++frontier.certify_solved_ahead;
+      s.lp_seconds += here.seconds;
+      refiner.add_work(here.work);
+      if (here.relaxed) lines.add(t, *here.relaxed);
+    } else {
+      if (ahead) ++frontier.certify_ahead_discarded;
+      here.relaxed = s.solve_relaxation(t);
+    }
+    ahead.reset();
+    return here;
+  };
+  // Runs `offer` here and, if `next` is a target, its solve and plans on the helper thread.
+  const auto offer_and_look_ahead = [&](std::optional<std::size_t> next, bool reclaimed, const std::function<void()>& offer) {
+    if (next && s.threads > 1) {
+      if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
+      if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
+      ahead.emplace();
+      ahead->t = points[*next].measured.time_s;
+    }
+    run_tasks(ahead ? 2 : 1, true, [&](std::size_t k) {
+      if (k == 0) return offer();
+      const PlanRefiner& helper = *s.helpers[0];
+      const double from = helper.work();
+      ahead->relaxed = State::timed_solve(*s.helper_relaxation, ahead->t, &ahead->seconds);
+      if (ahead->relaxed) {
+        if (reclaimed) ahead->reclaimed = helper.reclaim_slack(ahead->relaxed->rounded, ahead->t);
+        ahead->plan = s.rounded_plan(helper, *ahead->relaxed, ahead->t);
+      }
+      ahead->work = helper.work() - from;
+    });
+  };
   // Then where a point is still more than certify_worst_gap above the best bound known
   // (the hull crawl's lines included: there they lie within hundredths of a percent of the
   // LP optimum), a solve there for its rounded plan, widest first, at most
@@ -156,22 +208,28 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     const auto cap = static_cast<int>(std::min<double>(
         options.certify_worst_solves, std::floor(options.certify_work_share * budget / lp_solve_work)));
     std::vector<double> aimed;  // this loop's deadlines
+    const auto next_target = [&] {
+      return widest_above(points, options.certify_worst_gap, [&](double t) { return solved(t) || waits_for(aimed, t); });
+    };
     for (int made = 0; made < cap; ++made) {
-      const auto target = widest_above(points, options.certify_worst_gap, [&](double t) {
-        return solved(t) || waits_for(aimed, t);
-      });
+      const auto target = next_target();
       if (!target) break;
       const double t = points[*target].measured.time_s;
-      const auto relaxed = s.solve_relaxation(t);
+      Ahead here = solve_at(t);
       solved_at.push_back(t);
       aimed.push_back(t);
       ++frontier.certify_solves;
-      if (!relaxed) continue;
-      relaxed_durations.emplace_back(t, relaxed->duration_s);
-      const double before = points[*target].effective_energy_j;
-      replace(points, *target, rounded_plan(refiner, *relaxed, t));
-      if (points[*target].effective_energy_j < before) chain_repairs(*target);
+      if (!here.relaxed) continue;
+      relaxed_durations.emplace_back(t, here.relaxed->duration_s);
+      offer_and_look_ahead(made + 1 < cap ? next_target() : std::nullopt, false, [&] {
+        if (!here.plan) here.plan = rounded_plan(refiner, *here.relaxed, t);
+        const double before = points[*target].effective_energy_j;
+        replace(points, *target, here.plan);
+        if (points[*target].effective_energy_j < before) chain_repairs(*target);
+      });
     }
+    if (ahead) ++frontier.certify_ahead_discarded;
+    ahead.reset();
     // Points still that far above, between two solved deadlines, widest first while the
     // repairs stay within certify_interpolation_share of the refinement's budget: the two
     // solutions' durations interpolated to the point's time (feasible there, the LP being
@@ -336,25 +394,36 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   std::vector<double> polished;
   const bool polish = problem.dag.num_nodes() >= options.certify_polish_min_nodes &&
                      problem.dag.num_nodes() <= options.certify_polish_max_nodes;
-  for (int made = 0; polish && made < options.certify_polish_points; ++made) {
-    const auto target = widest_above(points, options.certify_target_gap, [&](double t) {
+  const auto next_to_polish = [&] {
+    return widest_above(points, options.certify_target_gap, [&](double t) {
       return std::any_of(polished.begin(), polished.end(), [&](double d) { return std::abs(t - d) < span / 64.0; });
     });
+  };
+  for (int made = 0; polish && made < options.certify_polish_points; ++made) {
+    const auto target = next_to_polish();
     if (!target) break;
     const double t = points[*target].measured.time_s;
     polished.push_back(t);
-    const auto relaxed = s.solve_relaxation(t);
+    Ahead here = solve_at(t);
     ++frontier.certify_solves;
-    if (!relaxed) continue;
-    const double before = points[*target].effective_energy_j;
-    replace(points, *target, refiner.reclaim_slack(relaxed->rounded, t));
-    replace(points, *target, rounded_plan(refiner, *relaxed, t));
-    if (points[*target].effective_energy_j >= before) continue;
-    ++frontier.certify_polished;
-    s.carry_to_slower(refiner, crawl, points, *target, kInheritSweeps);
-    chain_left = options.certify_polish_chain_repairs;
-    chain_repairs(*target);
+    if (!here.relaxed) continue;
+    offer_and_look_ahead(made + 1 < options.certify_polish_points ? next_to_polish() : std::nullopt, true, [&] {
+      if (!here.plan) {
+        here.reclaimed = refiner.reclaim_slack(here.relaxed->rounded, t);
+        here.plan = rounded_plan(refiner, *here.relaxed, t);
+      }
+      const double before = points[*target].effective_energy_j;
+      replace(points, *target, here.reclaimed);
+      replace(points, *target, here.plan);
+      if (points[*target].effective_energy_j >= before) return;
+      ++frontier.certify_polished;
+      s.carry_to_slower(refiner, crawl, points, *target, kInheritSweeps);
+      chain_left = options.certify_polish_chain_repairs;
+      chain_repairs(*target);
+    });
   }
+  if (ahead) ++frontier.certify_ahead_discarded;
+  ahead.reset();
   points = pareto_filter(std::move(points));
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of

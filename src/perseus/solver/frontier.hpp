@@ -64,6 +64,12 @@ struct Frontier {
   std::size_t certify_chained = 0;
   // Points whose plan the final polish's LP solves mended (certify_polish_*).
   std::size_t certify_polished = 0;
+  // Of the worst-gap and polish solves, those made ahead on the helper thread and used
+  // (certification.cpp): the same solves as one after another, in less time.
+  std::size_t certify_solved_ahead = 0;
+  // Those made ahead and not used: the next target had changed (a chain or carry had
+  // mended the one foreseen), so it was solved anew.
+  std::size_t certify_ahead_discarded = 0;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
