@@ -39,6 +39,15 @@ double median_of(std::vector<double> values) {
 }
 double worst_of(const std::vector<double>& values) { return *std::max_element(values.begin(), values.end()); }
 
+// The same plan and bound at every point (one thread against two, say).
+void expect_same_plans_and_bounds(const Frontier& a, const Frontier& b) {
+  ASSERT_EQ(a.points.size(), b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(a.points[i].choice, b.points[i].choice) << "point " << i;
+    EXPECT_EQ(a.points[i].lower_bound_j, b.points[i].lower_bound_j) << "point " << i;
+  }
+}
+
 // A bound holds against every plan: each point's bound also against the other frontier's
 // plan for its time (blocking until it), both ways.
 void expect_bounds_hold_both_ways(const EnergyProblem& problem, const Frontier& a, const Frontier& b) {
@@ -236,11 +245,7 @@ TEST(Frontier, SolvesMadeAheadGiveTheSamePlansAsOneAfterAnother) {
   EXPECT_EQ(a.certify_solves, b.certify_solves);
   EXPECT_EQ(a.certify_chained, b.certify_chained);
   EXPECT_EQ(a.certify_polished, b.certify_polished);
-  ASSERT_EQ(a.points.size(), b.points.size());
-  for (std::size_t i = 0; i < a.points.size(); ++i) {
-    EXPECT_EQ(a.points[i].choice, b.points[i].choice) << "point " << i;
-    EXPECT_EQ(a.points[i].lower_bound_j, b.points[i].lower_bound_j) << "point " << i;
-  }
+  expect_same_plans_and_bounds(a, b);
 }
 
 // Between two solved deadlines, the solutions' durations interpolated, rounded and repaired,
@@ -290,12 +295,8 @@ TEST(Frontier, TheLpSweepBringsFarPointsCloserToTheirBoundsOnAnyThreads) {
             << " solves)\n";
   EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
   EXPECT_LT(far(gaps_of(b)), far(gaps_of(a)));
-  ASSERT_EQ(b.points.size(), c.points.size());
   EXPECT_EQ(b.certify_sweep_solves, c.certify_sweep_solves);
-  for (std::size_t i = 0; i < b.points.size(); ++i) {
-    EXPECT_EQ(b.points[i].choice, c.points[i].choice) << "point " << i;
-    EXPECT_EQ(b.points[i].lower_bound_j, c.points[i].lower_bound_j) << "point " << i;
-  }
+  expect_same_plans_and_bounds(b, c);
 }
 
 // A round of local search at the points furthest above their bounds (with a worst gap of 0

@@ -57,16 +57,43 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     if (const auto second = widest_unsolved(targets[0])) targets.push_back(*second);
     solved_at.pop_back();
   }
+  // A solve on the helper thread, with a relaxation and refiner of its own: its relaxation,
+  // rounded plan (and, asked for, the rounded-down plan reclaimed), and what it cost; joined
+  // to this thread's accounts and bound by take().
+  struct HelperSolve {
+    double t = 0.0;
+    std::optional<RelaxedSolution> relaxed;
+    std::optional<OptionChoice> plan, reclaimed;
+    double seconds = 0.0;
+    double work = 0.0;
+  };
+  const auto solve_on_helper = [&](HelperSolve& h, bool reclaimed) {
+    const PlanRefiner& helper = *s.helpers[0];
+    const double from = helper.work();
+    h.relaxed = State::timed_solve(*s.helper_relaxation, h.t, &h.seconds);
+    if (h.relaxed) {
+      if (reclaimed) h.reclaimed = helper.reclaim_slack(h.relaxed->rounded, h.t);
+      h.plan = s.rounded_plan(helper, *h.relaxed, h.t);
+    }
+    h.work = helper.work() - from;
+  };
+  const auto take = [&](const HelperSolve& h) {
+    s.lp_seconds += h.seconds;
+    refiner.add_work(h.work);
+    if (h.relaxed) lines.add(h.t, *h.relaxed);
+  };
+  const auto make_helper = [&] {
+    if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
+    if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
+  };
   for (int made = 0; !targets.empty();) {
-    // The second solve of the round beside this one, on a relaxation and refiner of its own.
-    std::optional<RelaxedSolution> first, second;
-    std::optional<OptionChoice> first_plan, second_plan;
-    double second_seconds = 0.0;
-    double helper_work = 0.0;
+    // The second solve of the round beside this one, on the helper thread.
+    std::optional<RelaxedSolution> first;
+    std::optional<OptionChoice> first_plan;
+    HelperSolve second;
     if (targets.size() > 1) {
-      if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
-      if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
-      helper_work = s.helpers[0]->work();
+      make_helper();
+      second.t = targets[1];
     }
     // T*'s solve was made beside the crawl.
     const bool precomputed = made == 0 && s.t_star && std::abs(*s.t_star - targets[0]) <= kTimeEpsilon;
@@ -75,22 +102,17 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
         first = precomputed ? s.t_star_solution : s.solve_relaxation(targets[0]);
         if (first) first_plan = rounded_plan(refiner, *first, targets[0]);
       } else {
-        second = State::timed_solve(*s.helper_relaxation, targets[1], &second_seconds);
-        if (second) second_plan = s.rounded_plan(*s.helpers[0], *second, targets[1]);
+        solve_on_helper(second, false);
       }
     });
-    if (targets.size() > 1) {
-      s.lp_seconds += second_seconds;
-      refiner.add_work(s.helpers[0]->work() - helper_work);
-      if (second) lines.add(targets[1], *second);
-    }
+    if (targets.size() > 1) take(second);
     // Each solve offers its rounded plan at its point.
     if (first) relaxed_durations.emplace_back(targets[0], first->duration_s);
-    if (targets.size() > 1 && second) relaxed_durations.emplace_back(targets[1], second->duration_s);
+    if (targets.size() > 1 && second.relaxed) relaxed_durations.emplace_back(targets[1], second.relaxed->duration_s);
     for (std::size_t j = 0; j < targets.size(); ++j) {
       solved_at.push_back(targets[j]);
       ++frontier.certify_solves;
-      const std::optional<OptionChoice>& plan = j == 0 ? first_plan : second_plan;
+      const std::optional<OptionChoice>& plan = j == 0 ? first_plan : second.plan;
       const auto at = std::find_if(points.begin(), points.end(), [&](const FrontierPoint& p) {
         return std::abs(p.measured.time_s - targets[j]) <= kTimeEpsilon;
       });
@@ -140,29 +162,19 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   };
   // The worst-gap and polish loops take one target at a time, each chosen after the last was
   // offered, chained and carried. With a second thread, the next target as it stands once a
-  // solve's line has joined the bound is solved and rounded on the helper thread while the
-  // main one offers, chains and carries the last, and that work is used if it is still the
-  // next target (the offers only lower gaps, those of points within a chain's or carry's
-  // reach): the same solves and plans as one after another, in less time.
-  struct Ahead {
-    double t = 0.0;
-    std::optional<RelaxedSolution> relaxed;
-    std::optional<OptionChoice> plan, reclaimed;  // rounded_plan; the rounded-down plan reclaimed
-    double seconds = 0.0;
-    double work = 0.0;
-  };
-  std::optional<Ahead> ahead;
-  // The solve at t: the one made ahead if it was for t (its line then joins the bound here),
-  // else one made now.
+  // solve's line has joined the bound is solved and rounded on the helper thread while this
+  // one offers, chains and carries the last, and that solve is used if it is still the next
+  // target (the offers only lower gaps, those of points within a chain's or carry's reach):
+  // the same solves and plans as one after another, in less time.
+  std::optional<HelperSolve> ahead;
+  // The solve at t: the one made ahead if it was for t, else one made now.
   const auto solve_at = [&](double t) {
-    Ahead here;
+    HelperSolve here;
     here.t = t;
     if (ahead && std::abs(ahead->t - t) <= kTimeEpsilon) {
       here = std::move(*ahead);
       ++frontier.certify_solved_ahead;
-      s.lp_seconds += here.seconds;
-      refiner.add_work(here.work);
-      if (here.relaxed) lines.add(t, *here.relaxed);
+      take(here);
     } else {
       if (ahead) ++frontier.certify_ahead_discarded;
       here.relaxed = s.solve_relaxation(t);
@@ -170,25 +182,26 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     ahead.reset();
     return here;
   };
-  // Runs `offer` here and, if `next` is a target, its solve and plans on the helper thread.
-  const auto offer_and_look_ahead = [&](std::optional<std::size_t> next, bool reclaimed, const std::function<void()>& offer) {
-    if (next && s.threads > 1) {
-      if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
-      if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
-      ahead.emplace();
-      ahead->t = points[*next].measured.time_s;
+  // Runs `offer` here and, with a second thread, the solve and plans of the target `next()`
+  // finds (if any) on the helper thread.
+  const auto offer_and_look_ahead = [&](const std::function<std::optional<std::size_t>()>& next, bool reclaimed,
+                                        const std::function<void()>& offer) {
+    if (s.threads > 1) {
+      if (const auto target = next()) {
+        make_helper();
+        ahead.emplace();
+        ahead->t = points[*target].measured.time_s;
+      }
     }
     run_tasks(ahead ? 2 : 1, true, [&](std::size_t k) {
       if (k == 0) return offer();
-      const PlanRefiner& helper = *s.helpers[0];
-      const double from = helper.work();
-      ahead->relaxed = State::timed_solve(*s.helper_relaxation, ahead->t, &ahead->seconds);
-      if (ahead->relaxed) {
-        if (reclaimed) ahead->reclaimed = helper.reclaim_slack(ahead->relaxed->rounded, ahead->t);
-        ahead->plan = s.rounded_plan(helper, *ahead->relaxed, ahead->t);
-      }
-      ahead->work = helper.work() - from;
+      solve_on_helper(*ahead, reclaimed);
     });
+  };
+  // A solve made ahead that no loop took.
+  const auto drop_ahead = [&] {
+    if (ahead) ++frontier.certify_ahead_discarded;
+    ahead.reset();
   };
   // Then where a point is still more than certify_worst_gap above the best bound known
   // (the hull crawl's lines included: there they lie within hundredths of a percent of the
@@ -215,21 +228,21 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       const auto target = next_target();
       if (!target) break;
       const double t = points[*target].measured.time_s;
-      Ahead here = solve_at(t);
+      HelperSolve here = solve_at(t);
       solved_at.push_back(t);
       aimed.push_back(t);
       ++frontier.certify_solves;
       if (!here.relaxed) continue;
       relaxed_durations.emplace_back(t, here.relaxed->duration_s);
-      offer_and_look_ahead(made + 1 < cap ? next_target() : std::nullopt, false, [&] {
+      const auto next = [&] { return made + 1 < cap ? next_target() : std::nullopt; };
+      offer_and_look_ahead(next, false, [&] {
         if (!here.plan) here.plan = rounded_plan(refiner, *here.relaxed, t);
         const double before = points[*target].effective_energy_j;
         replace(points, *target, here.plan);
         if (points[*target].effective_energy_j < before) chain_repairs(*target);
       });
     }
-    if (ahead) ++frontier.certify_ahead_discarded;
-    ahead.reset();
+    drop_ahead();
     // Points still that far above, between two solved deadlines, widest first while the
     // repairs stay within certify_interpolation_share of the refinement's budget: the two
     // solutions' durations interpolated to the point's time (feasible there, the LP being
@@ -404,10 +417,11 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     if (!target) break;
     const double t = points[*target].measured.time_s;
     polished.push_back(t);
-    Ahead here = solve_at(t);
+    HelperSolve here = solve_at(t);
     ++frontier.certify_solves;
     if (!here.relaxed) continue;
-    offer_and_look_ahead(made + 1 < options.certify_polish_points ? next_to_polish() : std::nullopt, true, [&] {
+    const auto next = [&] { return made + 1 < options.certify_polish_points ? next_to_polish() : std::nullopt; };
+    offer_and_look_ahead(next, true, [&] {
       if (!here.plan) {
         here.reclaimed = refiner.reclaim_slack(here.relaxed->rounded, t);
         here.plan = rounded_plan(refiner, *here.relaxed, t);
@@ -422,8 +436,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       chain_repairs(*target);
     });
   }
-  if (ahead) ++frontier.certify_ahead_discarded;
-  ahead.reset();
+  drop_ahead();
   points = pareto_filter(std::move(points));
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
