@@ -160,6 +160,44 @@ TEST(Solve, SolvesMadeAheadGiveTheSamePlansAsOneAfterAnother) {
   EXPECT_GT(two.frontier.certify_ahead_discarded, 0u);
 }
 
+TEST(Solve, TheLpSweptBesideTheCrawlGivesTheSamePlansOnAnyThreadsAndBoundsWithinTheLp) {
+  // The sweep beside the crawl, made to run on gpt3-175b A40 8 x 12 (192 nodes; by default it
+  // starts at 512): its solves are taken in order on one warm relaxation while their counted
+  // work lasts, on the helper thread or after the crawl, so one thread or two give the same
+  // frontier; its lines, like every other, stay at or below the LP optimum; its interpolated
+  // plans improve points.
+  SolveRequest request = request_for(12, 0.0001, 70.38);
+  request.frontier.crawl_sweep_min_nodes = 0;
+  request.frontier.crawl_sweep_min = 2;
+  const Profile data = Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv");
+  request.frontier.threads = 1;
+  const Solution one = solve(data, request);
+  request.frontier.threads = 2;
+  const Solution two = solve(data, request);
+  expect_same_points(one.frontier, two.frontier);
+  EXPECT_EQ(one.frontier.crawl_sweep_solves, two.frontier.crawl_sweep_solves);
+  EXPECT_EQ(one.frontier.crawl_sweep_improved, two.frontier.crawl_sweep_improved);
+  EXPECT_GE(two.frontier.crawl_sweep_solves, 8u);
+  EXPECT_GT(two.frontier.crawl_sweep_improved, 0u);
+
+  LpRelaxation relaxation(two.problem);
+  const std::vector<FrontierPoint>& points = two.frontier.points;
+  for (std::size_t i = 0; i < points.size(); i += 8) {
+    const double t = points[i].measured.time_s;
+    const auto optimum = relaxation.solve(t);
+    ASSERT_TRUE(optimum) << t;
+    ASSERT_TRUE(points[i].lower_bound_j) << t;
+    EXPECT_LE(*points[i].lower_bound_j, optimum->lower_bound_j + 1e-6 * optimum->lower_bound_j) << t;
+    EXPECT_LE(*points[i].lower_bound_j, points[i].measured.energy_j) << t;
+  }
+
+  // Off (by default on 192 nodes), no solve and no offer.
+  request.frontier.crawl_sweep_share = 0.0;
+  const Solution off = solve(data, request);
+  EXPECT_EQ(off.frontier.crawl_sweep_solves, 0u);
+  EXPECT_EQ(off.frontier.crawl_sweep_improved, 0u);
+}
+
 TEST(Solve, AThrowingProgressLeavesNoThreadBehind) {
   // Cancelled mid-crawl, with the second thread busy beside it, many times over.
   SolveRequest request = bloom_a40_request(12);

@@ -77,6 +77,8 @@ nlohmann::json certification_json(const Frontier& frontier) {
           {"hull_crawl_steps", frontier.hull_crawl_steps},
           {"hull_crawl_plans", frontier.hull_crawl_plans},
           {"sweep_solves", frontier.certify_sweep_solves},
+          {"crawl_sweep_solves", frontier.crawl_sweep_solves},
+          {"crawl_sweep_improved_points", frontier.crawl_sweep_improved},
           {"searched_points", frontier.certify_searches}};
 }
 

@@ -6,6 +6,40 @@
 
 namespace perseus {
 
+void FrontierBuilder::State::offer_crawl_sweep(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl) {
+  frontier.crawl_sweep_solves = crawl_sweep_lines.size();
+  for (const SupportingLine& line : crawl_sweep_lines) lines.add(line);
+  if (crawl_sweep_durations.size() < 2) return;
+  std::vector<FrontierPoint>& points = frontier.points;
+  // Every crawl_sweep_offer_stride-th of the far points: the inheritance pass carries their
+  // plans to the points between (every point: the same medians to 0.01 percentage point, for
+  // 0.27-0.34 s instead of 0.04 on 1,536 nodes).
+  std::vector<std::size_t> far;
+  const std::vector<std::size_t> above = points_above(points, options.certify_sweep_gap);
+  const std::size_t stride = static_cast<std::size_t>(std::max(1, options.crawl_sweep_offer_stride));
+  for (std::size_t k = 0; k < above.size(); k += stride) far.push_back(above[k]);
+  std::vector<std::optional<OptionChoice>> offered(far.size());
+  const auto& solved = crawl_sweep_durations;  // by deadline
+  for_each_on_threads(refiner, far.size(), threads - 1, [&](const PlanRefiner& r, std::size_t k) {
+    const double t = points[far[k]].measured.time_s;
+    const auto above = std::lower_bound(solved.begin(), solved.end(), t, [](const auto& a, double x) { return a.first < x; });
+    if (above == solved.end()) return;
+    std::vector<double> between;
+    if (above == solved.begin()) {
+      if (above->first - t > kTimeEpsilon) return;
+      between = above->second;
+    } else {
+      interpolate_durations(*(above - 1), *above, t, between);
+    }
+    offered[k] = r.reclaim_slack(round_to_options(problem, between, 1e-9).down, t);
+  });
+  for (std::size_t k = 0; k < far.size(); ++k) {
+    const double was = points[far[k]].effective_energy_j;
+    replace_if_cheaper(refiner, crawl, points, far[k], offered[k]);
+    if (points[far[k]].effective_energy_j < was) ++frontier.crawl_sweep_improved;
+  }
+}
+
 void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl) {
   State& s = *this;
   const double lp_solve_work = lp_work;
@@ -15,6 +49,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   refiner.set_work_limit(std::numeric_limits<double>::infinity());
+  offer_crawl_sweep(frontier, refiner, crawl);
   std::vector<FrontierPoint>& points = frontier.points;
   std::vector<double> solved_at;  // deadlines solved here
   std::vector<std::pair<double, std::vector<double>>> relaxed_durations;  // (deadline, durations) of every solve
@@ -239,6 +274,16 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
         if (!here.plan) here.plan = rounded_plan(refiner, *here.relaxed, t);
         const double before = points[*target].effective_energy_j;
         replace(points, *target, here.plan);
+        // Where the LP's rounding is poor, the nearest slower point within the gap, its plan
+        // repaired down to this point's time.
+        if (gap_to_bound(points[*target]).value_or(0.0) > options.certify_worst_gap) {
+          for (std::size_t j = *target + 1; j < points.size() && points[j].measured.time_s - t < span / 64.0; ++j) {
+            if (gap_to_bound(points[j]).value_or(1.0) <= options.certify_worst_gap) {
+              replace(points, *target, refiner.repair(points[j].option_choice(), t));
+              break;
+            }
+          }
+        }
         if (points[*target].effective_energy_j < before) chain_repairs(*target);
       });
     }

@@ -109,8 +109,42 @@ void FrontierBuilder::State::work_beside_crawl() {
       grid.push_back(t_min + (*t_star - t_min) * share);
     }
     grid_points.resize(grid.size());
+    // The sweep beside the crawl, sized the same way for its warm solves.
+    crawl_sweep_budget = options.crawl_sweep_share * kCrawlStepPasses * static_cast<double>(length);
+    const double sweep_solves =
+        std::floor(crawl_sweep_budget / (kCrawlSweepSolvePasses + kCrawlSweepPivotPasses * kCrawlSweepPivots));
+    const std::size_t nodes = problem.dag.num_nodes();
+    if (sweep_solves >= options.crawl_sweep_min && nodes >= options.crawl_sweep_min_nodes &&
+        nodes <= options.crawl_sweep_max_nodes && t_star_solution && *t_star > t_min) {
+      const int n = static_cast<int>(std::min(sweep_solves, static_cast<double>(options.crawl_sweep_max)));
+      for (int j = 1; j <= n; ++j) {
+        const double share = std::pow(static_cast<double>(j) / static_cast<double>(n + 1), options.fast_end_power);
+        crawl_sweep.push_back(t_min + (*t_star - t_min) * share);
+      }
+      if (!t_min_durations.empty()) crawl_sweep_durations.emplace_back(t_min, t_min_durations);
+    }
   }
   side_work = side.work() - from;
+}
+
+void FrontierBuilder::State::solve_crawl_sweep(std::size_t j) {
+  const auto started = std::chrono::steady_clock::now();
+  if (!crawl_sweep_lp) {
+    crawl_sweep_lp = std::make_unique<WarmLpRelaxation>(problem);
+    // From T_min's solve where there is one: a quarter of a start from nothing.
+    if (!crawl_sweep_durations.empty()) crawl_sweep_lp->start_from(t_min, crawl_sweep_durations.front().second);
+  }
+  if (crawl_sweep_work < crawl_sweep_budget) {
+    SupportingLine line;
+    auto relaxed = crawl_sweep_lp->solve(crawl_sweep[j], &line);
+    crawl_sweep_work += kCrawlSweepSolvePasses + kCrawlSweepPivotPasses * crawl_sweep_lp->last_iterations();
+    if (relaxed) {
+      crawl_sweep_lines.push_back(line);
+      crawl_sweep_durations.emplace_back(crawl_sweep[j], std::move(relaxed->duration_s));
+    }
+  }
+  if (j + 1 == crawl_sweep.size()) crawl_sweep_durations.emplace_back(*t_star, t_star_solution->duration_s);
+  crawl_sweep_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 void FrontierBuilder::State::hull_work() {
@@ -191,7 +225,7 @@ void FrontierBuilder::State::run_beside() {
     work_beside_crawl();
     StepBatch taken;
     taken.clear();
-    std::size_t grid_next = 0;
+    std::size_t grid_next = 0, sweep_next = 0;
     while (true) {
       bool last = false;
       std::optional<std::size_t> chunk;
@@ -200,7 +234,8 @@ void FrontierBuilder::State::run_beside() {
         std::unique_lock lock(mutex);
         ready.wait(lock, [&] {
           return stop || !published.index.empty() || (finished && !steps_consumed) || next_chunk < chunks.size() ||
-                 grid_next < grid.size() || (steps_consumed && next_chunk == chunks.size()) ||
+                 grid_next < grid.size() || sweep_next < crawl_sweep.size() ||
+                 (steps_consumed && next_chunk == chunks.size()) ||
                  (steps_consumed && !hull_claimed);
         });
         if (stop) return;
@@ -238,6 +273,10 @@ void FrontierBuilder::State::run_beside() {
       }
       if (grid_next < grid.size()) {
         solve_grid(grid_next++);
+        continue;
+      }
+      if (sweep_next < crawl_sweep.size()) {
+        solve_crawl_sweep(sweep_next++);
         continue;
       }
       if (steps_consumed && claim_hull_work()) {
@@ -424,8 +463,10 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   } else {
     s.work_beside_crawl();
     for (std::size_t j = 0; j < s.grid.size(); ++j) s.solve_grid(j);
+    for (std::size_t j = 0; j < s.crawl_sweep.size(); ++j) s.solve_crawl_sweep(j);
     s.hull_work();
   }
+  s.lp_seconds += s.crawl_sweep_seconds;
   const std::size_t total = crawl.steps.size() + 2;
   std::size_t done = total;
   if (options.progress) options.progress(done, total);

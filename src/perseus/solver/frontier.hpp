@@ -58,6 +58,10 @@ struct Frontier {
   std::size_t hull_crawl_plans = 0;
   // The LP swept over the points furthest above their bounds (certify_sweep_*): its solves.
   std::size_t certify_sweep_solves = 0;
+  // The LP swept beside the crawl (FrontierOptions::crawl_sweep_*): its solves, and the
+  // points whose plan its interpolated durations improved.
+  std::size_t crawl_sweep_solves = 0;
+  std::size_t crawl_sweep_improved = 0;
   // Points given a round of local search by the certification (certify_search_points).
   std::size_t certify_searches = 0;
   // Faster points given a worst-gap solve's plan, repaired to their time (certify_chain_*).
@@ -136,6 +140,25 @@ struct FrontierOptions {
   // from their bounds (1: evenly spread; docs/solver.md, "Certified frontier").
   int certify_grid_max = 16;
   double fast_end_power = 2.0;
+  // DAGs of crawl_sweep_min_nodes to crawl_sweep_max_nodes: the LP also swept while the
+  // crawl runs, warm-started (WarmLpRelaxation), over deadlines
+  // from T_min towards T* crowded towards T_min as the grid's are, on the second thread
+  // where it would otherwise wait for the crawl's steps. The deadlines are as many as
+  // crawl_sweep_share of the crawl's counted passes pays for at the usual pivots, at most
+  // crawl_sweep_max, none under crawl_sweep_min (the crawl would end first); they are solved
+  // fastest first while their counted work (a fixed part and their pivots) lasts. Each solve
+  // is a supporting line; then every crawl_sweep_offer_stride-th point still more than
+  // certify_sweep_gap above its bound is offered the durations of the solves either side
+  // interpolated to its time, rounded down, its slack reclaimed, before the certification's
+  // solves. Not below 512 nodes: on 384 the certification's own sweep reaches the far points,
+  // and this one moved medians and worsts both ways (docs/solver.md, "The LP swept beside
+  // the crawl"). 0: none.
+  double crawl_sweep_share = 0.4;
+  int crawl_sweep_min = 32;
+  std::size_t crawl_sweep_min_nodes = 512;
+  int crawl_sweep_max = 512;
+  std::size_t crawl_sweep_max_nodes = 2048;
+  int crawl_sweep_offer_stride = 8;
   // Beside the crawl, the LP relaxation crawled on the measured hull (bound_crawl.hpp), a
   // supporting line per step for every point's final bound, and the states the plans below
   // are rounded from: in this many node-steps (its steps times the DAG's nodes, from 64 to

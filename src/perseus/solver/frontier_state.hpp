@@ -71,6 +71,15 @@ constexpr double kWarmPivotPasses = 50.0;
 // Its start from a solved deadline's durations (WarmLpRelaxation::start_from): primal pivots,
 // about 7 passes each on 768 nodes.
 constexpr double kStartPivotPasses = 10.0;
+// Work charged for a solve of the sweep beside the crawl (FrontierOptions::crawl_sweep_share),
+// in passes over the DAG as a crawl step counts them (kCrawlStepPasses): a fixed part and one
+// per pivot, measured on the A40 cases' 1,536 nodes (3.5 ms a solve and 0.06 ms a pivot,
+// where a crawl step takes 40 us); the deadlines are as many as solves of
+// kCrawlSweepPivots pivots would pay for (their mean there was 80-170, from 4 near T_min to
+// 370 further on).
+constexpr double kCrawlSweepSolvePasses = 1000.0;
+constexpr double kCrawlSweepPivotPasses = 20.0;
+constexpr double kCrawlSweepPivots = 150.0;
 
 // The reference's fitted energy of a crawl step: cost + S * time * p_blocking.
 inline double reference_energy(const CrawlStep& step, const EnergyProblem& problem) {
@@ -326,6 +335,14 @@ struct FrontierBuilder::State {
 
   // Grid deadline j: the relaxation's line, and its rounded plan as a candidate.
   void solve_grid(std::size_t j);
+  // The sweep beside the crawl's deadline j (taken in order, on one warm relaxation, while
+  // its counted work lasts; the last adds T*'s durations): its durations and line, kept for
+  // certify().
+  void solve_crawl_sweep(std::size_t j);
+  // Certification's first step: every point further than certify_sweep_gap above its bound
+  // offered the sweep's durations either side, interpolated to its time, rounded down and
+  // reclaimed (on every thread; the plans do not depend on them).
+  void offer_crawl_sweep(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl);
 
   // One crawl step: the plan it leads to, if the options changed.
   void consume(std::size_t index, const CrawlStep& step, std::span<const DurationChange> changes);
@@ -489,6 +506,15 @@ struct FrontierBuilder::State {
   std::optional<RelaxedSolution> t_star_solution;
   std::vector<double> grid;                            // deadlines solved beside the crawl
   std::vector<std::optional<FrontierPoint>> grid_points;  // their rounded plans
+  // The LP swept beside the crawl (FrontierOptions::crawl_sweep_*): its deadlines, fastest
+  // first; (deadline, durations) of T_min's solve, each of its solves and T*'s, in order of
+  // deadline; its solves' lines; the warm relaxation, made at its first solve.
+  std::vector<double> crawl_sweep;
+  std::vector<std::pair<double, std::vector<double>>> crawl_sweep_durations;
+  std::vector<SupportingLine> crawl_sweep_lines;
+  std::unique_ptr<WarmLpRelaxation> crawl_sweep_lp;
+  double crawl_sweep_seconds = 0.0;
+  double crawl_sweep_budget = 0.0, crawl_sweep_work = 0.0;  // in passes, counted
   double side_work = 0.0;  // the work beside the crawl, after the reclaims in the old order
   double lp_seconds = 0.0;
 
