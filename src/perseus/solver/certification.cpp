@@ -22,14 +22,14 @@ void FrontierBuilder::State::offer_crawl_sweep(Frontier& frontier, const PlanRef
   const auto& solved = crawl_sweep_durations;  // by deadline
   for_each_on_threads(refiner, far.size(), threads - 1, [&](const PlanRefiner& r, std::size_t k) {
     const double t = points[far[k]].measured.time_s;
-    const auto above = std::lower_bound(solved.begin(), solved.end(), t, [](const auto& a, double x) { return a.first < x; });
-    if (above == solved.end()) return;
+    const auto later = std::lower_bound(solved.begin(), solved.end(), t, [](const auto& a, double x) { return a.first < x; });
+    if (later == solved.end()) return;
     std::vector<double> between;
-    if (above == solved.begin()) {
-      if (above->first - t > kTimeEpsilon) return;
-      between = above->second;
+    if (later == solved.begin()) {
+      if (later->first - t > kTimeEpsilon) return;
+      between = later->second;
     } else {
-      interpolate_durations(*(above - 1), *above, t, between);
+      interpolate_durations(*(later - 1), *later, t, between);
     }
     offered[k] = r.reclaim_slack(round_to_options(problem, between, 1e-9).down, t);
   });
