@@ -83,6 +83,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.certify_sweep_max_nodes = defaults.certify_sweep_max_nodes;
     request.frontier.certify_search_points = defaults.certify_search_points;
     request.frontier.crawl_sweep_share = defaults.crawl_sweep_share;
+    request.frontier.crawl_sweep_min_nodes = defaults.crawl_sweep_min_nodes;
     request.frontier.certify_search_share = defaults.certify_search_share;
     request.frontier.certify_for(certify_seconds);  // as optimize --certify
     const double cpu_start = cpu_seconds();
@@ -159,6 +160,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--crawl-sweep-share", defaults.crawl_sweep_share,
                  "The LP swept beside the crawl, in shares of the crawl's counted work (FrontierOptions::crawl_sweep_share; 0: none)")
+      ->capture_default_str();
+  app.add_option("--crawl-sweep-min-nodes", defaults.crawl_sweep_min_nodes,
+                 "Smallest DAG swept beside the crawl (FrontierOptions::crawl_sweep_min_nodes)")
       ->capture_default_str();
   app.add_option("--certify-search-points", defaults.certify_search_points,
                  "Points far above their bound given a round of local search (FrontierOptions::certify_search_points)")
