@@ -22,15 +22,8 @@ void FrontierBuilder::State::offer_crawl_sweep(Frontier& frontier, const PlanRef
   const auto& solved = crawl_sweep_durations;  // by deadline
   for_each_on_threads(refiner, far.size(), threads - 1, [&](const PlanRefiner& r, std::size_t k) {
     const double t = points[far[k]].measured.time_s;
-    const auto later = std::lower_bound(solved.begin(), solved.end(), t, [](const auto& a, double x) { return a.first < x; });
-    if (later == solved.end()) return;
     std::vector<double> between;
-    if (later == solved.begin()) {
-      if (later->first - t > kTimeEpsilon) return;
-      between = later->second;
-    } else {
-      interpolate_durations(*(later - 1), *later, t, between);
-    }
+    if (!interpolate_durations(solved, t, between)) return;
     offered[k] = r.reclaim_slack(round_to_options(problem, between, 1e-9).down, t);
   });
   for (std::size_t k = 0; k < far.size(); ++k) {
@@ -312,10 +305,11 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     for (const std::size_t i : far) {
       if (refiner.work() >= work_limit) break;
       const double t = points[i].measured.time_s;
-      const auto above = std::lower_bound(relaxed_durations.begin(), relaxed_durations.end(), t,
-                                          [](const auto& a, double x) { return a.first < x; });
-      if (above == relaxed_durations.begin() || above == relaxed_durations.end()) continue;
-      interpolate_durations(*(above - 1), *above, t, between);
+      // Strictly after the first solve (at it, its point has had that solve's plan).
+      if (relaxed_durations.empty() || t <= relaxed_durations.front().first ||
+          !interpolate_durations(relaxed_durations, t, between)) {
+        continue;
+      }
       const RoundedChoice rounded = round_to_options(problem, between, 1e-9);
       replace(points, i, rounded_plan(refiner, rounded.down, rounded.up, t));
     }

@@ -195,6 +195,21 @@ inline void interpolate_durations(const std::pair<double, std::vector<double>>& 
   for (std::size_t k = 0; k < out.size(); ++k) out[k] = (1 - w) * below.second[k] + w * above.second[k];
 }
 
+// The same from solves ordered by deadline: the two either side of `t` (or the one at it).
+// False where `t` lies outside them.
+inline bool interpolate_durations(const std::vector<std::pair<double, std::vector<double>>>& solved, double t,
+                                  std::vector<double>& out) {
+  const auto later = std::lower_bound(solved.begin(), solved.end(), t, [](const auto& a, double x) { return a.first < x; });
+  if (later == solved.end()) return false;
+  if (later == solved.begin()) {
+    if (later->first - t > 1e-9) return false;
+    out = later->second;
+    return true;
+  }
+  interpolate_durations(*(later - 1), *later, t, out);
+  return true;
+}
+
 // The crawl's length in steps, T* - T_min in units: known before it runs, so that the work
 // bounded by it can start beside it. (The crawl takes one step per unit; it can stop a few
 // short, when a cut would cross a dependency.)
