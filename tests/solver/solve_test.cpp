@@ -37,6 +37,16 @@ void expect_same_points(const Frontier& a, const Frontier& b) {
   }
 }
 
+// The same request solved on one thread and on two: the same points (plans, energies, bounds).
+std::pair<Solution, Solution> solved_on_one_and_two_threads(const Profile& data, SolveRequest request) {
+  request.frontier.threads = 1;
+  Solution one = solve(data, request);
+  request.frontier.threads = 2;
+  Solution two = solve(data, request);
+  expect_same_points(one.frontier, two.frontier);
+  return {std::move(one), std::move(two)};
+}
+
 // solve() against build_frontier on the finished crawl: the same plans; the bounds no looser,
 // as solve() also has the crawl's flows as supporting lines (FrontierBuilder::add_flow),
 // and never above the plan's own energy.
@@ -149,11 +159,7 @@ TEST(Solve, SolvesMadeAheadGiveTheSamePlansAsOneAfterAnother) {
   SolveRequest request = request_for(12, 0.0001, 55.0);
   request.frontier.t_min_relaxation_budgets = 0.0;
   const Profile data = Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv");
-  request.frontier.threads = 1;
-  const Solution one = solve(data, request);
-  request.frontier.threads = 2;
-  const Solution two = solve(data, request);
-  expect_same_points(one.frontier, two.frontier);
+  const auto [one, two] = solved_on_one_and_two_threads(data, request);
   EXPECT_EQ(one.frontier.certify_solves, two.frontier.certify_solves);
   EXPECT_EQ(one.frontier.certify_solved_ahead + one.frontier.certify_ahead_discarded, 0u);
   EXPECT_GT(two.frontier.certify_solved_ahead, 0u);
@@ -170,11 +176,7 @@ TEST(Solve, TheLpSweptBesideTheCrawlGivesTheSamePlansOnAnyThreadsAndBoundsWithin
   request.frontier.crawl_sweep_min_nodes = 0;
   request.frontier.crawl_sweep_min = 2;
   const Profile data = Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv");
-  request.frontier.threads = 1;
-  const Solution one = solve(data, request);
-  request.frontier.threads = 2;
-  const Solution two = solve(data, request);
-  expect_same_points(one.frontier, two.frontier);
+  const auto [one, two] = solved_on_one_and_two_threads(data, request);
   EXPECT_EQ(one.frontier.crawl_sweep_solves, two.frontier.crawl_sweep_solves);
   EXPECT_EQ(one.frontier.crawl_sweep_improved, two.frontier.crawl_sweep_improved);
   EXPECT_GE(two.frontier.crawl_sweep_solves, 8u);

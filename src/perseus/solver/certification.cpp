@@ -24,7 +24,7 @@ void FrontierBuilder::State::offer_crawl_sweep(Frontier& frontier, const PlanRef
     const double t = points[far[k]].measured.time_s;
     std::vector<double> between;
     if (!interpolate_durations(solved, t, between)) return;
-    offered[k] = r.reclaim_slack(round_to_options(problem, between, 1e-9).down, t);
+    offered[k] = rounded_down_reclaimed(r, between, t);
   });
   for (std::size_t k = 0; k < far.size(); ++k) {
     const double was = points[far[k]].effective_energy_j;
@@ -348,7 +348,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
         r.add_work(kWarmSolvePasses + kStartPivotPasses * relaxation.last_iterations());
       }
       const auto offer = [&](std::size_t i, const std::vector<double>& durations) {
-        half.plans.emplace_back(i, r.reclaim_slack(round_to_options(problem, durations, 1e-9).down, points[i].measured.time_s));
+        half.plans.emplace_back(i, rounded_down_reclaimed(r, durations, points[i].measured.time_s));
       };
       std::optional<std::pair<double, std::vector<double>>> previous;  // the last solve's deadline and durations
       std::size_t previous_at = 0;

@@ -327,6 +327,12 @@ struct FrontierBuilder::State {
   // `frontier.points` are the refined points; `refiner` is the builder's own.
   void certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl);
 
+  // Relaxed durations rounded down to options (no path longer, so it meets `deadline`), slack
+  // reclaimed at `deadline`: the sweeps' plans, a few passes, no repair.
+  OptionChoice rounded_down_reclaimed(const PlanRefiner& refiner, std::span<const double> durations,
+                                      double deadline) const {
+    return refiner.reclaim_slack(round_to_options(problem, durations, 1e-9).down, deadline);
+  }
   // Relaxed durations rounded down and up to options, each repaired to `deadline`: the cheaper.
   std::optional<OptionChoice> rounded_plan(const PlanRefiner& refiner, const OptionChoice& rounded_down,
                                            const OptionChoice& rounded_up, double deadline) const;
