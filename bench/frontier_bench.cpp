@@ -74,6 +74,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
     request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
     request.frontier.certify_worst_solves = defaults.certify_worst_solves;
+    request.frontier.certify_solves = defaults.certify_solves;
     request.frontier.certify_chain_repairs = defaults.certify_chain_repairs;
     request.frontier.certify_polish_points = defaults.certify_polish_points;
     request.frontier.certify_interpolation_share = defaults.certify_interpolation_share;
@@ -85,6 +86,7 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.crawl_sweep_share = defaults.crawl_sweep_share;
     request.frontier.crawl_sweep_min_nodes = defaults.crawl_sweep_min_nodes;
     request.frontier.certify_search_share = defaults.certify_search_share;
+    request.frontier.certify_search_max_nodes = defaults.certify_search_max_nodes;
     request.frontier.certify_for(certify_seconds);  // as optimize --certify
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
@@ -169,6 +171,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--certify-search-share", defaults.certify_search_share,
                  "Budget share of that local search (FrontierOptions::certify_search_share)")
+      ->capture_default_str();
+  app.add_option("--certify-solves", defaults.certify_solves,
+                 "The certification's first LP solves, where points lie furthest above their bounds (FrontierOptions::certify_solves)")
+      ->capture_default_str();
+  app.add_option("--certify-search-max-nodes", defaults.certify_search_max_nodes,
+                 "Largest DAG given that local search (FrontierOptions::certify_search_max_nodes)")
       ->capture_default_str();
   app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
                  "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")

@@ -228,8 +228,9 @@ struct FrontierOptions {
   double certify_sweep_gap = 0.001;
   int certify_sweep_stride = 4;
   std::size_t certify_sweep_max_nodes = 768;
-  // Then, on DAGs of at most certify_search_max_nodes (beyond, one round cost seconds and
-  // improved nothing), at most certify_search_points points still more than certify_worst_gap
+  // Then, on DAGs of at most certify_search_max_nodes (on 1,536 nodes one round cost
+  // seconds and improved nothing; on 768, once the sweeps had run, 0.1-0.3 s a case and moved
+  // no median and one worst, by 0.01 points), at most certify_search_points points still more than certify_worst_gap
   // above their bound, widest first, get a round of local search (PlanRefiner::local_search, every move,
   // screened by the LP's prices at the point: an LP solve each) from their plan, while it
   // stays within certify_search_share of the refinement's budget. Where the LP's rounding is
@@ -237,7 +238,7 @@ struct FrontierOptions {
   // seconds (0.4-1.0% against CBC's 0.3-0.5%). 0: none.
   int certify_search_points = 4;
   double certify_search_share = 0.5;
-  std::size_t certify_search_max_nodes = 768;
+  std::size_t certify_search_max_nodes = 384;
   // Last of all, every point inherits its faster neighbour's plan, slack reclaimed, where that
   // is cheaper: on DAGs of at most certify_inherit_max_nodes. It costs a reclaim per point,
   // which on the DAGs `perseus plan` builds for 175B-class models (24,576 nodes, 7,000

@@ -43,6 +43,15 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem)
     for (Dag::NodeId w : dag.successors(v)) repair_arcs_.dependency.push_back(repair_network_.add_arc(3 + 2 * v, 2 + 2 * w));
     repair_arcs_.dependency_begin[i + 1] = repair_arcs_.dependency.size();
   }
+  // Each end of each operation gets an arc from s and one to t, closed but for raises, so
+  // that a capacity cut below its flow (an operation off the critical DAG) is absorbed there
+  // instead of restored (max_flow.hpp, set_terminal_arcs): the minimum cuts stay the same.
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const int end : {2 + 2 * static_cast<int>(i), 3 + 2 * static_cast<int>(i)}) {
+      const int from_source = repair_network_.add_arc(0, end);
+      repair_network_.set_terminal_arcs(end, from_source, repair_network_.add_arc(end, 1));
+    }
+  }
   for (std::size_t o = 0; o < problem.operations.size(); ++o) {
     const auto& options = problem.operations[o].options;
     OperationIndex& index = index_[o];
@@ -164,65 +173,89 @@ OptionChoice PlanRefiner::reclaim(OptionChoice choice, std::optional<double> dea
 }
 
 std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double deadline_s, double budget_j) const {
-  const Dag& dag = problem_.dag;
-  const std::size_t n = dag.num_nodes();
-  const auto& order = dag.topological_order();
-  std::vector<double> duration(n), start, latest(n);
+  const std::size_t n = node_at_.size();
+  // By topological position (as the sweeps: arrays read in order); the capacities are set
+  // node by node as before, so the network sees the same changes in the same order.
+  std::vector<std::int32_t> options;
+  to_positions(choice, options);
+  std::vector<double> start(n), finish(n), latest(n);
+  std::vector<char> critical(n);
   FlowNetwork& flow = repair_network_;
   flow.clear_flow();  // a flow left by another plan is no start worth restoring
   const auto left = [](Dag::NodeId v) { return 2 + 2 * v; };
   const auto right = [](Dag::NodeId v) { return 3 + 2 * v; };
   while (true) {
-    for (std::size_t i = 0; i < n; ++i) duration[i] = time_of(static_cast<Dag::NodeId>(i), choice[i]);
     work_ += 8.0;  // the critical path both ways, the capacities, and the max flow (about 5)
-    const double length = critical_path_length<double>(dag, duration, &start);
-    if (length <= deadline_s + kTimeEpsilon) return reclaim_slack(std::move(choice), deadline_s);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      double finish = length;
-      for (Dag::NodeId s : dag.successors(*it)) finish = std::min(finish, latest[s]);
-      latest[*it] = finish - duration[*it];
+    double length = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      double at = 0.0;
+      for (std::int32_t i = pred_begin_[k]; i < pred_begin_[k + 1]; ++i) at = std::max(at, finish[pred_[i]]);
+      start[k] = at;
+      finish[k] = at + index_at_[k]->time[options[k]];
+      length = std::max(length, finish[k]);
     }
-    const auto critical = [&](Dag::NodeId v) { return latest[v] - start[v] <= kTimeEpsilon; };
+    if (length <= deadline_s + kTimeEpsilon) {
+      to_nodes(options, choice);
+      return reclaim_slack(std::move(choice), deadline_s);
+    }
+    for (std::size_t k = n; k-- > 0;) {
+      double until = length;
+      for (std::int32_t i = succ_begin_[k]; i < succ_begin_[k + 1]; ++i) until = std::min(until, latest[succ_[i]]);
+      latest[k] = until - index_at_[k]->time[options[k]];
+      critical[k] = latest[k] - start[k] <= kTimeEpsilon;
+    }
     // The measured critical DAG's capacities: cutting v speeds it up by one option, for the
     // effective energy that adds; v at its fastest and the dependencies cannot be cut.
-    double finite_total = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
-      const auto v = static_cast<Dag::NodeId>(i);
-      const bool on = critical(v);
+      const std::size_t k = position_[i];
+      const bool on = critical[k];
       double capacity = 0.0;
       if (on) {
         capacity = FlowNetwork::kUnbounded;
-        if (const auto faster = shifted(v, choice[v], 1)) {
-          capacity = std::max(0.0, effective_of(v, *faster) - effective_of(v, choice[v]));
-          finite_total += capacity;
+        const OperationIndex& index = *index_at_[k];
+        if (const int rank = index.rank[options[k]]; rank > 0) {
+          capacity = std::max(0.0, index.effective[index.by_time[rank - 1]] - index.effective[options[k]]);
         }
       }
       flow.set_capacity(repair_arcs_.op[i], capacity);
       if (repair_arcs_.source[i] >= 0) {
-        flow.set_capacity(repair_arcs_.source[i], on && start[v] <= kTimeEpsilon ? FlowNetwork::kUnbounded : 0.0);
+        flow.set_capacity(repair_arcs_.source[i], on && start[k] <= kTimeEpsilon ? FlowNetwork::kUnbounded : 0.0);
       }
       if (repair_arcs_.sink[i] >= 0) {
-        const bool last = on && start[v] + duration[v] >= length - kTimeEpsilon;
-        flow.set_capacity(repair_arcs_.sink[i], last ? FlowNetwork::kUnbounded : 0.0);
+        flow.set_capacity(repair_arcs_.sink[i], on && finish[k] >= length - kTimeEpsilon ? FlowNetwork::kUnbounded : 0.0);
       }
-      const auto successors = dag.successors(v);
-      for (std::size_t j = 0; j < successors.size(); ++j) {
-        const Dag::NodeId w = successors[j];
-        const bool tight = on && critical(w) && start[v] + duration[v] >= start[w] - kTimeEpsilon;
-        flow.set_capacity(repair_arcs_.dependency[repair_arcs_.dependency_begin[i] + j],
-                          tight ? FlowNetwork::kUnbounded : 0.0);
+      const std::size_t first = repair_arcs_.dependency_begin[i];
+      const std::int32_t successors = succ_begin_[k + 1] - succ_begin_[k];
+      for (std::int32_t j = 0; j < successors; ++j) {
+        const std::int32_t w = succ_[succ_begin_[k] + j];
+        const bool tight = on && critical[w] && finish[k] >= start[w] - kTimeEpsilon;
+        flow.set_capacity(repair_arcs_.dependency[first + j], tight ? FlowNetwork::kUnbounded : 0.0);
       }
     }
-    // A flow above every finite arc's capacity together means the cut goes through an
-    // unbounded arc: some critical path is at its fastest everywhere.
     flow.run(0, 1, 1e-12);
-    if (flow.flow_value() > finite_total + 0.5) return std::nullopt;
+    // The cut's operations one option faster; none where the cut goes through an unbounded
+    // arc (an operation at its fastest, or a dependency): some critical path is at its fastest
+    // everywhere. (The flow's value includes the raises, so the cut is read, not the value.)
+    const auto side = [&](int node) { return flow.on_source_side(node); };
+    const auto unbounded = [&](int arc) { return arc >= 0 && flow.capacity(arc) >= FlowNetwork::kUnbounded; };
     bool changed = false;
-    for (Dag::NodeId v : order) {
-      if (critical(v) && flow.on_source_side(left(v)) && !flow.on_source_side(right(v))) {
-        const std::int32_t faster = *shifted(v, choice[v], 1);  // finite arc: v has a faster option
-        budget_j -= effective_of(v, faster) - effective_of(v, choice[v]);
-        choice[v] = faster;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (!critical[k]) continue;
+      const Dag::NodeId v = node_at_[k];
+      const bool in_left = side(left(v)), in_right = side(right(v));
+      if ((!in_left && unbounded(repair_arcs_.source[v])) || (in_right && unbounded(repair_arcs_.sink[v]))) return std::nullopt;
+      if (in_right) {
+        const std::size_t first = repair_arcs_.dependency_begin[v];
+        for (std::int32_t j = 0; j < succ_begin_[k + 1] - succ_begin_[k]; ++j) {
+          if (!side(left(node_at_[succ_[succ_begin_[k] + j]])) && unbounded(repair_arcs_.dependency[first + j])) return std::nullopt;
+        }
+      }
+      if (in_left && !in_right) {
+        if (unbounded(repair_arcs_.op[v])) return std::nullopt;
+        const OperationIndex& index = *index_at_[k];
+        const std::int32_t faster = index.by_time[index.rank[options[k]] - 1];  // finite arc: v has a faster option
+        budget_j -= index.effective[faster] - index.effective[options[k]];
+        options[k] = faster;
         changed = true;
       }
     }
