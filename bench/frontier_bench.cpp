@@ -82,6 +82,9 @@ Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::op
     request.frontier.certify_sweep_stride = defaults.certify_sweep_stride;
     request.frontier.certify_sweep_gap = defaults.certify_sweep_gap;
     request.frontier.certify_sweep_max_nodes = defaults.certify_sweep_max_nodes;
+    request.frontier.certify_sweep_wide_from_nodes = defaults.certify_sweep_wide_from_nodes;
+    request.frontier.certify_sweep_wide_factor = defaults.certify_sweep_wide_factor;
+    request.frontier.certify_sweep_dense_points = defaults.certify_sweep_dense_points;
     request.frontier.certify_search_points = defaults.certify_search_points;
     request.frontier.crawl_sweep_share = defaults.crawl_sweep_share;
     request.frontier.crawl_sweep_min_nodes = defaults.crawl_sweep_min_nodes;
@@ -159,6 +162,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--certify-sweep-max-nodes", defaults.certify_sweep_max_nodes,
                  "Largest DAG swept (FrontierOptions::certify_sweep_max_nodes)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-wide-from-nodes", defaults.certify_sweep_wide_from_nodes,
+                 "Smallest DAG whose sweep solves at a wider stride, within a larger share (FrontierOptions::certify_sweep_wide_from_nodes)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-wide-factor", defaults.certify_sweep_wide_factor,
+                 "That stride's and share's factor (FrontierOptions::certify_sweep_wide_factor)")
+      ->capture_default_str();
+  app.add_option("--certify-sweep-dense-points", defaults.certify_sweep_dense_points,
+                 "The fastest far points that keep the narrow stride there (FrontierOptions::certify_sweep_dense_points)")
       ->capture_default_str();
   app.add_option("--crawl-sweep-share", defaults.crawl_sweep_share,
                  "The LP swept beside the crawl, in shares of the crawl's counted work (FrontierOptions::crawl_sweep_share; 0: none)")

@@ -321,10 +321,13 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   // get their durations interpolated (feasible, within the LP's curvature of optimal). In
   // two halves, each on a relaxation and refiner of its own, within half the share: beside
   // each other where there are two threads, one after the other otherwise, the same plans.
+  // From certify_sweep_wide_from_nodes, solves further apart within a larger share, so that
+  // they reach every far point (FrontierOptions::certify_sweep_wide_factor).
   if (options.certify_sweep_share > 0 && problem.dag.num_nodes() <= options.certify_sweep_max_nodes) {
     const std::vector<std::size_t> far = points_above(points, options.certify_sweep_gap);
     struct Half {
       std::span<const std::size_t> far;  // its points, fastest first
+      std::size_t first = 0;             // its first point's place among all the far points
       std::vector<std::pair<std::size_t, OptionChoice>> plans;  // (point, plan) offered
       std::vector<SupportingLine> lines;
       std::size_t solves = 0;
@@ -334,8 +337,15 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     std::array<Half, 2> halves;
     halves[0].far = std::span<const std::size_t>(far).first(middle);
     halves[1].far = std::span<const std::size_t>(far).subspan(middle);
+    halves[1].first = middle;
+    const int wide = problem.dag.num_nodes() >= options.certify_sweep_wide_from_nodes ? std::max(1, options.certify_sweep_wide_factor) : 1;
     const std::size_t stride = static_cast<std::size_t>(std::max(1, options.certify_sweep_stride));
-    const double half_share = 0.5 * options.certify_sweep_share * budget;
+    // The step after the far point at `place` (among all): wider past the fastest few, where
+    // the LP's curve bends least and interpolation loses least.
+    const auto step_after = [&](std::size_t place) {
+      return place < options.certify_sweep_dense_points ? stride : stride * static_cast<std::size_t>(wide);
+    };
+    const double half_share = 0.5 * options.certify_sweep_share * wide * budget;
     const auto sweep = [&](Half& half, WarmLpRelaxation& relaxation, const PlanRefiner& r) {
       const double work_limit = r.work() + half_share;
       // From the solved deadline nearest its first point (a quarter of a start from nothing).
@@ -374,7 +384,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
           previous_at = a;
         }
         if (a + 1 == half.far.size()) break;
-        a = std::min(a + stride, half.far.size() - 1);
+        a = std::min(a + step_after(half.first + a), half.far.size() - 1);
       }
     };
     if (!far.empty()) {

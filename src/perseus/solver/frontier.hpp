@@ -228,6 +228,18 @@ struct FrontierOptions {
   double certify_sweep_gap = 0.001;
   int certify_sweep_stride = 4;
   std::size_t certify_sweep_max_nodes = 768;
+  // From certify_sweep_wide_from_nodes, a solve every (stride x factor)-th far point within
+  // (share x factor): on 768 nodes, at every fourth point the budget ran out after 32 solves,
+  // at the fastest 128 of some 1,500 far points, and the frontier's middle kept plans 0.3-0.9%
+  // above the LP; interpolated over 16 points the solves reach them all (medians 0.25-0.34% ->
+  // 0.10-0.19%, 0-0.2 s more). On 384 nodes the same moved medians both ways
+  // (docs/solver.md, "Certified frontier").
+  std::size_t certify_sweep_wide_from_nodes = 512;
+  int certify_sweep_wide_factor = 4;
+  // The fastest this many far points keep the narrow stride: near T_min the LP's curve bends
+  // most, and there the wide stride's interpolated plans were 0.1-0.25% dearer (bloom-176b
+  // A100 8 x 48 at AllMax's time, the plan most users run: 0.13% above its bound -> 0.59%).
+  std::size_t certify_sweep_dense_points = 128;
   // Then, on DAGs of at most certify_search_max_nodes (on 1,536 nodes one round cost
   // seconds and improved nothing; on 768, once the sweeps had run, 0.1-0.3 s a case and moved
   // no median and one worst, by 0.01 points), at most certify_search_points points still more than certify_worst_gap
