@@ -232,6 +232,28 @@ TEST(Solve, TheIsoTimePlanIsNoDearerThanTheRelaxationsRoundedPlanThere) {
   EXPECT_GE(best, relaxed->lower_bound_j - 1e-6);
 }
 
+TEST(Solve, TheIsoTimePlanGetsALocalSearchOnSmallDags) {
+  // gpt3-175b A40 8 x 12: the all-max plan is the fastest, so iso-time is T_min, and there a
+  // round of local search (on up to 384 nodes) finds a cheaper plan than the frontier's
+  // without it; the rest of the frontier is as it was.
+  SolveRequest request = request_for(12, 0.0001, 70.38);
+  const Profile data = Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv");
+  const Solution searched = solve(data, request);
+  request.frontier.iso_search_rounds = 0;
+  const Solution plain = solve(data, request);
+  ASSERT_LE(searched.frontier.all_max.time_s, searched.frontier.points.front().measured.time_s + 1e-9);
+  EXPECT_EQ(searched.frontier.iso_searched, 1u);
+  EXPECT_EQ(plain.frontier.iso_searched, 0u);
+  const FrontierPoint& fastest = searched.frontier.points.front();
+  const FrontierPoint& before = plain.frontier.points.front();
+  EXPECT_NEAR(fastest.measured.time_s, before.measured.time_s, 1e-9);
+  EXPECT_LT(fastest.measured.energy_j, before.measured.energy_j - 1.0);
+  ASSERT_EQ(searched.frontier.points.size(), plain.frontier.points.size());
+  for (std::size_t i = 1; i < plain.frontier.points.size(); ++i) {
+    EXPECT_EQ(searched.frontier.points[i].choice, plain.frontier.points[i].choice) << "point " << i;
+  }
+}
+
 TEST(Solve, AThrowingProgressLeavesNoThreadBehind) {
   // Cancelled mid-crawl, with the second thread busy beside it, many times over.
   SolveRequest request = bloom_a40_request(12);

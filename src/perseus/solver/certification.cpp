@@ -501,6 +501,27 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     lines.add(s.iso_time, *s.iso_solution);
   }
   if (s.iso_point) points.push_back(std::move(*s.iso_point));
+  // And on DAGs of up to iso_search_max_nodes, the cheapest plan at that time (or T_min's,
+  // where the all-max plan is the fastest) gets iso_search_rounds of local search, the moves
+  // screened by the LP's prices there, within iso_search_share of the refinement's budget
+  // (FrontierOptions::iso_search_rounds).
+  if (s.iso_solution && options.iso_search_rounds > 0 && problem.dag.num_nodes() <= options.iso_search_max_nodes) {
+    const FrontierPoint* start = nullptr;
+    for (const FrontierPoint& point : points) {
+      if (point.measured.time_s <= s.iso_time + kTimeEpsilon && (!start || point.effective_energy_j < start->effective_energy_j)) start = &point;
+    }
+    if (start) {
+      const OptionChoice from = start->option_choice();
+      refiner.set_work_limit(refiner.work() + options.iso_search_share * budget);
+      OptionChoice searched = refiner.local_search(from, s.iso_time, options.iso_search_rounds, PlanRefiner::Moves::kAll,
+                                                   &s.iso_solution->price_j_per_s);
+      refiner.set_work_limit(std::numeric_limits<double>::infinity());
+      if (refiner.effective_energy(searched) < refiner.effective_energy(from) - 1e-9) {
+        points.push_back(make_point(problem, searched));
+        ++frontier.iso_searched;
+      }
+    }
+  }
   points = pareto_filter(std::move(points));
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of

@@ -108,6 +108,9 @@ void FrontierBuilder::State::work_beside_crawl() {
       if (iso_solution) {
         if (auto plan = rounded_plan(side, *iso_solution, iso_t)) iso_point = make_point(problem, *plan);
       }
+    } else if (relaxed) {
+      iso_time = t_min;  // the all-max plan is the fastest: iso-time is T_min
+      iso_solution = relaxed;
     }
   }
   // T*'s relaxation, the certification's first solve (large DAGs, whose slowest point is
