@@ -332,9 +332,10 @@ std::optional<std::vector<char>> preflow_source_side(const std::vector<CutArc>& 
 // The refiner's repair against the step-by-step one, from the slowest plan and random ones to
 // deadlines across the span and just below the all-fastest time (which nothing meets).
 void expect_repairs_step_by_step(const ScheduleSpec& spec, int options, std::uint32_t seed, int trials,
-                                 const std::function<std::optional<std::vector<char>>(const std::vector<CutArc>&, int)>& source_side) {
+                                 const std::function<std::optional<std::vector<char>>(const std::vector<CutArc>&, int)>& source_side,
+                                 PlanRefiner::RepairCuts cuts) {
   const EnergyProblem problem = testing::synthetic_problem(spec, options, seed);
-  const PlanRefiner refiner(problem);
+  const PlanRefiner refiner(problem, cuts);
   const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
   const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
   std::mt19937 rng(seed);
@@ -347,21 +348,26 @@ void expect_repairs_step_by_step(const ScheduleSpec& spec, int options, std::uin
     ASSERT_EQ(got.has_value(), expected.has_value()) << "seed " << seed << " trial " << trial;
     if (!got) continue;
     EXPECT_EQ(*got, *expected) << "seed " << seed << " trial " << trial;
+    EXPECT_EQ(*got, *PlanRefiner(problem, PlanRefiner::RepairCuts::kAuto).repair(from, deadline)) << "seed " << seed;
     ++repaired;
   }
   EXPECT_GE(repaired, trials * 2 / 3) << "seed " << seed;
 }
 
 TEST(PlanRefiner, RepairTakesTheMinimalMinimumCutOfEveryStep) {
-  // Every source side tried: 2 stages x 2 microbatches, 8 operations, 2^16 sides a step.
-  for (std::uint32_t seed = 1; seed <= 3; ++seed) {
-    expect_repairs_step_by_step({ScheduleKind::k1F1B, 2, 2, 1, false}, 7, seed, 12, exhaustive_source_side);
-  }
-  // Larger, where operations leave the critical DAG with flow through them (cuts below the
-  // flow, which the refiner's network absorbs: max_flow.hpp), against LEMON's Preflow.
-  for (std::uint32_t seed = 1; seed <= 3; ++seed) {
-    expect_repairs_step_by_step({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, seed, 12, preflow_source_side);
-    expect_repairs_step_by_step({ScheduleKind::kGPipe, 3, 4, 1, false}, 9, seed, 12, preflow_source_side);
+  // The repair's network absorbing cuts below its flow (max_flow.hpp) and restoring its flow
+  // instead: the same cuts, the ones of a repair written out step by step.
+  for (const auto cuts : {PlanRefiner::RepairCuts::kAbsorbed, PlanRefiner::RepairCuts::kRestored}) {
+    // Every source side tried: 2 stages x 2 microbatches, 8 operations, 2^16 sides a step.
+    for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+      expect_repairs_step_by_step({ScheduleKind::k1F1B, 2, 2, 1, false}, 7, seed, 12, exhaustive_source_side, cuts);
+    }
+    // Larger, where operations leave the critical DAG with flow through them (cuts below the
+    // flow), against LEMON's Preflow.
+    for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+      expect_repairs_step_by_step({ScheduleKind::k1F1B, 4, 6, 1, false}, 12, seed, 12, preflow_source_side, cuts);
+      expect_repairs_step_by_step({ScheduleKind::kGPipe, 3, 4, 1, false}, 9, seed, 12, preflow_source_side, cuts);
+    }
   }
 }
 

@@ -15,7 +15,7 @@ constexpr double kEnergyEpsilon = 1e-9;
 
 }  // namespace
 
-PlanRefiner::PlanRefiner(const EnergyProblem& problem)
+PlanRefiner::PlanRefiner(const EnergyProblem& problem, RepairCuts cuts)
     : problem_(problem), index_(problem.operations.size()), node_at_(problem.dag.topological_order()) {
   // The repair's flow network over the whole activity-on-arc graph (source 0, sink 1,
   // left(v) = 2 + 2v, right(v) = 3 + 2v), built once: each repair step only sets capacities.
@@ -46,7 +46,8 @@ PlanRefiner::PlanRefiner(const EnergyProblem& problem)
   // Each end of each operation gets an arc from s and one to t, closed but for raises, so
   // that a capacity cut below its flow (an operation off the critical DAG) is absorbed there
   // instead of restored (max_flow.hpp, set_terminal_arcs): the minimum cuts stay the same.
-  for (std::size_t i = 0; i < n; ++i) {
+  const bool absorb = cuts == RepairCuts::kAbsorbed || (cuts == RepairCuts::kAuto && n >= kAbsorbCutsMinNodes);
+  for (std::size_t i = 0; absorb && i < n; ++i) {
     for (const int end : {2 + 2 * static_cast<int>(i), 3 + 2 * static_cast<int>(i)}) {
       const int from_source = repair_network_.add_arc(0, end);
       repair_network_.set_terminal_arcs(end, from_source, repair_network_.add_arc(end, 1));

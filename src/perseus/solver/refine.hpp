@@ -20,7 +20,17 @@ namespace perseus {
 // Not thread-safe: repair() reuses a flow network it owns (one refiner per thread).
 class PlanRefiner {
  public:
-  explicit PlanRefiner(const EnergyProblem& problem);
+  // How repair()'s minimum-cut network treats a capacity cut below its flow (an operation
+  // that leaves the critical DAG with flow through it): absorbed through terminal arcs
+  // (max_flow.hpp, set_terminal_arcs), or the flow restored. The same cuts either way.
+  // kAuto absorbs on DAGs of kAbsorbCutsMinNodes and more: below, the terminal arcs' extra
+  // scans cost more than the restores they save (a probe, 8 repairs over 0.8% of the span:
+  // 192 nodes 0.30 -> 0.35 ms a repair, 384 nodes 1.52 -> 1.76 ms; 768 nodes 4.15 -> 2.38 ms,
+  // 1,536 nodes 37.4 -> 24.3 ms).
+  enum class RepairCuts { kAuto, kAbsorbed, kRestored };
+  static constexpr std::size_t kAbsorbCutsMinNodes = 512;
+
+  explicit PlanRefiner(const EnergyProblem& problem, RepairCuts cuts = RepairCuts::kAuto);
 
   // Moves every operation to its cheapest option that still fits between its predecessors'
   // finish and its successors' start. Alternates backward sweeps (later operations take the
