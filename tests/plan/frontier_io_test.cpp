@@ -103,6 +103,20 @@ TEST(FrontierDirectory, HoldsEveryPlanInTheStoreAndReadsBack) {
   EXPECT_NEAR(summary.at("savings_at_t_min_j").get<double>(),
               frontier.all_max.energy_j - frontier.t_min_point().measured.energy_j, 1e-9);
   EXPECT_LE(summary.at("t_min_lower_bound_j").get<double>(), frontier.t_min_point().measured.energy_j + 1e-9);
+  // At iso-time (the all-max plan's time): the plan select picks there, blocking until then,
+  // no dearer than the T_min plan would be, and the savings against the all-max plan.
+  const nlohmann::json& iso = summary.at("iso_time");
+  const double deadline = frontier.all_max.time_s;
+  EXPECT_DOUBLE_EQ(iso.at("deadline_s").get<double>(), deadline);
+  const FrontierPoint* picked = select_for_deadline(frontier, deadline);
+  ASSERT_NE(picked, nullptr);
+  EXPECT_DOUBLE_EQ(iso.at("plan_time_s").get<double>(), picked->measured.time_s);
+  EXPECT_LE(picked->measured.time_s, deadline + 1e-9);
+  const double energy = iso.at("energy_j").get<double>();
+  EXPECT_NEAR(energy, energy_at(solved().problem, *picked, deadline), 1e-9);
+  EXPECT_LE(energy, energy_at(solved().problem, frontier.t_min_point(), deadline) + 1e-9);
+  EXPECT_NEAR(iso.at("savings_j").get<double>(), frontier.all_max.energy_j - energy, 1e-9);
+  EXPECT_NEAR(iso.at("savings_fraction").get<double>(), (frontier.all_max.energy_j - energy) / frontier.all_max.energy_j, 1e-12);
   EXPECT_EQ(summary.at("warnings").at(0), "a warning");
   // crawl.csv, when asked for, has the reference's figures for every step.
   EXPECT_FALSE(fs::exists(dir / "crawl.csv"));

@@ -121,6 +121,11 @@ void run_optimize(const OptimizeArgs& args) {
   fmt::print("All-max: {:.4f} s   energy {:.1f} J  -> savings at T_min: {:.1f} J ({:.2f}%)\n",
              frontier.all_max.time_s, frontier.all_max.energy_j, summary["savings_at_t_min_j"].get<double>(),
              100.0 * summary["savings_at_t_min_fraction"].get<double>());
+  if (const nlohmann::json& iso = summary["iso_time"]; !iso.is_null()) {
+    fmt::print("At AllMax's time (iso-time): the plan of {:.4f} s, {:.1f} J blocking until {:.4f} s -> savings {:.1f} J ({:.2f}%)\n",
+               iso["plan_time_s"].get<double>(), iso["energy_j"].get<double>(), iso["deadline_s"].get<double>(),
+               iso["savings_j"].get<double>(), 100.0 * iso["savings_fraction"].get<double>());
+  }
   if (frontier.t_min_lower_bound_j) {
     fmt::print("No plan as fast as T_min uses less than {:.1f} J (LP bound): the T_min plan is within {:.3f}% of it\n",
                *frontier.t_min_lower_bound_j,
