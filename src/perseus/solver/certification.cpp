@@ -496,7 +496,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   // solve charged here). Offered earlier, as a candidate of the crawl's, it changed what every
   // later step aimed at: on bloom-176b A100 8 x 96 the frontier was dearer at 497 of 3,848
   // deadlines (up to 0.89%) and cheaper at 881.
-  if (s.iso_solution) {
+  if (s.iso_solution && s.iso_time > s.t_min + kTimeEpsilon) {  // at T_min, T_min's own solve
     refiner.add_work(lp_solve_work);
     lines.add(s.iso_time, *s.iso_solution);
   }
