@@ -523,10 +523,12 @@ struct FrontierBuilder::State {
   std::optional<double> t_min_bound;
   std::vector<double> t_min_durations;  // the relaxation's at T_min
   std::optional<FrontierPoint> t_min_point;
-  // The relaxation's plan at the all-max plan's time, where it is slower than T_min.
-  std::optional<FrontierPoint> iso_point;
-  std::optional<RelaxedSolution> iso_solution;  // and its deadline, the all-max plan's time
+  // Iso-time: the all-max plan's time, or T_min where the all-max plan is the fastest; the
+  // relaxation there (T_min's own solve in that case) and, where it is slower than T_min,
+  // the relaxation's plan, both joined to the frontier after the certification.
   double iso_time = 0.0;
+  std::optional<RelaxedSolution> iso_solution;
+  std::optional<FrontierPoint> iso_point;
   std::optional<double> t_star;
   std::optional<RelaxedSolution> t_star_solution;
   std::vector<double> grid;                            // deadlines solved beside the crawl
