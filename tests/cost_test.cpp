@@ -186,6 +186,46 @@ TEST(OptionBracket, SlowestThatFitsAndFastestNoFaster) {
   EXPECT_EQ(op.bracket(0.008 + 1e-12, 1e-9).up, 1);
 }
 
+// The bracket's binary searches against the scan it replaced (the definition: the slowest
+// option within the duration, the fastest no faster, the first of equal times, the fastest or
+// slowest where none is) on random option sets with repeated times, at every option's time,
+// between and beyond them, with and without a tolerance.
+TEST(OptionBracket, AgreesWithAScanOverEveryOptionIncludingTies) {
+  const auto scan = [](const OperationOptions& op, double d, double tolerance) {
+    std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
+    for (std::size_t k = 0; k < op.options.size(); ++k) {
+      const double t = op.options[k].measurement.time_s;
+      const auto i = static_cast<std::int32_t>(k);
+      if (t <= d + tolerance && (down < 0 || t > op.options[down].measurement.time_s)) down = i;
+      if (t >= d - tolerance && (up < 0 || t < op.options[up].measurement.time_s)) up = i;
+      if (t < op.options[fastest].measurement.time_s) fastest = i;
+      if (t > op.options[slowest].measurement.time_s) slowest = i;
+    }
+    return std::pair{down >= 0 ? down : fastest, up >= 0 ? up : slowest};
+  };
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<double> times(1 + random() % 12);
+    for (double& t : times) t = 0.001 * static_cast<double>(1 + random() % 8);  // ties likely
+    std::sort(times.begin(), times.end(), std::greater<>());
+    OperationOptions op;
+    for (const double t : times) {
+      Measurement m;
+      m.time_s = t;
+      op.options.push_back({m, 0, 0.0});
+    }
+    for (int k = 0; k <= 20; ++k) {
+      const double d = 0.0005 * k;  // every option's time, the midpoints, and beyond both ends
+      for (const double tolerance : {0.0, 1e-9, 0.0007}) {
+        const OperationOptions::Bracket got = op.bracket(d, tolerance);
+        const auto [down, up] = scan(op, d, tolerance);
+        ASSERT_EQ(got.down, down) << "trial " << trial << " d " << d << " tolerance " << tolerance;
+        ASSERT_EQ(got.up, up) << "trial " << trial << " d " << d << " tolerance " << tolerance;
+      }
+    }
+  }
+}
+
 // Every option lies on or above the hull, the hull's corners are options, it is convex and
 // decreasing; with a time unit its corners sit on whole units.
 TEST(EffectiveEnergyHull, LiesBelowEveryOptionAndIsConvexOnRealOptions) {

@@ -54,16 +54,34 @@ std::size_t OperationOptions::num_reference_options() const {
 double OperationOptions::fitted_cost(std::int64_t d) const { return cost(static_cast<double>(d)); }
 
 OperationOptions::Bracket OperationOptions::bracket(double duration_s, double tolerance_s) const {
-  std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
-  for (std::size_t k = 0; k < options.size(); ++k) {
-    const double t = options[k].measurement.time_s;
-    const auto index = static_cast<std::int32_t>(k);
-    if (t <= duration_s + tolerance_s && (down < 0 || t > options[down].measurement.time_s)) down = index;
-    if (t >= duration_s - tolerance_s && (up < 0 || t < options[up].measurement.time_s)) up = index;
-    if (t < options[fastest].measurement.time_s) fastest = index;
-    if (t > options[slowest].measurement.time_s) slowest = index;
-  }
-  return {down >= 0 ? down : fastest, up >= 0 ? up : slowest};
+  // Binary searches over the options, slowest first (times non-increasing): a linear scan
+  // was 4-5% of the frontier's CPU time on 768-1,536 nodes, where every rounding of a
+  // relaxation brackets every node among its 30-100 options. Among options of equal time
+  // the first is taken, as a scan would.
+  const std::size_t n = options.size();
+  if (n == 0) return {0, 0};
+  const auto time = [&](std::size_t k) { return options[k].measurement.time_s; };
+  // The first option for which slower(time) is false (n when it holds for every one), for a
+  // predicate true on a prefix.
+  const auto first_not = [&](auto slower) {
+    std::size_t lo = 0, hi = n;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (slower(time(mid))) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const auto first_within = [&](double t) { return first_not([t](double x) { return x > t; }); };
+  const auto fastest = static_cast<std::int32_t>(first_within(time(n - 1)));
+  if (std::isnan(duration_s)) return {fastest, 0};
+  const std::size_t down = first_within(duration_s + tolerance_s);
+  // Options no faster than duration - tolerance come before the first faster one; of them
+  // the last is the fastest.
+  const double floor_s = duration_s - tolerance_s;
+  const std::size_t no_faster = first_not([floor_s](double x) { return x >= floor_s; });
+  const std::size_t up = no_faster == 0 ? 0 : first_within(time(no_faster - 1));
+  return {down < n ? static_cast<std::int32_t>(down) : fastest, static_cast<std::int32_t>(up)};
 }
 
 std::vector<HullPoint> effective_energy_hull(const OperationOptions& operation, double p_blocking, double time_unit_s) {

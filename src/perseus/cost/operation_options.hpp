@@ -65,7 +65,8 @@ struct OperationOptions {
   // The options either side of a planned duration (seconds), for plans rounded from a
   // relaxation's durations: `down` is the slowest option that fits within it (the fastest
   // when none does), `up` the fastest that is no faster (the slowest when none is). Times
-  // within `tolerance_s` of the duration count as equal to it. O(options).
+  // within `tolerance_s` of the duration count as equal to it; among options of one time, the
+  // first. Precondition: `options` slowest first, as built. O(log options).
   struct Bracket {
     std::int32_t down = 0;
     std::int32_t up = 0;
