@@ -64,32 +64,14 @@ struct Timing {
 
 // The median run of `repeat` solves (by total wall time).
 double certify_seconds = 0.0;  // --certify
-FrontierOptions defaults;      // --bound-crawl-node-steps, --hull-plan-node-states, --certify-worst-solves
+FrontierOptions defaults;      // as the flags set them (--bound-crawl-node-steps, --certify-*, ...)
 
 Timing time_solve(const EnergyProblem& problem, bool refine, int repeat, std::optional<Solution>* last) {
   std::vector<Timing> runs;
   for (int r = 0; r < repeat; ++r) {
     SolveRequest request;
+    request.frontier = defaults;  // the options set by the flags, the rest their defaults
     request.frontier.refine = refine;
-    request.frontier.bound_crawl_node_steps = defaults.bound_crawl_node_steps;
-    request.frontier.hull_plan_node_states = defaults.hull_plan_node_states;
-    request.frontier.certify_worst_solves = defaults.certify_worst_solves;
-    request.frontier.certify_solves = defaults.certify_solves;
-    request.frontier.certify_chain_repairs = defaults.certify_chain_repairs;
-    request.frontier.certify_polish_points = defaults.certify_polish_points;
-    request.frontier.certify_interpolation_share = defaults.certify_interpolation_share;
-    request.frontier.certify_sweep_share = defaults.certify_sweep_share;
-    request.frontier.certify_sweep_stride = defaults.certify_sweep_stride;
-    request.frontier.certify_sweep_gap = defaults.certify_sweep_gap;
-    request.frontier.certify_sweep_max_nodes = defaults.certify_sweep_max_nodes;
-    request.frontier.certify_sweep_wide_from_nodes = defaults.certify_sweep_wide_from_nodes;
-    request.frontier.certify_sweep_wide_factor = defaults.certify_sweep_wide_factor;
-    request.frontier.certify_sweep_dense_points = defaults.certify_sweep_dense_points;
-    request.frontier.certify_search_points = defaults.certify_search_points;
-    request.frontier.crawl_sweep_share = defaults.crawl_sweep_share;
-    request.frontier.crawl_sweep_min_nodes = defaults.crawl_sweep_min_nodes;
-    request.frontier.certify_search_share = defaults.certify_search_share;
-    request.frontier.certify_search_max_nodes = defaults.certify_search_max_nodes;
     request.frontier.certify_for(certify_seconds);  // as optimize --certify
     const double cpu_start = cpu_seconds();
     const auto start = Clock::now();
@@ -193,11 +175,15 @@ int main(int argc, char** argv) {
   app.add_option("--hull-plan-node-states", defaults.hull_plan_node_states,
                  "Its rounded states tried as plans (FrontierOptions::hull_plan_node_states; 0: none)")
       ->capture_default_str();
+  bool no_hull_corners = false;
+  app.add_flag("--no-hull-corners", no_hull_corners,
+               "Do not also round the LP's durations down to hull corners (FrontierOptions::round_to_hull_corners)");
   bool crawl_only = false;
   app.add_flag("--crawl-only", crawl_only, "Time the crawl alone (no frontier), e.g. to compare max-flow changes");
   app.add_option("--dump-crawl", dump_path,
                  "Write every case's crawl (steps and duration changes) to this file, to compare two builds");
   CLI11_PARSE(app, argc, argv);
+  defaults.round_to_hull_corners = !no_hull_corners;
   bound = bound || small;
   if (crawl_only) {
     // The crawl alone: its time per case (median of --repeat) and the sum.

@@ -228,6 +228,43 @@ TEST(OptionBracket, AgreesWithAScanOverEveryOptionIncludingTies) {
 
 // Every option lies on or above the hull, the hull's corners are options, it is convex and
 // decreasing; with a time unit its corners sit on whole units.
+// The corners as options: one per corner of the hull, fastest first, each at its corner's time
+// and effective energy, the cheapest of the options at that time; on the A40 profile the
+// clocks just below the highest are not corners (they save too little for their time).
+TEST(HullCornerOptions, AreTheOptionsAtTheHullsCornersFastestFirst) {
+  std::vector<Warning> warnings;
+  const std::string a40 = kData + "/profiles/gpt3-175b+a40.csv";
+  std::size_t skipped_below_highest = 0;
+  for (const auto& [path, blocking] : {std::pair{kBloom, kA100Blocking}, std::pair{a40, kA40Blocking}}) {
+    const auto ops = build_operation_options(Profile::read_csv(path), {0.001, blocking, {}}, &warnings);
+    for (const OperationOptions& op : ops) {
+      const auto effective = [&](std::int32_t k) {
+        return op.options[k].measurement.energy_j - blocking * op.options[k].measurement.time_s;
+      };
+      const std::vector<HullPoint> hull = effective_energy_hull(op, blocking);
+      const std::vector<std::int32_t> corners = hull_corner_options(op, blocking);
+      ASSERT_EQ(corners.size(), hull.size());
+      for (std::size_t c = 0; c < corners.size(); ++c) {
+        ASSERT_GE(corners[c], 0);
+        ASSERT_LT(static_cast<std::size_t>(corners[c]), op.options.size());
+        EXPECT_EQ(op.options[corners[c]].measurement.time_s, hull[c].time_s);
+        EXPECT_EQ(effective(corners[c]), hull[c].effective_j);
+        for (std::size_t k = 0; k < op.options.size(); ++k) {
+          if (op.options[k].measurement.time_s == hull[c].time_s) {
+            EXPECT_GE(effective(static_cast<std::int32_t>(k)), effective(corners[c]));
+          }
+        }
+      }
+      // The second-fastest option is not a corner (its clock saves too little for its time).
+      if (path == a40 && op.options.size() > 2 && corners.size() > 1 &&
+          op.options[corners[1]].measurement.time_s > op.options[op.options.size() - 2].measurement.time_s) {
+        ++skipped_below_highest;
+      }
+    }
+  }
+  EXPECT_GT(skipped_below_highest, 0u);
+}
+
 TEST(EffectiveEnergyHull, LiesBelowEveryOptionAndIsConvexOnRealOptions) {
   std::vector<Warning> warnings;
   const auto ops = build_operation_options(Profile::read_csv(kBloom), {0.001, kA100Blocking, {}}, &warnings);

@@ -232,6 +232,34 @@ TEST(Solve, TheIsoTimePlanIsNoDearerThanTheRelaxationsRoundedPlanThere) {
   EXPECT_GE(best, relaxed->lower_bound_j - 1e-6);
 }
 
+TEST(Solve, TheRelaxationsPlansAreAlsoRoundedToHullCorners) {
+  // gpt3-175b A40 8 x 48 at T_min (the all-max plan's time too, the plan most users run): the
+  // clocks just below the highest save little energy for up to 2 ms more, so the LP's
+  // durations rounded down to options spend the slack on them. Rounded down to the corners of
+  // each operation's hull, slack reclaimed, the plan is cheaper, and the frontier offers it:
+  // its T_min plan is no dearer than that candidate, and dearer without it.
+  SolveRequest request = request_for(48, 0.0001, 70.38);
+  const Profile data = Profile::read_csv(kData + "/profiles/gpt3-175b+a40.csv");
+  const Solution with = solve(data, request);
+  request.frontier.round_to_hull_corners = false;
+  const Solution without = solve(data, request);
+  const EnergyProblem& problem = with.problem;
+  const double t_min = with.frontier.points.front().measured.time_s;
+  ASSERT_NEAR(without.frontier.points.front().measured.time_s, t_min, 1e-9);
+  LpRelaxation relaxation(problem);
+  const auto relaxed = relaxation.solve(t_min);
+  ASSERT_TRUE(relaxed);
+  const PlanRefiner refiner(problem);
+  const OptionChoice cornered = refiner.reclaim_slack(round_down_to_corners(problem, hull_corners(problem), relaxed->duration_s, 1e-9), t_min);
+  const MeasuredFigures candidate = evaluate_measured(problem, cornered);
+  ASSERT_LE(candidate.time_s, t_min + 1e-9);
+  const double blocking_w = problem.p_blocking * problem.num_gpus();
+  const double candidate_j = candidate.energy_j + blocking_w * (t_min - candidate.time_s);
+  EXPECT_LE(with.frontier.points.front().measured.energy_j, candidate_j + 1e-6);
+  EXPECT_GT(without.frontier.points.front().measured.energy_j, candidate_j + 1.0);
+  EXPECT_GE(with.frontier.points.front().measured.energy_j, relaxed->lower_bound_j - 1e-6);
+}
+
 TEST(Solve, TheIsoTimePlanGetsALocalSearchOnSmallDags) {
   // gpt3-175b A40 8 x 12: the all-max plan is the fastest, so iso-time is T_min, and there a
   // round of local search (on up to 384 nodes) finds a cheaper plan than the frontier's

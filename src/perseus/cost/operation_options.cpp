@@ -113,6 +113,23 @@ std::vector<HullPoint> effective_energy_hull(const OperationOptions& operation, 
   return hull;
 }
 
+std::vector<std::int32_t> hull_corner_options(const OperationOptions& operation, double p_blocking) {
+  std::vector<std::int32_t> corners;
+  const std::vector<Option>& options = operation.options;
+  const auto effective = [&](std::size_t k) {
+    return options[k].measurement.energy_j - p_blocking * options[k].measurement.time_s;
+  };
+  for (const HullPoint& corner : effective_energy_hull(operation, p_blocking)) {
+    std::int32_t chosen = -1;
+    for (std::size_t k = 0; k < options.size(); ++k) {
+      if (options[k].measurement.time_s != corner.time_s) continue;
+      if (chosen < 0 || effective(k) < effective(static_cast<std::size_t>(chosen))) chosen = static_cast<std::int32_t>(k);
+    }
+    corners.push_back(chosen);  // the hull's corners are options' own points: always found
+  }
+  return corners;
+}
+
 // CPython's float_floor_div (Objects/floatobject.c): floor division through fmod, which is
 // what `time // unit_time` computes in the reference.
 double python_floordiv(double a, double b) {

@@ -88,6 +88,14 @@ struct HullPoint {
 std::vector<HullPoint> effective_energy_hull(const OperationOptions& operation, double p_blocking,
                                              double time_unit_s = 0.0);
 
+// The options at the corners of effective_energy_hull(operation, p_blocking) (no time unit),
+// fastest first; of options at one corner's time, the one of least effective energy (the
+// first of equal ones). Plans made of these use time at the hull's rates: on the A40
+// profiles the clocks just below the highest save little energy for the time they take, and
+// plans rounded to the corners leave such time to operations that save more with it.
+// O(k log k + k * corners) for k options.
+std::vector<std::int32_t> hull_corner_options(const OperationOptions& operation, double p_blocking);
+
 // The time quantum when a user gives none: the reference's for A100 profiles. (Its A40 runs
 // used 0.1 ms; a finer unit gives more crawl steps, each a point of the frontier.)
 inline constexpr double kDefaultUnitTime = 0.001;

@@ -65,7 +65,13 @@ std::optional<OptionChoice> FrontierBuilder::State::rounded_plan(const PlanRefin
 
 std::optional<OptionChoice> FrontierBuilder::State::rounded_plan(const PlanRefiner& refiner, const RelaxedSolution& relaxed,
                                          double deadline) const {
-  return rounded_plan(refiner, relaxed.rounded, relaxed.rounded_up, deadline);
+  auto plan = rounded_plan(refiner, relaxed.rounded, relaxed.rounded_up, deadline);
+  if (!options.round_to_hull_corners) return plan;
+  std::optional<OptionChoice> cornered = reclaimed_corners(refiner, relaxed.duration_s, relaxed.rounded, deadline);
+  if (!cornered || refiner.measured_time(*cornered) > deadline + kTimeEpsilon) return plan;  // durations within 1 ns
+  if (!plan) return cornered;
+  keep_cheaper(refiner, *plan, std::move(*cornered));
+  return plan;
 }
 
 void FrontierBuilder::State::work_beside_crawl() {

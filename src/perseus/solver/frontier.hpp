@@ -245,6 +245,13 @@ struct FrontierOptions {
   int iso_search_rounds = 1;
   double iso_search_share = 0.5;
   std::size_t iso_search_max_nodes = 384;
+  // The LP's durations are also rounded down to the corners of each operation's hull
+  // (round_down_to_corners) and that plan, slack reclaimed, offered beside the rounded-down and
+  // rounded-up plans wherever the LP's plans are (the solves' and the sweeps'). Near T_min on
+  // the A40 profiles the clocks just below the highest take up to 2 ms more for almost no
+  // energy, and plain rounding spends the slack on them: on gpt3-175b A40 8 x 48 the plan at
+  // T_min came 0.889% above its bound, 0.699% with this candidate (docs/solver.md).
+  bool round_to_hull_corners = true;
   std::size_t certify_sweep_wide_from_nodes = 512;
   int certify_sweep_wide_factor = 4;
   // The fastest this many far points keep the narrow stride: near T_min the LP's curve bends

@@ -265,7 +265,7 @@ struct FrontierBuilder::State {
   void publish(bool last);
 
   State(const EnergyProblem& p, FrontierOptions o)
-      : problem(p), options(std::move(o)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()),
+      : problem(p), options(std::move(o)), corners(hull_corners(p)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()),
         crawl_lines(p.p_blocking * p.num_gpus()), hull_refiner(p), flow_bound(p), flow_lines(p.p_blocking * p.num_gpus()) {
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
     length = crawl_length(problem);
@@ -331,7 +331,23 @@ struct FrontierBuilder::State {
   // reclaimed at `deadline`: the sweeps' plans, a few passes, no repair.
   OptionChoice rounded_down_reclaimed(const PlanRefiner& refiner, std::span<const double> durations,
                                       double deadline) const {
-    return refiner.reclaim_slack(round_to_options(problem, durations, 1e-9).down, deadline);
+    const OptionChoice down = round_to_options(problem, durations, 1e-9).down;
+    OptionChoice plan = refiner.reclaim_slack(down, deadline);
+    if (options.round_to_hull_corners) {
+      if (auto cornered = reclaimed_corners(refiner, durations, down, deadline)) keep_cheaper(refiner, plan, std::move(*cornered));
+    }
+    return plan;
+  }
+  // The durations rounded down to hull corners, slack reclaimed at `deadline`
+  // (FrontierOptions::round_to_hull_corners); nullopt where that is `rounded_down` itself.
+  std::optional<OptionChoice> reclaimed_corners(const PlanRefiner& refiner, std::span<const double> durations,
+                                                const OptionChoice& rounded_down, double deadline) const {
+    OptionChoice on_corners = round_down_to_corners(problem, corners, durations, 1e-9);
+    if (on_corners == rounded_down) return std::nullopt;
+    return refiner.reclaim_slack(std::move(on_corners), deadline);
+  }
+  static void keep_cheaper(const PlanRefiner& refiner, OptionChoice& plan, OptionChoice other) {
+    if (refiner.effective_energy(other) < refiner.effective_energy(plan)) plan = std::move(other);
   }
   // Relaxed durations rounded down and up to options, each repaired to `deadline`: the cheaper.
   std::optional<OptionChoice> rounded_plan(const PlanRefiner& refiner, const OptionChoice& rounded_down,
@@ -497,6 +513,7 @@ struct FrontierBuilder::State {
 
   const EnergyProblem& problem;
   const FrontierOptions options;
+  const HullCorners corners;  // hull_corners(problem), for the LP's plans rounded to them
   PlanRefiner side;  // the second thread's (or the only one's, without it)
   LpRelaxation relaxation;
   std::unique_ptr<LpRelaxation> helper_relaxation;  // the certification's second solves

@@ -142,4 +142,28 @@ RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const dou
   return rounded;
 }
 
+HullCorners hull_corners(const EnergyProblem& problem) {
+  HullCorners corners;
+  corners.reserve(problem.operations.size());
+  for (const OperationOptions& operation : problem.operations) corners.push_back(hull_corner_options(operation, problem.p_blocking));
+  return corners;
+}
+
+OptionChoice round_down_to_corners(const EnergyProblem& problem, const HullCorners& corners,
+                                   std::span<const double> durations_s, double tolerance_s) {
+  OptionChoice rounded(durations_s.size());
+  for (std::size_t i = 0; i < durations_s.size(); ++i) {
+    const std::int32_t operation = problem.node_operation[i];
+    const std::vector<std::int32_t>& of = corners[static_cast<std::size_t>(operation)];
+    const std::vector<Option>& options = problem.operations[static_cast<std::size_t>(operation)].options;
+    std::int32_t chosen = of.front();
+    for (const std::int32_t k : of) {  // fastest first: the last that fits
+      if (options[static_cast<std::size_t>(k)].measurement.time_s <= durations_s[i] + tolerance_s) chosen = k;
+      else break;
+    }
+    rounded[i] = chosen;
+  }
+  return rounded;
+}
+
 }  // namespace perseus

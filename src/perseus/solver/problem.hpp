@@ -74,4 +74,16 @@ struct RoundedChoice {
 RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const double> durations_s,
                                double tolerance_s = 0.0);
 
+// Per operation, its options at the corners of its effective-energy hull, fastest first
+// (hull_corner_options at the problem's p_blocking).
+using HullCorners = std::vector<std::vector<std::int32_t>>;
+HullCorners hull_corners(const EnergyProblem& problem);
+// Relaxed durations rounded down to hull corners: per node, the slowest corner of its
+// operation's hull no slower than the duration (within tolerance_s), the fastest corner when
+// none is. Like RoundedChoice::down the plan meets every deadline the durations meet.
+// Preconditions: durations_s has one entry per DAG node; `corners` is hull_corners(problem).
+// O(nodes * corners).
+OptionChoice round_down_to_corners(const EnergyProblem& problem, const HullCorners& corners,
+                                   std::span<const double> durations_s, double tolerance_s = 0.0);
+
 }  // namespace perseus
