@@ -156,7 +156,7 @@ OptionChoice round_down_to_corners(const EnergyProblem& problem, const HullCorne
     const std::int32_t operation = problem.node_operation[i];
     const std::vector<std::int32_t>& of = corners[static_cast<std::size_t>(operation)];
     const std::vector<Option>& options = problem.operations[static_cast<std::size_t>(operation)].options;
-    std::int32_t chosen = of.front();
+    std::int32_t chosen = of.empty() ? 0 : of.front();  // no options: as round_to_options
     for (const std::int32_t k : of) {  // fastest first: the last that fits
       if (options[static_cast<std::size_t>(k)].measurement.time_s <= durations_s[i] + tolerance_s) chosen = k;
       else break;
