@@ -236,22 +236,6 @@ struct FrontierOptions {
   // above the LP; interpolated over 16 points the solves reach them all (medians 0.25-0.34% ->
   // 0.10-0.19%, 0-0.2 s more). On 384 nodes the same moved medians both ways
   // (docs/solver.md, "Certified frontier").
-  // Last, on DAGs of at most iso_search_max_nodes, the cheapest plan at the all-max plan's time
-  // (iso-time: the plan most users run; T_min where the all-max plan is the fastest) gets this
-  // many rounds of local search, screened by the LP's prices there, within iso_search_share of
-  // the refinement's budget. On bloom-176b A40 8 x 12 one round took it from 0.310% to 0.232%
-  // above the LP in 3 ms, on 8 x 24 from 0.521% to 0.472% in 65-79 ms; on 768 nodes one round
-  // took 0.27 s for 0.014 points (probes). 0: none.
-  int iso_search_rounds = 1;
-  double iso_search_share = 0.5;
-  std::size_t iso_search_max_nodes = 384;
-  // The LP's durations are also rounded down to the corners of each operation's hull
-  // (round_down_to_corners) and that plan, slack reclaimed, offered beside the rounded-down and
-  // rounded-up plans wherever the LP's plans are (the solves' and the sweeps'). Near T_min on
-  // the A40 profiles the clocks just below the highest take up to 2 ms more for almost no
-  // energy, and plain rounding spends the slack on them: on gpt3-175b A40 8 x 48 the plan at
-  // T_min came 0.889% above its bound, 0.699% with this candidate (docs/solver.md).
-  bool round_to_hull_corners = true;
   std::size_t certify_sweep_wide_from_nodes = 512;
   int certify_sweep_wide_factor = 4;
   // The fastest this many far points keep the narrow stride: near T_min the LP's curve bends
@@ -274,6 +258,22 @@ struct FrontierOptions {
   // which on the DAGs `perseus plan` builds for 175B-class models (24,576 nodes, 7,000
   // points) took 3.2 s of a 21-s command and improved 1,300 plans by 0.005-0.02%.
   std::size_t certify_inherit_max_nodes = 4096;
+  // After the certification, on DAGs of at most iso_search_max_nodes, the cheapest plan at the
+  // all-max plan's time (iso-time: the plan most users run; T_min where the all-max plan is the
+  // fastest) gets this many rounds of local search, screened by the LP's prices there, within
+  // iso_search_share of the refinement's budget. On bloom-176b A40 8 x 12 one round took it from 0.310% to 0.232%
+  // above the LP in 3 ms, on 8 x 24 from 0.521% to 0.472% in 65-79 ms; on 768 nodes one round
+  // took 0.27 s for 0.014 points (probes). 0: none.
+  int iso_search_rounds = 1;
+  double iso_search_share = 0.5;
+  std::size_t iso_search_max_nodes = 384;
+  // The LP's durations are also rounded down to the corners of each operation's hull
+  // (round_down_to_corners) and that plan, slack reclaimed, offered beside the rounded-down and
+  // rounded-up plans wherever the LP's plans are (the solves' and the sweeps'). Near T_min on
+  // the A40 profiles the clocks just below the highest take up to 2 ms more for almost no
+  // energy, and plain rounding spends the slack on them: on gpt3-175b A40 8 x 48 the plan at
+  // T_min came 0.889% above its bound, 0.699% with this candidate (docs/solver.md).
+  bool round_to_hull_corners = true;
   std::function<void(std::size_t done, std::size_t total)> progress;
 
   // More certification effort, as `perseus optimize --certify SECONDS` and the Python
