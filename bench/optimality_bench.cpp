@@ -10,7 +10,7 @@
 //
 // The exact optimum at a time T is the least energy of any plan of the problem's options
 // whose measured iteration time is at most T, counted over T (its GPUs block until T): a
-// MILP solved by COIN-OR CBC (tests/support/exact_milp). Where CBC does not prove optimality
+// MILP solved by COIN-OR CBC (solver/exact_milp.hpp). Where CBC does not prove optimality
 // within the time limit, its best plan stands in for the optimum and its best bound gives a
 // proven floor; both are reported.
 //
@@ -30,8 +30,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "exact_milp.hpp"
 #include "perseus/solver/crawl.hpp"
+#include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/frontier.hpp"
 #include "workloads.hpp"
 
@@ -39,7 +39,7 @@ using namespace perseus;
 
 namespace {
 
-// CBC's figures at a deadline (testing::ExactResult's, without the plan).
+// CBC's figures at a deadline (ExactSolution's, without the plan).
 struct Exact {
   double energy_at_deadline_j = 0.0, lower_bound_j = 0.0;
   bool proven_optimal = false;
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
       const auto exact_at = [&](double deadline) -> std::optional<Exact> {
         const std::string key = fmt::format("{}-4-{}-{:.9f}", w.name, m, deadline);
         if (const auto it = cache.find(key); it != cache.end()) return it->second;
-        const auto exact = testing::solve_exact(problem, deadline, time_limit);
+        const auto exact = solve_exact(problem, deadline, {.time_limit_s = time_limit, .start = {}});
         if (!exact) return std::nullopt;
         const Exact figures{exact->energy_at_deadline_j, exact->lower_bound_j, exact->proven_optimal};
         if (cache_out.is_open()) {

@@ -98,6 +98,24 @@ def test_selection_for_a_deadline(frontier):
         frontier.point(len(frontier))
 
 
+def test_the_exact_milp_improves_a_selected_plan_under_a_proven_bound(frontier):
+    deadline = frontier.t_min + 0.1 * (frontier.t_star - frontier.t_min)
+    i = frontier.select(deadline)
+    exact = frontier.exact(deadline, seconds=5.0)
+    assert exact["point"] == i
+    assert exact["deadline_s"] == deadline
+    assert exact["time_s"] <= deadline + 1e-9
+    # Never dearer than the frontier's plan, never below its own bound or the frontier's.
+    assert exact["energy_at_deadline_j"] <= frontier.energy_at(i, deadline) + 1e-9
+    assert exact["lower_bound_j"] <= exact["energy_at_deadline_j"] + 1e-9
+    assert exact["improved"] == (exact["energy_at_deadline_j"] < frontier.energy_at(i, deadline))
+    assert exact["energy_at_deadline_j"] == pytest.approx(
+        exact["energy_j"] + P_BLOCKING * frontier.stages * (deadline - exact["time_s"]))
+    assert len(exact["plan"]) == frontier.stages
+    with pytest.raises(ValueError, match="no plan finishes"):
+        frontier.exact(frontier.t_min * 0.9, seconds=1.0)
+
+
 def test_written_frontier_reads_back_and_selects_the_same(frontier, tmp_path):
     out = tmp_path / "frontier"
     frontier.write(out)

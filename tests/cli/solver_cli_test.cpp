@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -136,6 +137,52 @@ TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
 // first, and any other is one command away.
 // The second crawl (on the measured hull) bounds every plan and offers plans of its own;
 // --no-hull-crawl skips it, and the summary says which ran.
+// select --exact: the exact MILP at the deadline, from the frontier's plan. Whatever CBC finds
+// in its time, the plan written is the one reported, meets the deadline and is no dearer than
+// the frontier's, under a bound no lower than the frontier's LP bound there.
+TEST(Cli, SelectExactImprovesOnTheFrontiersPlanUnderAProvenBound) {
+  testing::TempDir tmp;
+  const fs::path out = tmp.path() / "bloom";
+  ASSERT_EQ(perseus(with(optimize_args(kBloom, out), {"-q"})).exit_code, 0);
+  const FrontierIndex index = read_frontier_directory(out);
+  // Near T_min, where the frontier's plans are furthest above their bounds.
+  const std::size_t row = 13;
+  const double deadline = index.entries[row].time_s;
+  const fs::path py = tmp.path() / "exact.py";
+  const CommandResult run = perseus({"select", "--frontier", out.string(), "--deadline", number(deadline), "--exact", "3",
+                                     "--py", py.string(), "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json chosen = json::parse(run.out);
+  ASSERT_EQ(chosen.at("point").get<std::size_t>(), row);
+  const json& exact = chosen.at("exact");
+  const double energy = exact.at("energy_at_requested_j").get<double>();
+  const double bound = exact.at("lower_bound_j").get<double>();
+  EXPECT_LE(energy, index.entries[row].energy_j + 1e-9);
+  EXPECT_LE(bound, energy + 1e-9);
+  EXPECT_GE(bound, index.entries[row].lower_bound_j * (1 - 1e-6));
+  EXPECT_NEAR(exact.at("gap_fraction").get<double>(), energy / bound - 1, 1e-12);
+  // The plan written is the one reported: evaluated anew on the problem the frontier was for.
+  const EnergyProblem problem = frontier_problem(index);
+  const MeasuredFigures measured = evaluate_measured(problem, choice_for_frequencies(problem, read_freqs_pipeline(py)));
+  EXPECT_LE(measured.time_s, deadline + 1e-9);
+  EXPECT_NEAR(measured.energy_j + problem.p_blocking * problem.num_gpus() * (deadline - measured.time_s), energy, 1e-6);
+  EXPECT_EQ(exact.at("improved").get<bool>(), read_freqs_pipeline(py) != index.frequencies(row));
+  std::cout << "select --exact 3: " << (exact.at("improved").get<bool>() ? "improved" : "not improved") << ", "
+            << index.entries[row].energy_j << " -> " << energy << " J, bound " << index.entries[row].lower_bound_j
+            << " -> " << bound << " J\n";
+
+  // Another profile than the plans were solved on is refused, naming why; so is a missing one.
+  const std::string gpt3 = std::string(PERSEUS_SOURCE_DIR) + "/data/profiles/gpt3-175b+a100-sxm.csv";
+  const CommandResult other = perseus({"select", "--frontier", out.string(), "--deadline", number(deadline), "--exact",
+                                       "1", "--profile", gpt3});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("problem digest"), std::string::npos) << other.err;
+  const CommandResult missing = perseus({"select", "--frontier", out.string(), "--deadline", number(deadline), "--exact",
+                                         "1", "--profile", (tmp.path() / "nope.csv").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("is not there"), std::string::npos) << missing.err;
+}
+
 TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
   testing::TempDir tmp;
   const CommandResult with_hull = perseus(with(optimize_args(kBloom, tmp.path() / "with"), {"--json", "-q"}));

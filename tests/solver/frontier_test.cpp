@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "brute_force.hpp"
-#include "exact_milp.hpp"
+#include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/frontier.hpp"
 #include "synthetic.hpp"
 
@@ -396,7 +396,7 @@ TEST(FrontierExact, MatchesCbcOnSmallPipelines) {
   double worst = 0.0;
   for (std::size_t i : {std::size_t{0}, count / 4, count / 2, 3 * count / 4, count - 1}) {
     const FrontierPoint& point = frontier.points[i];
-    const auto exact = testing::solve_exact(problem, point.measured.time_s, 30.0);
+    const auto exact = solve_exact(problem, point.measured.time_s, {.time_limit_s = 30.0, .start = {}});
     ASSERT_TRUE(exact.has_value());
     const double optimum = exact->measured.energy_j + problem.p_blocking * problem.num_gpus() *
                                                           (point.measured.time_s - exact->measured.time_s);

@@ -1,8 +1,10 @@
 // `perseus optimize` and `perseus select`: the frontier and its plans, and the plan for a deadline.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
 #include "perseus/profile/profile.hpp"
+#include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/solve.hpp"
 
 namespace perseus::cli {
@@ -36,6 +39,7 @@ struct OptimizeArgs {
   bool no_hull_crawl = false;
   bool no_lp_sweep = false;
   double certify = 0.0;
+  double exact = 0.0;
   bool data_load = false;
   std::size_t max_plans = 0;
   std::string py = "some";
@@ -59,6 +63,7 @@ void run_optimize(const OptimizeArgs& args) {
   if (!args.coefficients.empty()) request.options.overrides = read_cost_overrides(args.coefficients);
   request.frontier.refine = !args.no_refine;
   request.frontier.certify_for(args.certify);
+  request.frontier.exact_iso_seconds = args.exact;
   if (args.no_hull_crawl) request.frontier.bound_crawl_node_steps = 0.0;
   if (args.no_lp_sweep) request.frontier.certify_sweep_share = 0.0;
   if (!args.quiet) request.progress = solve_progress_printer();
@@ -127,8 +132,8 @@ void run_optimize(const OptimizeArgs& args) {
                iso["savings_j"].get<double>(), 100.0 * iso["savings_fraction"].get<double>());
   }
   if (frontier.t_min_lower_bound_j) {
-    fmt::print("No plan as fast as T_min uses less than {:.1f} J (LP bound): the T_min plan is within {:.3f}% of it\n",
-               *frontier.t_min_lower_bound_j,
+    fmt::print("No plan as fast as T_min uses less than {:.1f} J ({} bound): the T_min plan is within {:.3f}% of it\n",
+               *frontier.t_min_lower_bound_j, frontier.exact_lower_bound_j ? "LP or exact MILP" : "LP",
                100.0 * (frontier.t_min_point().measured.energy_j / *frontier.t_min_lower_bound_j - 1.0));
   }
   if (const Certificate c = certificate(frontier); c.bounded_points > 0) {
@@ -137,6 +142,12 @@ void run_optimize(const OptimizeArgs& args) {
                c.bounded_points, frontier.points.size(), 100.0 * c.median_gap, 100.0 * c.worst_gap,
                frontier.certify_solves, frontier.certify_sweep_solves + frontier.crawl_sweep_solves,
                frontier.certify_seconds);
+  }
+  if (frontier.exact_seconds > 0.0) {
+    fmt::print("Exact MILP at iso-time ({:.1f} s): {}{}\n", frontier.exact_seconds,
+               frontier.exact_improved ? "a cheaper plan, now the frontier's there" : "no cheaper plan found",
+               frontier.exact_lower_bound_j ? fmt::format("; no plan uses less than {:.1f} J there", *frontier.exact_lower_bound_j)
+                                            : std::string());
   }
   fmt::print("Solved in {:.3f} s; wrote {}\n", solve_seconds, args.out);
   if (args.timings) {
@@ -153,6 +164,8 @@ struct SelectArgs {
   std::string py;
   bool force = false;
   bool json = false;
+  double exact = 0.0;   // seconds of the exact MILP at the deadline; 0: none
+  std::string profile;  // the profile for it, where not the summary's
 };
 
 // Writes `content` to `path` (or stdout for "-"), refusing to replace a file without `force`.
@@ -165,6 +178,27 @@ void write_output_file(const std::string& path, const std::string& content, bool
   check_replaceable_file(path, force, inputs);
   prepare_output_parent(path);
   write_file_atomically(path, content);
+}
+
+// `select --exact`: the chosen plan improved by the exact MILP at the deadline (CBC, within the
+// time limit), and CBC's proven bound there.
+struct ExactChoice {
+  ExactSolution solution;
+  EnergyProblem problem;
+};
+
+ExactChoice solve_exact_at(const FrontierIndex& index, const SelectArgs& args, const PipelineFrequencies& plan,
+                           double deadline_s) {
+  EnergyProblem problem = frontier_problem(index, args.profile);
+  const OptionChoice start = choice_for_frequencies(problem, plan);
+  if (!args.json && args.py != "-") {
+    fmt::print(stderr, "perseus: the exact MILP at {:.4f} s ({} operations), at most {:g} s\n", deadline_s,
+               problem.dag.num_nodes(), args.exact);
+  }
+  std::optional<ExactSolution> exact = solve_exact(problem, deadline_s, {.time_limit_s = args.exact, .start = start});
+  // The frontier's plan meets the deadline, so there is always one.
+  if (!exact) throw SolveError(fmt::format("the exact MILP found no plan within {:.6f} s", deadline_s));
+  return {std::move(*exact), std::move(problem)};
 }
 
 void run_select(const SelectArgs& args) {
@@ -181,7 +215,21 @@ void run_select(const SelectArgs& args) {
   const double t_opt = std::min(t_star, requested);
   const double iteration = std::max(requested, entry.time_s);
   const double energy = entry.energy_j + index.p_blocking * index.num_gpus * (iteration - entry.time_s);
-  if (!args.py.empty()) write_output_file(args.py, export_freqs_pipeline(index, row), args.force, {args.frontier});
+  std::optional<ExactChoice> exact;
+  if (args.exact > 0.0) exact = solve_exact_at(index, args, plan, iteration);
+  const bool improved = exact && exact->solution.improved;
+  if (!args.py.empty()) {
+    std::string text;
+    if (improved) {
+      const ExactSolution& e = exact->solution;
+      text = export_freqs_pipeline(exact->problem, e.choice,
+                                   fmt::format("Improved by the exact MILP (CBC, {:.1f} s) at a {:.6f} s deadline, from {}",
+                                               e.seconds, iteration, index.plan_name(row)));
+    } else {
+      text = export_freqs_pipeline(index, row);
+    }
+    write_output_file(args.py, text, args.force, {args.frontier});
+  }
   if (args.json) {
     nlohmann::json out = {{"requested_s", requested},    {"t_star_s", t_star},
                           {"t_opt_s", t_opt},            {"point", row},
@@ -189,6 +237,20 @@ void run_select(const SelectArgs& args) {
                           {"energy_at_requested_j", energy}, {"plan", index.plan_name(row)}};
     if (!entry.plan_file.empty()) out["plan_file"] = (index.directory / entry.plan_file).string();
     if (!args.py.empty()) out["py"] = args.py;
+    if (exact) {
+      const ExactSolution& e = exact->solution;
+      out["exact"] = {{"deadline_s", iteration},
+                      {"time_limit_s", args.exact},
+                      {"seconds", e.seconds},
+                      {"improved", e.improved},
+                      {"plan_time_s", e.measured.time_s},
+                      {"energy_at_requested_j", e.energy_at_deadline_j},
+                      {"lower_bound_j", std::isfinite(e.lower_bound_j) ? nlohmann::json(e.lower_bound_j) : nlohmann::json()},
+                      {"gap_fraction", std::isfinite(e.lower_bound_j)
+                                           ? nlohmann::json(e.energy_at_deadline_j / e.lower_bound_j - 1.0)
+                                           : nlohmann::json()},
+                      {"proven_optimal", e.proven_optimal}};
+    }
     if (args.py != "-") std::cout << out.dump(2) << "\n";
     return;
   }
@@ -197,7 +259,22 @@ void run_select(const SelectArgs& args) {
   fmt::print("plan: point {}, {} ({:.4f} s, {:.1f} J; {:.1f} J over a {:.4f} s iteration)\n", row,
              entry.plan_file.empty() ? index.plan_name(row) : (index.directory / entry.plan_file).string(),
              entry.time_s, entry.energy_j, energy, iteration);
-  if (!args.py.empty()) fmt::print("wrote {}\n", args.py);
+  if (exact) {
+    const ExactSolution& e = exact->solution;
+    if (improved) {
+      fmt::print("exact MILP ({:.1f} s): a plan of {:.4f} s, {:.1f} J over the iteration ({:+.3f}%)\n", e.seconds,
+                 e.measured.time_s, e.energy_at_deadline_j, 100.0 * (e.energy_at_deadline_j / energy - 1.0));
+    } else {
+      fmt::print("exact MILP ({:.1f} s): no cheaper plan found\n", e.seconds);
+    }
+    if (e.proven_optimal) {
+      fmt::print("proven optimal: no plan uses less at {:.4f} s\n", iteration);
+    } else if (std::isfinite(e.lower_bound_j)) {
+      fmt::print("no plan uses less than {:.1f} J at {:.4f} s (CBC's bound): the plan is within {:.3f}% of it\n",
+                 e.lower_bound_j, iteration, 100.0 * (e.energy_at_deadline_j / e.lower_bound_j - 1.0));
+    }
+  }
+  if (!args.py.empty()) fmt::print("wrote {}{}\n", args.py, improved ? " (the exact MILP's plan)" : "");
 }
 
 struct ExportArgs {
@@ -342,6 +419,11 @@ void add_solver_commands(CLI::App& app) {
                   "widest gaps, both also on 1,536-node DAGs): "
                   "tighter gaps, often cheaper plans")
       ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--exact", optimize.exact,
+                  "Also spend up to this many seconds on the exact MILP (COIN-OR CBC) at iso-time, the all-max plan's "
+                  "time, started from the frontier's plan there: a cheaper plan where it finds one, and a proven bound "
+                  "for every point as fast (perseus select --exact does the same at any deadline)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_flag("--no-hull-crawl", optimize.no_hull_crawl,
                 "Skip the second crawl, of the LP relaxation on the measured options' hull, that bounds every plan "
                 "and offers plans of its own: faster, with looser bounds (docs/solver.md, \"Certified frontier\")");
@@ -364,6 +446,13 @@ void add_solver_commands(CLI::App& app) {
   sel->add_option("--py", select.py, "Also write the chosen plan as a freqs_pipeline file ('-': standard output)");
   sel->add_flag("--force", select.force, "Replace an existing --py file");
   sel->add_flag("--json", select.json, "Print the choice as JSON");
+  sel->add_option("--exact", select.exact,
+                  "Also spend up to this many seconds on the exact MILP at the deadline (COIN-OR CBC, started from the "
+                  "frontier's plan): a cheaper plan where it finds one (what --py then writes), and a proven bound "
+                  "there, often tighter than the frontier's")
+      ->check(CLI::Range(0.0, 86400.0));
+  sel->add_option("--profile", select.profile,
+                  "The profile the frontier was solved on, for --exact (default: the path in its summary.json)");
   sel->callback([=] {
     if (!deadline->count() && !straggler->count()) throw CLI::ValidationError("give --deadline or --straggler-time");
     run_select(select);

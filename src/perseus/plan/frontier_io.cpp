@@ -12,6 +12,8 @@
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/output_files.hpp"
 #include "perseus/plan/plan_files.hpp"
+#include "perseus/profile/profile.hpp"
+#include "perseus/solver/solve.hpp"
 
 namespace perseus {
 namespace fs = std::filesystem;
@@ -48,7 +50,8 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
        {{"kind", to_string(info.schedule.kind)},
         {"stages", info.schedule.stages},
         {"microbatches", info.schedule.microbatches},
-        {"chunks", info.schedule.chunks}}},
+        {"chunks", info.schedule.chunks},
+        {"data_load", info.schedule.data_load}}},
       {"unit_time_s", problem.unit_time},
       {"p_blocking_w", problem.p_blocking},
       {"num_gpus", problem.num_gpus()},
@@ -81,7 +84,15 @@ nlohmann::json make_summary(const EnergyProblem& problem, const CrawlResult& cra
 
 nlohmann::json certification_json(const Frontier& frontier) {
   const Certificate c = certificate(frontier);
-  return {{"bounded_points", c.bounded_points},
+  // The exact MILP at iso-time, where it ran (optimize --exact).
+  nlohmann::json exact = nullptr;
+  if (frontier.exact_seconds > 0.0) {
+    exact = {{"seconds", frontier.exact_seconds},
+             {"improved", frontier.exact_improved},
+             {"lower_bound_j", frontier.exact_lower_bound_j ? nlohmann::json(*frontier.exact_lower_bound_j) : nlohmann::json()}};
+  }
+  return {{"exact_milp_at_iso_time", exact},
+          {"bounded_points", c.bounded_points},
           {"median_gap_fraction", c.bounded_points ? nlohmann::json(c.median_gap) : nlohmann::json(nullptr)},
           {"worst_gap_fraction", c.bounded_points ? nlohmann::json(c.worst_gap) : nlohmann::json(nullptr)},
           {"lp_solves", frontier.certify_solves},
@@ -512,6 +523,80 @@ std::optional<std::size_t> select_entry(const FrontierIndex& index, double deadl
   const auto chosen = select_for_deadline(times, std::min(deadline_s, index.entries.back().time_s));
   if (!chosen) return std::nullopt;
   return rows[*chosen];
+}
+
+EnergyProblem frontier_problem(const FrontierIndex& index, const std::filesystem::path& profile_path) {
+  const std::filesystem::path summary_path = index.directory / "summary.json";
+  std::filesystem::path profile = profile_path;
+  SolveRequest request;
+  try {
+    if (profile.empty()) profile = index.summary.at("profile").get<std::string>();
+    const nlohmann::json& schedule = index.summary.at("schedule");
+    request.schedule = {parse_schedule_kind(schedule.at("kind").get<std::string>()), schedule.at("stages").get<int>(),
+                        schedule.at("microbatches").get<int>(), schedule.value("chunks", 1),
+                        schedule.value("data_load", false)};
+    request.options.unit_time = index.summary.at("unit_time_s").get<double>();
+    request.options.p_blocking = index.summary.at("p_blocking_w").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(summary_path.string() + ": the problem's settings (profile, schedule, unit_time_s, p_blocking_w): " +
+                     e.what());
+  }
+  // The plans' options only: no fits (a plan needs none).
+  request.options.fit_costs = false;
+  if (!std::filesystem::exists(profile)) {
+    throw InputError(fmt::format("{}: the profile {} the frontier was solved on is not there (give its path)",
+                                 summary_path.string(), profile.string()));
+  }
+  ScheduleSpec resolved;
+  std::vector<Warning> warnings;
+  EnergyProblem problem = make_problem(Profile::read_csv(profile), request, &resolved, &warnings);
+  if (index.store) {
+    const std::string digest = plan_store_layout(problem).problem_digest;
+    if (digest != index.store->layout().problem_digest) {
+      throw InputError(fmt::format("{}: its plans are not for {} as it reads now (problem digest {}, the store's {}): "
+                                   "the profile changed since, or is another one",
+                                   index.directory.string(), profile.string(), digest,
+                                   index.store->layout().problem_digest));
+    }
+  }
+  return problem;
+}
+
+std::string export_freqs_pipeline(const EnergyProblem& problem, const OptionChoice& choice, const std::string& note) {
+  FrontierPoint point;
+  point.choice.assign(choice.begin(), choice.end());
+  point.measured = evaluate_measured(problem, choice);
+  point.effective_energy_j = point.measured.energy_j - problem.p_blocking * problem.num_gpus() * point.measured.time_s;
+  std::vector<std::string> comments = freqs_pipeline_comments(problem, point);
+  comments.push_back(note);
+  return plan_to_freqs_pipeline(make_plan(problem, choice), comments);
+}
+
+OptionChoice choice_for_frequencies(const EnergyProblem& problem, const PipelineFrequencies& frequencies) {
+  const Dag& dag = problem.dag;
+  if (static_cast<int>(frequencies.size()) != dag.num_stages()) {
+    throw InputError(fmt::format("the plan has {} stages, the problem {}", frequencies.size(), dag.num_stages()));
+  }
+  OptionChoice choice(dag.num_nodes(), 0);
+  for (int s = 0; s < dag.num_stages(); ++s) {
+    const auto& nodes = dag.stage_nodes(s);
+    const StageFrequencies& stage = frequencies[static_cast<std::size_t>(s)];
+    if (stage.size() != nodes.size()) {
+      throw InputError(fmt::format("stage {}: the plan has {} instructions, the problem {}", s, stage.size(), nodes.size()));
+    }
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      const auto& options = problem.options_of(nodes[k]).options;
+      const auto it = std::find_if(options.begin(), options.end(), [&](const Option& option) {
+        return option.measurement.frequency_mhz == stage[k].second;
+      });
+      if (it == options.end()) {
+        throw InputError(fmt::format("stage {}, instruction {} ({}): {} MHz is not one of its measured clocks", s, k,
+                                     stage[k].first, stage[k].second));
+      }
+      choice[nodes[k]] = static_cast<std::int32_t>(it - options.begin());
+    }
+  }
+  return choice;
 }
 
 }  // namespace perseus

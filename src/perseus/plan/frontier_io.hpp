@@ -122,6 +122,9 @@ FrontierIndex read_frontier_directory(const std::filesystem::path& dir);
 // perseus.plan/1 JSON (instruction, microbatch, chunk and clock per instruction; the
 // per-instruction time and energy are the profile's). InputError when the row has no plan.
 std::string export_freqs_pipeline(const FrontierIndex& index, std::size_t row);
+// A plan that is not in the store (select --exact's) as a freqs_pipeline file: its measured
+// figures and `note` as comments.
+std::string export_freqs_pipeline(const EnergyProblem& problem, const OptionChoice& choice, const std::string& note);
 nlohmann::json export_plan_json(const FrontierIndex& index, std::size_t row);
 
 // The plan for T_opt = min(T*, deadline); nullopt when T_min is slower than the deadline.
@@ -129,5 +132,15 @@ std::optional<std::size_t> select_entry(const FrontierIndex& index, double deadl
 // The same, where no plan is an error: InputError "DIR: no plan finishes within D s: the
 // fastest takes T s".
 std::size_t require_entry(const FrontierIndex& index, double deadline_s);
+
+// The problem a frontier directory's plans are for, rebuilt from its summary (profile,
+// schedule, unit time, p_blocking) with the measured options alone, no fits; `profile`
+// replaces the summary's path where not empty (it is as the solve was given it, relative to
+// where it ran). InputError when the settings or the profile cannot be read, or the problem is
+// not the one plans.bin's digest names (another profile, or the profile changed since).
+EnergyProblem frontier_problem(const FrontierIndex& index, const std::filesystem::path& profile = {});
+// A plan's clocks as an option per DAG node. InputError naming the stage and instruction
+// where the plan and the problem disagree (shape, or a clock the profile did not measure).
+OptionChoice choice_for_frequencies(const EnergyProblem& problem, const PipelineFrequencies& frequencies);
 
 }  // namespace perseus

@@ -12,6 +12,9 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "perseus/client/frequency_controller.hpp"
 #include "perseus/client/perseus_client.hpp"
@@ -25,6 +28,7 @@
 #include "perseus/protocol/protocol.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
+#include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/solve.hpp"
 
 namespace py = pybind11;
@@ -287,6 +291,32 @@ PYBIND11_MODULE(_perseus, m) {
            py::arg("deadline_s"),
            "Index of the plan for T_opt = min(T*, deadline): the slowest point no slower than it; None when even "
            "T_min is slower")
+      .def("exact",
+           [](const SolvedFrontier& f, double deadline_s, double seconds) {
+             const std::optional<std::size_t> row = select_for_deadline(f.times, deadline_s);
+             if (!row) throw InputError(fmt::format("no plan finishes within {} s: the fastest takes {} s", deadline_s, f.times.front()));
+             const double deadline = std::max(deadline_s, f.times[*row]);
+             std::optional<ExactSolution> exact;
+             {
+               py::gil_scoped_release released;
+               exact = solve_exact(f.problem, deadline, {.time_limit_s = seconds, .start = f.point(*row).option_choice()});
+             }
+             if (!exact) throw SolveError(fmt::format("the exact MILP found no plan within {} s", deadline));
+             py::dict d = figures(exact->measured);
+             d["point"] = *row;
+             d["deadline_s"] = deadline;
+             d["energy_at_deadline_j"] = exact->energy_at_deadline_j;
+             d["lower_bound_j"] = exact->lower_bound_j;
+             d["improved"] = exact->improved;
+             d["proven_optimal"] = exact->proven_optimal;
+             d["seconds"] = exact->seconds;
+             d["plan"] = frequencies_of(make_plan(f.problem, exact->choice));
+             return d;
+           },
+           py::arg("deadline_s"), py::arg("seconds") = 10.0,
+           "The plan for T_opt = min(T*, deadline) improved by the exact MILP (COIN-OR CBC) within `seconds`, started "
+           "from the frontier's: a dict of its figures, energy_at_deadline_j (blocking until the deadline), the "
+           "proven lower_bound_j there (NaN if CBC had none in time), improved, proven_optimal and its plan")
       .def("energy_at",
            [](const SolvedFrontier& f, std::size_t i, double iteration_s) {
              return energy_at(f.problem, f.point(i), iteration_s);

@@ -2,6 +2,7 @@
 // frontier point's proven lower bound, and the LP solves, sweeps and searches that tighten the
 // widest gaps where the plans are furthest above it. FrontierBuilder::State is in
 // frontier_state.hpp; the builder that calls this, in frontier.cpp.
+#include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/frontier_state.hpp"
 
 namespace perseus {
@@ -522,17 +523,49 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       }
     }
   }
+  // Then, asked for, the exact MILP at iso-time from the cheapest plan there
+  // (FrontierOptions::exact_iso_seconds): its plan, and its bound in effective energy, which
+  // bounds every point as fast as iso-time too.
+  std::optional<double> exact_effective_bound;
+  if (options.exact_iso_seconds > 0.0 && s.iso_time > 0.0) {
+    const FrontierPoint* start = nullptr;
+    for (const FrontierPoint& point : points) {
+      if (point.measured.time_s <= s.iso_time + kTimeEpsilon && (!start || point.effective_energy_j < start->effective_energy_j)) start = &point;
+    }
+    if (start) {
+      const double deadline = std::max(s.iso_time, start->measured.time_s);
+      const std::optional<ExactSolution> exact =
+          solve_exact(problem, deadline, {.time_limit_s = options.exact_iso_seconds, .start = start->option_choice()});
+      if (exact) {
+        frontier.exact_seconds = exact->seconds;
+        if (std::isfinite(exact->lower_bound_j)) {
+          frontier.exact_lower_bound_j = exact->lower_bound_j;
+          exact_effective_bound = exact->lower_bound_j - problem.p_blocking * problem.num_gpus() * deadline;
+        }
+        if (exact->improved) {
+          frontier.exact_improved = true;
+          points.push_back(make_point(problem, exact->choice));
+        }
+      }
+    }
+  }
   points = pareto_filter(std::move(points));
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.
     auto bound = final_bound(point.measured.time_s);
+    if (exact_effective_bound && point.measured.time_s <= s.iso_time + kTimeEpsilon) {
+      const double exact = *exact_effective_bound + problem.p_blocking * problem.num_gpus() * point.measured.time_s;
+      if (!bound || exact > *bound) bound = exact;
+    }
     if (bound) bound = std::min(*bound, point.measured.energy_j);
     if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
   }
   // T_min's bound, where its relaxation was not solved (t_min_relaxation_budgets): the best
-  // line's there, mostly the crawl's flows'.
-  if (!frontier.t_min_lower_bound_j && !points.empty() && points.front().measured.time_s <= t_min + kTimeEpsilon) {
+  // line's there, mostly the crawl's flows'; and the exact MILP's, where it is higher.
+  if (!points.empty() && points.front().measured.time_s <= t_min + kTimeEpsilon && points.front().lower_bound_j &&
+      (!frontier.t_min_lower_bound_j ||
+       (exact_effective_bound && *points.front().lower_bound_j > *frontier.t_min_lower_bound_j))) {
     frontier.t_min_lower_bound_j = points.front().lower_bound_j;
   }
   frontier.certify_seconds = elapsed();
