@@ -116,6 +116,28 @@ def test_the_exact_milp_improves_a_selected_plan_under_a_proven_bound(frontier):
         frontier.exact(frontier.t_min * 0.9, seconds=1.0)
 
 
+def test_the_exact_milp_on_a_stored_frontier_rebuilds_its_problem(frontier, profile_csv, tmp_path):
+    out = tmp_path / "frontier"
+    frontier.write(out, py="none")
+    stored = perseus.load_frontier(out)
+    deadline = frontier.t_min + 0.3 * (frontier.t_star - frontier.t_min)
+    # The summary names the profile as it was given ("synthetic": no file), so it is passed.
+    with pytest.raises(ValueError, match="is not there"):
+        stored.exact(deadline, seconds=1.0)
+    path = tmp_path / "profile.csv"
+    path.write_text(profile_csv)
+    from_store = stored.exact(deadline, seconds=10.0, profile=str(path))
+    in_memory = frontier.exact(deadline, seconds=10.0)
+    assert from_store["point"] == in_memory["point"] == stored.select(deadline)
+    assert from_store["proven_optimal"] and in_memory["proven_optimal"]  # a small pipeline
+    assert from_store["energy_at_deadline_j"] == pytest.approx(in_memory["energy_at_deadline_j"], rel=1e-12)
+    # Another profile than the plans are for is refused.
+    other = tmp_path / "other.csv"
+    other.write_text(synthetic_csv(2, seed=4))
+    with pytest.raises(ValueError, match="problem digest"):
+        stored.exact(deadline, seconds=1.0, profile=str(other))
+
+
 def test_written_frontier_reads_back_and_selects_the_same(frontier, tmp_path):
     out = tmp_path / "frontier"
     frontier.write(out)

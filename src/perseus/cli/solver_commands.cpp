@@ -180,27 +180,6 @@ void write_output_file(const std::string& path, const std::string& content, bool
   write_file_atomically(path, content);
 }
 
-// `select --exact`: the chosen plan improved by the exact MILP at the deadline (CBC, within the
-// time limit), and CBC's proven bound there.
-struct ExactChoice {
-  ExactSolution solution;
-  EnergyProblem problem;
-};
-
-ExactChoice solve_exact_at(const FrontierIndex& index, const SelectArgs& args, const PipelineFrequencies& plan,
-                           double deadline_s) {
-  EnergyProblem problem = frontier_problem(index, args.profile);
-  const OptionChoice start = choice_for_frequencies(problem, plan);
-  if (!args.json && args.py != "-") {
-    fmt::print(stderr, "perseus: the exact MILP at {:.4f} s ({} operations), at most {:g} s\n", deadline_s,
-               problem.dag.num_nodes(), args.exact);
-  }
-  std::optional<ExactSolution> exact = solve_exact(problem, deadline_s, {.time_limit_s = args.exact, .start = start});
-  // The frontier's plan meets the deadline, so there is always one.
-  if (!exact) throw SolveError(fmt::format("the exact MILP found no plan within {:.6f} s", deadline_s));
-  return {std::move(*exact), std::move(problem)};
-}
-
 void run_select(const SelectArgs& args) {
   const FrontierIndex index = read_frontier_directory(args.frontier);
   const double requested = args.deadline != 0.0 ? args.deadline : args.straggler_time;  // NaN reaches the check
@@ -215,8 +194,13 @@ void run_select(const SelectArgs& args) {
   const double t_opt = std::min(t_star, requested);
   const double iteration = std::max(requested, entry.time_s);
   const double energy = entry.energy_j + index.p_blocking * index.num_gpus * (iteration - entry.time_s);
-  std::optional<ExactChoice> exact;
-  if (args.exact > 0.0) exact = solve_exact_at(index, args, plan, iteration);
+  std::optional<StoredExactSolution> exact;
+  if (args.exact > 0.0) {
+    if (!args.json && args.py != "-") {
+      fmt::print(stderr, "perseus: the exact MILP at {:.4f} s, from point {}, at most {:g} s\n", iteration, row, args.exact);
+    }
+    exact = solve_exact_from(index, row, iteration, args.exact, args.profile);
+  }
   const bool improved = exact && exact->solution.improved;
   if (!args.py.empty()) {
     std::string text;

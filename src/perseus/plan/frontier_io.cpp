@@ -572,6 +572,18 @@ std::string export_freqs_pipeline(const EnergyProblem& problem, const OptionChoi
   return plan_to_freqs_pipeline(make_plan(problem, choice), comments);
 }
 
+StoredExactSolution solve_exact_from(const FrontierIndex& index, std::size_t row, double deadline_s, double seconds,
+                                     const std::filesystem::path& profile) {
+  EnergyProblem problem = frontier_problem(index, profile);
+  const OptionChoice start = choice_for_frequencies(problem, index.frequencies(row));
+  std::optional<ExactSolution> exact = solve_exact(problem, deadline_s, {.time_limit_s = seconds, .start = start});
+  if (!exact) {
+    throw SolveError(fmt::format("the exact MILP found no plan within {:.6f} s ({} takes {:.6f} s)", deadline_s,
+                                 index.plan_name(row), index.entries[row].time_s));
+  }
+  return {std::move(problem), std::move(*exact)};
+}
+
 OptionChoice choice_for_frequencies(const EnergyProblem& problem, const PipelineFrequencies& frequencies) {
   const Dag& dag = problem.dag;
   if (static_cast<int>(frequencies.size()) != dag.num_stages()) {

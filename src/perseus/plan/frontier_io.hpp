@@ -28,6 +28,7 @@
 #include "perseus/model/errors.hpp"
 #include "perseus/plan/plan_store.hpp"
 #include "perseus/solver/crawl.hpp"
+#include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/frontier.hpp"
 #include "perseus/model/frequencies.hpp"
 
@@ -139,6 +140,15 @@ std::size_t require_entry(const FrontierIndex& index, double deadline_s);
 // where it ran). InputError when the settings or the profile cannot be read, or the problem is
 // not the one plans.bin's digest names (another profile, or the profile changed since).
 EnergyProblem frontier_problem(const FrontierIndex& index, const std::filesystem::path& profile = {});
+// Row `row`'s plan improved by the exact MILP (solver/exact_milp.hpp) at `deadline_s`, within
+// `seconds`, on frontier_problem(index, profile): `perseus select --exact`. frontier_problem's
+// errors; SolveError when the MILP finds no plan (the row's misses the deadline).
+struct StoredExactSolution {
+  EnergyProblem problem;
+  ExactSolution solution;
+};
+StoredExactSolution solve_exact_from(const FrontierIndex& index, std::size_t row, double deadline_s, double seconds,
+                                     const std::filesystem::path& profile = {});
 // A plan's clocks as an option per DAG node. InputError naming the stage and instruction
 // where the plan and the problem disagree (shape, or a clock the profile did not measure).
 OptionChoice choice_for_frequencies(const EnergyProblem& problem, const PipelineFrequencies& frequencies);

@@ -98,6 +98,20 @@ py::dict figures(const MeasuredFigures& m) {
   return d;
 }
 
+// Frontier.exact's and StoredFrontier.exact's answer.
+py::dict exact_dict(const EnergyProblem& problem, const ExactSolution& exact, std::size_t row, double deadline_s) {
+  py::dict d = figures(exact.measured);
+  d["point"] = row;
+  d["deadline_s"] = deadline_s;
+  d["energy_at_deadline_j"] = exact.energy_at_deadline_j;
+  d["lower_bound_j"] = exact.lower_bound_j;
+  d["improved"] = exact.improved;
+  d["proven_optimal"] = exact.proven_optimal;
+  d["seconds"] = exact.seconds;
+  d["plan"] = frequencies_of(make_plan(problem, exact.choice));
+  return d;
+}
+
 std::shared_ptr<SolvedFrontier> optimize(const Profile& profile, int microbatches, double p_blocking, double unit_time,
                                          const std::string& schedule, int chunks, bool data_load, bool refine,
                                          const std::string& coefficients, int stages, double certify_seconds) {
@@ -302,16 +316,7 @@ PYBIND11_MODULE(_perseus, m) {
                exact = solve_exact(f.problem, deadline, {.time_limit_s = seconds, .start = f.point(*row).option_choice()});
              }
              if (!exact) throw SolveError(fmt::format("the exact MILP found no plan within {} s", deadline));
-             py::dict d = figures(exact->measured);
-             d["point"] = *row;
-             d["deadline_s"] = deadline;
-             d["energy_at_deadline_j"] = exact->energy_at_deadline_j;
-             d["lower_bound_j"] = exact->lower_bound_j;
-             d["improved"] = exact->improved;
-             d["proven_optimal"] = exact->proven_optimal;
-             d["seconds"] = exact->seconds;
-             d["plan"] = frequencies_of(make_plan(f.problem, exact->choice));
-             return d;
+             return exact_dict(f.problem, *exact, *row, deadline);
            },
            py::arg("deadline_s"), py::arg("seconds") = 10.0,
            "The plan for T_opt = min(T*, deadline) improved by the exact MILP (COIN-OR CBC) within `seconds`, started "
@@ -409,7 +414,21 @@ PYBIND11_MODULE(_perseus, m) {
       .def("select", [](const FrontierIndex& index, double deadline_s) { return select_entry(index, deadline_s); },
            py::arg("deadline_s"),
            "Index of the plan for T_opt = min(T*, deadline) among the points with a plan; None when even T_min "
-           "is slower");
+           "is slower")
+      .def("exact",
+           [](const FrontierIndex& index, double deadline_s, double seconds, const std::string& profile) {
+             const std::size_t row = require_entry(index, deadline_s);
+             const double deadline = std::max(deadline_s, index.entries[row].time_s);
+             std::optional<StoredExactSolution> exact;
+             {
+               py::gil_scoped_release released;
+               exact = solve_exact_from(index, row, deadline, seconds, profile);
+             }
+             return exact_dict(exact->problem, exact->solution, row, deadline);
+           },
+           py::arg("deadline_s"), py::arg("seconds") = 10.0, py::arg("profile") = "",
+           "As Frontier.exact, on the problem rebuilt from the directory's summary.json (the profile by the path "
+           "it records, or `profile`), as `perseus select --exact`");
   m.def("load_frontier", &read_frontier_directory, py::arg("directory"),
         "Opens a frontier directory (a StoredFrontier): plans are read from plans.bin one at a time, on demand; "
         "directories written before the store read too");
