@@ -137,6 +137,13 @@ TEST(ExactMilp, NoPlanBeforeTheFastestAndAStartThatMissesTheDeadlineIsIgnored) {
   ASSERT_TRUE(exact.has_value());
   EXPECT_FALSE(exact->improved);  // there was no start to improve on
   EXPECT_LE(exact->measured.time_s, fastest + 1e-9);
+  // A model larger than allowed is refused, saying how large.
+  try {
+    solve_exact(problem, fastest, {.time_limit_s = 1.0, .start = {}, .max_binaries = 10});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("binaries, more than the 10"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

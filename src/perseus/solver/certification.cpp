@@ -527,6 +527,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   // (FrontierOptions::exact_iso_seconds): its plan, and its bound in effective energy, which
   // bounds every point as fast as iso-time too.
   std::optional<double> exact_effective_bound;
+  double exact_deadline = 0.0;
   if (options.exact_iso_seconds > 0.0 && s.iso_time > 0.0) {
     const FrontierPoint* start = nullptr;
     for (const FrontierPoint& point : points) {
@@ -541,6 +542,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
         if (std::isfinite(exact->lower_bound_j)) {
           frontier.exact_lower_bound_j = exact->lower_bound_j;
           exact_effective_bound = exact->lower_bound_j - problem.p_blocking * problem.num_gpus() * deadline;
+          exact_deadline = deadline;
         }
         if (exact->improved) {
           frontier.exact_improved = true;
@@ -554,7 +556,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.
     auto bound = final_bound(point.measured.time_s);
-    if (exact_effective_bound && point.measured.time_s <= s.iso_time + kTimeEpsilon) {
+    if (exact_effective_bound && point.measured.time_s <= exact_deadline) {  // no slower: the bound holds
       const double exact = *exact_effective_bound + problem.p_blocking * problem.num_gpus() * point.measured.time_s;
       if (!bound || exact > *bound) bound = exact;
     }

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "perseus/model/errors.hpp"
 #include "perseus/model/shared_library.hpp"
 
 namespace perseus {
@@ -155,6 +158,13 @@ std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double de
     }
   }
 
+  std::size_t binaries = 0;
+  for (int i = 0; i < n; ++i) binaries += problem.options_of(i).options.size();
+  if (binaries > options.max_binaries) {
+    throw InputError(fmt::format("the exact MILP of {} operations would have {} binaries, more than the {} it is "
+                                 "allowed (its memory grows with them)",
+                                 n, binaries, options.max_binaries));
+  }
   const Cbc& api = cbc();
   const Model m = build_model(problem, deadline_s);
   std::unique_ptr<Cbc_Model, decltype(api.Cbc_deleteModel)> model(api.Cbc_newModel(), api.Cbc_deleteModel);

@@ -16,9 +16,11 @@
 //
 // Preconditions: every node has at least one option. Complexity: NP-hard in general
 // (branch and bound, exponential in the worst case); the time limit bounds it. CBC (the
-// Debian package coinor-libcbc3) is loaded when first used; InputError when it cannot be.
+// Debian package coinor-libcbc3) is loaded when first used; InputError when it cannot be,
+// or when the model would have more than ExactOptions::max_binaries binaries.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 
 #include "perseus/solver/problem.hpp"
@@ -30,6 +32,9 @@ struct ExactOptions {
   // A plan to start from (CBC's first incumbent); one that misses the deadline is not used.
   // Without one, CBC's own heuristics must find a first plan.
   std::optional<OptionChoice> start;
+  // Larger models are refused (InputError) rather than built: CBC's memory grows with the
+  // binaries, 349 MB for gpt3-175b A40 8 x 96's 1,536 operations (up to 92,160 binaries).
+  std::size_t max_binaries = 250'000;
 };
 
 struct ExactSolution {
