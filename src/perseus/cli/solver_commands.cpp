@@ -430,13 +430,14 @@ void add_solver_commands(CLI::App& app) {
   sel->add_option("--py", select.py, "Also write the chosen plan as a freqs_pipeline file ('-': standard output)");
   sel->add_flag("--force", select.force, "Replace an existing --py file");
   sel->add_flag("--json", select.json, "Print the choice as JSON");
-  sel->add_option("--exact", select.exact,
+  auto* exact = sel->add_option("--exact", select.exact,
                   "Also spend up to this many seconds on the exact MILP at the deadline (COIN-OR CBC, started from the "
                   "frontier's plan): a cheaper plan where it finds one (what --py then writes), and a proven bound "
                   "there, often tighter than the frontier's")
       ->check(CLI::Range(0.0, 86400.0));
   sel->add_option("--profile", select.profile,
-                  "The profile the frontier was solved on, for --exact (default: the path in its summary.json)");
+                  "The profile the frontier was solved on, for --exact (default: the path in its summary.json)")
+      ->needs(exact);
   sel->callback([=] {
     if (!deadline->count() && !straggler->count()) throw CLI::ValidationError("give --deadline or --straggler-time");
     run_select(select);
