@@ -1,5 +1,6 @@
 #include "perseus/server/job.hpp"
 
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "perseus/solver/exact_milp.hpp"
 #include "synthetic.hpp"
 
 namespace perseus::server {
@@ -224,6 +226,34 @@ TEST(JobLifecycle, TheStoredStateKeepsItsFormat) {
                          {"scheduler_state", json::object()},
                          {"compute_attempts", 1}};
   EXPECT_EQ(lifecycle.state_json().dump(), expected.dump());
+}
+
+// A job's frontier with the exact MILP at iso-time (the scheduler's exact_seconds): plans no
+// dearer at any deadline than without it, and at iso-time the optimum where CBC proves it.
+TEST(FrontierTable, TheExactMilpAtIsoTimeLeavesNoPlanDearer) {
+  // 4 stages x 8 microbatches, where the frontier's iso-time plan is a little above the optimum
+  // and CBC proves the optimum in about a second.
+  const FrontierInputs inputs{profile_to_csv(perseus::testing::synthetic_profile(4, 10, 3)), "synthetic",
+                              PipelineLayout{ScheduleKind::k1F1B, 8, 1}, 4, 80.0, 0.001};
+  const auto plain = FrontierTable::compute(make_server_problem(inputs, nullptr), [] { return false; });
+  const auto exact = FrontierTable::compute(make_server_problem(inputs, nullptr), [] { return false; }, 10.0);
+  const EnergyProblem& problem = exact->problem();
+  const double blocking_w = problem.p_blocking * problem.num_gpus();
+  const auto energy_at = [&](const FrontierTable& table, double deadline) {
+    const std::size_t i = *table.select(deadline);
+    return table.energy(i) + blocking_w * (deadline - table.time(i));
+  };
+  const double t_min = plain->time(0), t_star = plain->time(plain->t_star_index());
+  for (int k = 0; k <= 20; ++k) {
+    const double deadline = t_min + (t_star - t_min) * k / 20.0;
+    EXPECT_LE(energy_at(*exact, deadline), energy_at(*plain, deadline) + 1e-9) << deadline;
+  }
+  const double iso = evaluate_highest_clock(problem).time_s;
+  const auto optimum = solve_exact(problem, iso, {.time_limit_s = 30.0, .start = {}});
+  ASSERT_TRUE(optimum && optimum->proven_optimal);
+  EXPECT_NEAR(energy_at(*exact, iso), optimum->energy_at_deadline_j, 1e-6 * optimum->energy_at_deadline_j);
+  EXPECT_LT(energy_at(*exact, iso), energy_at(*plain, iso) - 1e-6 * optimum->energy_at_deadline_j);  // it did run
+  std::cout << "iso-time: " << energy_at(*plain, iso) << " J without the MILP, " << energy_at(*exact, iso) << " J with it\n";
 }
 
 TEST(JobLifecycle, RestoresEveryPhaseFromItsStoredState) {

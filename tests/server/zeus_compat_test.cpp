@@ -295,6 +295,19 @@ TEST(Service, SchedulerArgsTakeNumbersAsPydanticReadsThem) {
     }
   }
   EXPECT_THROW(parse_scheduler_config("InVivoProfiling", {{"p_blocking", "lots"}}), InputError);
+  // perseus's own: seconds of the exact MILP at iso-time, for the schedulers that compute a frontier.
+  EXPECT_DOUBLE_EQ(parse_scheduler_config("Frontier", {{"exact_seconds", "2.5"}}).exact_seconds, 2.5);
+  EXPECT_DOUBLE_EQ(parse_scheduler_config("InVivoProfiling", {{"p_blocking", 83.64}, {"exact_seconds", 10}}).exact_seconds, 10.0);
+  EXPECT_EQ(parse_scheduler_config("Frontier", json::object()).exact_seconds, 0.0);
+  for (const json& bad : {json(-1), json(601), json("lots"), json(true)}) {
+    try {
+      parse_scheduler_config("Frontier", {{"exact_seconds", bad}});
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("'exact_seconds' must be"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse_scheduler_config("PointSolution", {{"solution_path", "x.py"}, {"exact_seconds", 1}}), InputError);
 }
 
 // A plan written as one rank's list, ["forward", 1410] pairs as zeus's FrequencySchedule holds

@@ -54,7 +54,8 @@ EnergyProblem make_server_problem(const FrontierInputs& inputs, std::vector<Warn
   return make_problem(profile, spec, OptionsConfig{inputs.unit_time, inputs.p_blocking, {}}, warnings);
 }
 
-std::shared_ptr<FrontierTable> FrontierTable::compute(EnergyProblem problem, const std::function<bool()>& cancelled) {
+std::shared_ptr<FrontierTable> FrontierTable::compute(EnergyProblem problem, const std::function<bool()>& cancelled,
+                                                      double exact_seconds) {
   for (const OperationOptions& op : problem.operations) {
     if (op.options.size() > std::numeric_limits<std::uint16_t>::max()) {
       throw InputError(fmt::format("stage {} {}: {} options is more than the server stores per operation", op.stage,
@@ -65,6 +66,7 @@ std::shared_ptr<FrontierTable> FrontierTable::compute(EnergyProblem problem, con
   request.progress = [&](const SolveProgress&) {
     if (cancelled && cancelled()) throw ComputationCancelled();
   };
+  request.frontier.exact_iso_seconds = exact_seconds;
   Solution solution = solve(std::move(problem), request);
   const Frontier& frontier = solution.frontier;
 

@@ -66,8 +66,11 @@ class ComputationCancelled : public std::runtime_error {
 
 class FrontierTable {
  public:
-  // crawl_frontier + build_frontier on `problem`; polls `cancelled` between crawl steps.
-  static std::shared_ptr<FrontierTable> compute(EnergyProblem problem, const std::function<bool()>& cancelled);
+  // crawl_frontier + build_frontier on `problem`; polls `cancelled` between crawl steps. With
+  // exact_seconds, that many seconds of the exact MILP at iso-time too (FrontierOptions::
+  // exact_iso_seconds), which is not polled: a cancellation waits for it.
+  static std::shared_ptr<FrontierTable> compute(EnergyProblem problem, const std::function<bool()>& cancelled,
+                                                double exact_seconds = 0.0);
   // From serialize_points() of a table computed on the same problem. Throws InputError when
   // the blob does not match the problem (wrong size, option out of range).
   static std::shared_ptr<FrontierTable> restore(EnergyProblem problem, std::string_view blob);

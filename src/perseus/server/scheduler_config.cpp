@@ -75,7 +75,7 @@ json with_lax_numbers(json args) {
   for (const char* key : {"microbatches", "chunks", "max_energy_rises", "iterations_per_frequency", "plan"}) {
     if (args.contains(key)) args[key] = lax_integer(args.at(key), key);
   }
-  for (const char* key : {"p_blocking", "unit_time", "deadline_s"}) {
+  for (const char* key : {"p_blocking", "unit_time", "deadline_s", "exact_seconds"}) {
     if (args.contains(key)) args[key] = lax_number(args.at(key), key);
   }
   return args;
@@ -165,7 +165,7 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
   } else if (name == "InVivoProfiling") {
     check_keys(args, name,
                {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "max_energy_rises",
-                "iterations_per_frequency"});
+                "iterations_per_frequency", "exact_seconds"});
     if (!args.contains("p_blocking")) {
       throw InputError("ZEUS_PFO_SCHEDULER_ARGS: InVivoProfiling needs \"p_blocking\" (W; A100 83.64, A40 70.38)");
     }
@@ -187,7 +187,7 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
     }
     layout_from_args();
   } else if (name == "Frontier") {
-    check_keys(args, name, {"p_blocking", "unit_time", "schedule", "microbatches", "chunks"});
+    check_keys(args, name, {"p_blocking", "unit_time", "schedule", "microbatches", "chunks", "exact_seconds"});
     if (args.contains("p_blocking")) config.p_blocking = positive_arg(args, "p_blocking");
     if (args.contains("unit_time")) config.unit_time = positive_arg(args, "unit_time");
     layout_from_args();
@@ -195,6 +195,14 @@ SchedulerConfig parse_scheduler_config(const std::string& name, const nlohmann::
     throw InputError(fmt::format("ZEUS_PFO_SCHEDULER: unknown scheduler '{}' (known: PointSolution, "
                                  "PointSolution3D, InVivoProfiling, Frontier)",
                                  name));
+  }
+  if (args.contains("exact_seconds")) {
+    const json& value = args.at("exact_seconds");
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 || value.get<double>() > 600) {
+      throw InputError(fmt::format("ZEUS_PFO_SCHEDULER_ARGS: 'exact_seconds' must be a number of seconds in [0, 600], got {}",
+                                   value.dump()));
+    }
+    config.exact_seconds = value.get<double>();
   }
   return config;
 }

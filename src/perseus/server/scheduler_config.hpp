@@ -37,6 +37,10 @@ struct SchedulerConfig {
   std::optional<double> p_blocking;      // InVivoProfiling (required), Frontier uploads (default)
   double unit_time = 0.001;
   ProfilingSettings profiling;
+  // Frontier and InVivoProfiling: seconds of the exact MILP at iso-time when a job's frontier
+  // is computed (FrontierOptions::exact_iso_seconds; 0: none, at most 600). The job gets its
+  // plans that much later, and a shutdown or a new profile waits for it.
+  double exact_seconds = 0.0;
 };
 
 // Validates the name and the arguments (reading the PointSolution plan as data); throws

@@ -1037,7 +1037,7 @@ void Service::worker_loop() {
               task->problem ? std::move(*task->problem) : make_server_problem(task->inputs, nullptr);
           log_->info("event=frontier_started job_id={} instructions={} attempt={}", logfmt_value(id),
                      problem.dag.num_nodes(), attempt);
-          table = FrontierTable::compute(std::move(problem), stale);
+          table = FrontierTable::compute(std::move(problem), stale, options_.scheduler.exact_seconds);
         }
       }
     } catch (const ComputationCancelled&) {
