@@ -563,11 +563,9 @@ EnergyProblem frontier_problem(const FrontierIndex& index, const std::filesystem
 }
 
 std::string export_freqs_pipeline(const EnergyProblem& problem, const OptionChoice& choice, const std::string& note) {
-  FrontierPoint point;
-  point.choice.assign(choice.begin(), choice.end());
-  point.measured = evaluate_measured(problem, choice);
-  point.effective_energy_j = point.measured.energy_j - problem.p_blocking * problem.num_gpus() * point.measured.time_s;
-  std::vector<std::string> comments = freqs_pipeline_comments(problem, point);
+  const MeasuredFigures m = evaluate_measured(problem, choice);
+  std::vector<std::string> comments =
+      measured_comments(m.time_s, m.energy_j, m.energy_j - problem.p_blocking * problem.num_gpus() * m.time_s);
   comments.push_back(note);
   return plan_to_freqs_pipeline(make_plan(problem, choice), comments);
 }

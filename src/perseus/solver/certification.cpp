@@ -506,12 +506,18 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   // where the all-max plan is the fastest) gets iso_search_rounds of local search, the moves
   // screened by the LP's prices there, within iso_search_share of the refinement's budget
   // (FrontierOptions::iso_search_rounds).
-  if (s.iso_solution && options.iso_search_rounds > 0 && problem.dag.num_nodes() <= options.iso_search_max_nodes) {
-    const FrontierPoint* start = nullptr;
+  // The cheapest plan as fast as iso-time, where the searches below start (null if none).
+  const auto cheapest_at_iso_time = [&]() -> const FrontierPoint* {
+    const FrontierPoint* cheapest = nullptr;
     for (const FrontierPoint& point : points) {
-      if (point.measured.time_s <= s.iso_time + kTimeEpsilon && (!start || point.effective_energy_j < start->effective_energy_j)) start = &point;
+      if (point.measured.time_s <= s.iso_time + kTimeEpsilon && (!cheapest || point.effective_energy_j < cheapest->effective_energy_j)) {
+        cheapest = &point;
+      }
     }
-    if (start) {
+    return cheapest;
+  };
+  if (s.iso_solution && options.iso_search_rounds > 0 && problem.dag.num_nodes() <= options.iso_search_max_nodes) {
+    if (const FrontierPoint* start = cheapest_at_iso_time()) {
       const OptionChoice from = start->option_choice();
       refiner.set_work_limit(refiner.work() + options.iso_search_share * budget);
       OptionChoice searched = refiner.local_search(from, s.iso_time, options.iso_search_rounds, PlanRefiner::Moves::kAll,
@@ -529,11 +535,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   std::optional<double> exact_effective_bound;
   double exact_deadline = 0.0;
   if (options.exact_iso_seconds > 0.0 && s.iso_time > 0.0) {
-    const FrontierPoint* start = nullptr;
-    for (const FrontierPoint& point : points) {
-      if (point.measured.time_s <= s.iso_time + kTimeEpsilon && (!start || point.effective_energy_j < start->effective_energy_j)) start = &point;
-    }
-    if (start) {
+    if (const FrontierPoint* start = cheapest_at_iso_time()) {
       const double deadline = std::max(s.iso_time, start->measured.time_s);
       const std::optional<ExactSolution> exact =
           solve_exact(problem, deadline, {.time_limit_s = options.exact_iso_seconds, .start = start->option_choice()});

@@ -14,6 +14,7 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/model/shared_library.hpp"
+#include "perseus/solver/frontier.hpp"
 
 namespace perseus {
 namespace {
@@ -48,10 +49,6 @@ const Cbc& cbc() {
 constexpr double kInfinity = std::numeric_limits<double>::max();
 // A plan meets the deadline within this (the same slack CBC's feasibility tolerance allows).
 constexpr double kDeadlineTolerance_s = 1e-9;
-
-double energy_at(const EnergyProblem& problem, const MeasuredFigures& measured, double deadline_s) {
-  return measured.energy_j + problem.p_blocking * problem.num_gpus() * (deadline_s - measured.time_s);
-}
 
 // The constraint matrix, column by column, and the bounds (the model in the header).
 struct Model {
@@ -182,12 +179,9 @@ std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double de
   if (start) {
     // The start's options and its earliest start times, which meet the deadline.
     std::vector<int> columns;
-    std::vector<double> values;
-    std::vector<double> begin(n, 0.0);
-    for (const Dag::NodeId v : problem.dag.topological_order()) {
-      const double finish = begin[v] + problem.chosen(v, start->choice).measurement.time_s;
-      for (const Dag::NodeId w : problem.dag.successors(v)) begin[w] = std::max(begin[w], finish);
-    }
+    std::vector<double> values, durations(n), begin;
+    for (int i = 0; i < n; ++i) durations[i] = problem.chosen(i, start->choice).measurement.time_s;
+    critical_path_length<double>(problem.dag, durations, &begin);
     for (int i = 0; i < n; ++i) {
       columns.push_back(m.first_x[i] + start->choice[i]);
       values.push_back(1.0);

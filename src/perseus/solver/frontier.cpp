@@ -797,11 +797,15 @@ const FrontierPoint* select_for_deadline(const Frontier& frontier, double deadli
 }
 
 double energy_at(const EnergyProblem& problem, const FrontierPoint& point, double iteration_s) {
+  return energy_at(problem, point.measured, iteration_s);
+}
+
+double energy_at(const EnergyProblem& problem, const MeasuredFigures& measured, double iteration_s) {
   if (!(iteration_s >= 0.0) || !std::isfinite(iteration_s)) {
     throw InputError("an iteration time must be a finite number of seconds >= 0, got " + short_number(iteration_s));
   }
-  const double wait = std::max(0.0, iteration_s - point.measured.time_s);
-  return point.measured.energy_j + problem.p_blocking * problem.num_gpus() * wait;
+  const double wait = std::max(0.0, iteration_s - measured.time_s);
+  return measured.energy_j + problem.p_blocking * problem.num_gpus() * wait;
 }
 
 }  // namespace perseus

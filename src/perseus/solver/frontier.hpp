@@ -376,5 +376,7 @@ const FrontierPoint* select_for_deadline(const Frontier& frontier, double deadli
 // wait is spent blocking (docs/solver.md, "Iteration energy"). InputError for a negative,
 // infinite or NaN iteration_s.
 double energy_at(const EnergyProblem& problem, const FrontierPoint& point, double iteration_s);
+// The same for any plan's measured figures.
+double energy_at(const EnergyProblem& problem, const MeasuredFigures& measured, double iteration_s);
 
 }  // namespace perseus
