@@ -102,7 +102,8 @@ nlohmann::json certification_json(const Frontier& frontier) {
           {"sweep_solves", frontier.certify_sweep_solves},
           {"crawl_sweep_solves", frontier.crawl_sweep_solves},
           {"crawl_sweep_improved_points", frontier.crawl_sweep_improved},
-          {"searched_points", frontier.certify_searches}};
+          {"searched_points", frontier.certify_searches},
+          {"default_effort_points", frontier.default_effort_points}};
 }
 
 PyFiles parse_py_files(const std::string& text, const std::string& what) {

@@ -350,7 +350,8 @@ PYBIND11_MODULE(_perseus, m) {
         py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0,
         py::arg("certify_seconds") = 0.0,  // releases the GIL for the solve itself
         "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given); "
-        "certify_seconds: time beyond the default spent proving lower bounds (lower_bounds).");
+        "certify_seconds: time beyond the default spent proving lower bounds (lower_bounds); its plans are "
+        "never dearer than the default's at any deadline.");
 
   m.def("read_frontier",
         [](const std::filesystem::path& directory) {

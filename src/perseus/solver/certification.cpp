@@ -553,7 +553,22 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       }
     }
   }
-  points = pareto_filter(std::move(points));
+  // Plans offered from outside (FrontierBuilder::offer: the default effort's frontier), kept
+  // where cheaper.
+  std::vector<std::pair<double, double>> own;  // (time, effective energy) of this frontier's points
+  if (!s.offered.empty()) {
+    for (const FrontierPoint& point : points) own.emplace_back(point.measured.time_s, point.effective_energy_j);
+    std::sort(own.begin(), own.end());
+    std::move(s.offered.begin(), s.offered.end(), std::back_inserter(points));
+    s.offered.clear();
+  }
+  points = pareto_filter(std::move(points));  // on a tie, this frontier's (listed first)
+  if (!own.empty()) {
+    for (const FrontierPoint& point : points) {
+      frontier.default_effort_points +=
+          !std::binary_search(own.begin(), own.end(), std::pair{point.measured.time_s, point.effective_energy_j});
+    }
+  }
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.

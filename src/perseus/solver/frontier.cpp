@@ -439,6 +439,10 @@ void FrontierBuilder::add_flow(const CrawlFlow& flow) {
                                      priced(flow.ends, s.flow_prices[2])));
 }
 
+void FrontierBuilder::offer(std::vector<FrontierPoint> points) {
+  std::move(points.begin(), points.end(), std::back_inserter(state_->offered));
+}
+
 Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   State& s = *state_;
   const EnergyProblem& problem = s.problem;

@@ -82,6 +82,9 @@ struct Frontier {
   // Those made ahead and not used: the next target had changed (a chain or carry had
   // mended the one foreseen), so it was solved anew.
   std::size_t certify_ahead_discarded = 0;
+  // With more certification effort (FrontierOptions::default_effort): the points whose plan
+  // came from the frontier of the default effort, cheaper there (FrontierBuilder::offer).
+  std::size_t default_effort_points = 0;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -288,6 +291,13 @@ struct FrontierOptions {
   // T_min came 0.889% above its bound, 0.699% with this candidate (docs/solver.md).
   bool round_to_hull_corners = true;
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // Set by certify_for: the options as they were before it raised the effort. solve() also
+  // builds that frontier from the same crawl and keeps the cheaper plan at every deadline
+  // (FrontierBuilder::offer). The certification's steps are greedy, each choosing its targets from
+  // what the last left, so more effort is not cheaper everywhere: alone, `--certify 1` had
+  // dearer plans than the default at 9-38% of the deadlines, by up to 0.1-0.4%, on four
+  // published cases, and `--certify 3` on gpt3-175b A40 8 x 96 at 9%, by up to 1.7%.
+  std::shared_ptr<const FrontierOptions> default_effort;
 
   // More certification effort, as `perseus optimize --certify SECONDS` and the Python
   // package's certify_seconds ask for it: those seconds of extra solves and, when above 0,
@@ -297,6 +307,10 @@ struct FrontierOptions {
   // to 64 repairs carrying the worst-gap solves' plans to faster points, and a final polish
   // at 16 points on any DAG of up to 1,536 nodes.
   FrontierOptions& certify_for(double seconds) {
+    if (seconds > 0 && !default_effort) {
+      FrontierOptions as_it_was = *this;
+      default_effort = std::make_shared<const FrontierOptions>(std::move(as_it_was));
+    }
     certify_seconds = seconds;
     if (seconds > 0) {
       t_min_relaxation_budgets = std::numeric_limits<double>::infinity();
@@ -347,6 +361,11 @@ class FrontierBuilder {
   // frontier"). Plans do not depend on them.
   void add_flow(const CrawlFlow& flow);
   std::size_t flow_every() const;
+  // Plans of this problem (another frontier's points) that join the refined frontier's
+  // candidates at its last Pareto filter, after the certification, and get its bounds there:
+  // where one is cheaper than the frontier's plan at its deadline, it stays
+  // (Frontier::default_effort_points counts those). Before finish().
+  void offer(std::vector<FrontierPoint> points);
   // After the crawl's last step: the frontier. Rethrows what the second thread threw.
   Frontier finish(const CrawlResult& crawl);
 

@@ -546,6 +546,8 @@ struct FrontierBuilder::State {
   double iso_time = 0.0;
   std::optional<RelaxedSolution> iso_solution;
   std::optional<FrontierPoint> iso_point;
+  // FrontierBuilder::offer's points, for the certification's last Pareto filter.
+  std::vector<FrontierPoint> offered;
   std::optional<double> t_star;
   std::optional<RelaxedSolution> t_star_solution;
   std::vector<double> grid;                            // deadlines solved beside the crawl

@@ -69,6 +69,12 @@ Solution solve(EnergyProblem problem, const SolveRequest& request) {
   solution.crawl = crawl_frontier(p, crawl_options);
   solution.crawl_seconds = seconds_since(started);
   started = Clock::now();
+  // With more certification effort, the default effort's plans too, from the same crawl (after
+  // it, not beside it, where they would slow the crawl and the certified frontier's own work
+  // there): the cheaper of the two at every deadline (FrontierOptions::default_effort).
+  if (frontier_options.default_effort && frontier_options.refine) {
+    builder.offer(build_frontier(p, solution.crawl, *frontier_options.default_effort).points);
+  }
   solution.frontier = builder.finish(solution.crawl);
   solution.frontier_seconds = seconds_since(started);
   if (solution.frontier.points.empty()) throw SolveError("the frontier has no points");
