@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -169,6 +171,104 @@ TEST(MinCostCirculation, NewCostsBetweenSolvesAreUsed) {
     ASSERT_EQ(circulation.solve(0), Status::kOptimal);
     EXPECT_EQ(circulation.flow(forward), 0);
     EXPECT_EQ(circulation.flow(back), 0);
+  }
+}
+
+// An answer's flows and potentials, read back.
+Answer read_answer(const MinCostCirculation& circulation, const std::vector<Arc>& arcs, int nodes, Status status) {
+  Answer answer;
+  answer.status = status;
+  if (status != Status::kOptimal) return answer;
+  for (std::size_t i = 0; i < arcs.size(); ++i) {
+    answer.flow.push_back(circulation.flow(static_cast<int>(i)));
+    answer.cost += arcs[i].cost * answer.flow.back();
+  }
+  for (int v = 0; v < nodes; ++v) answer.potential.push_back(circulation.potential(v));
+  return answer;
+}
+
+TEST(MinCostCirculation, FromAnAnchorsTreeItAnswersAsFromScratchWhateverCameBefore) {
+  // One extra arc, from the last node back to the first, changes cost between solves, as the
+  // relaxation's return arc does; each solve starts from the optimal tree at an anchor, the
+  // cost rounded up to a multiple of 16. Its capacity is finite and its cost mostly negative,
+  // so it often carries flow below its capacity and is in the tree: the potentials below it
+  // move. Every answer is optimal, costs what a fresh solve's does and has its least
+  // potentials (up to the root's); and a second circulation solving the same costs in the reverse order ends at
+  // the same flows (the answer does not depend on what was solved before).
+  std::mt19937 rng(20261129);
+  int resumed = 0;
+  const auto anchor_of = [](long long cost) { return cost >= 0 ? (cost + 15) / 16 * 16 : -(-cost / 16 * 16); };
+  for (int trial = 0; trial < 60; ++trial) {
+    const int nodes = 4 + trial % 7;
+    std::vector<Arc> arcs = random_network(rng, nodes);
+    arcs.push_back({nodes - 1, 0, -10 * nodes, 25});
+    const int moving = static_cast<int>(arcs.size()) - 1;
+    std::uniform_int_distribution<long long> pick(-20 * nodes, 10 * nodes);
+    std::vector<long long> costs(12);
+    for (long long& cost : costs) cost = pick(rng);
+    std::vector<std::vector<long long>> first_flows;
+    for (const bool reversed : {false, true}) {
+      MinCostCirculation circulation(trial % 2 == 0 ? Algorithm::kAuto : Algorithm::kNetworkSimplex);
+      for (int v = 0; v < nodes; ++v) circulation.add_node();
+      for (const Arc& a : arcs) circulation.add_arc(a.from, a.to, a.cost, a.capacity);
+      for (std::size_t k = 0; k < costs.size(); ++k) {
+        const std::size_t index = reversed ? costs.size() - 1 - k : k;
+        arcs.back().cost = costs[index];
+        circulation.set_cost(moving, costs[index]);
+        const int root = static_cast<int>(index) % nodes;
+        const Status status = circulation.solve_near(root, moving, anchor_of(costs[index]));
+        resumed += circulation.resumed();
+        const Answer fresh = solve(arcs, nodes, Algorithm::kNetworkSimplex, root);
+        ASSERT_EQ(status, fresh.status) << "trial " << trial << " cost " << costs[index];
+        const Answer answer = read_answer(circulation, arcs, nodes, status);
+        if (status != Status::kOptimal) continue;
+        expect_optimal(arcs, nodes, answer);
+        EXPECT_EQ(answer.cost, fresh.cost) << "trial " << trial << " cost " << costs[index];
+        // The least potentials, as a fresh solve's, up to the root's, where a node reaches it.
+        const std::vector<long long> distance = distances_to_root(arcs, nodes, answer, root);
+        for (int v = 0; v < nodes; ++v) {
+          const auto i = static_cast<std::size_t>(v), r = static_cast<std::size_t>(root);
+          if (distance[i] >= kUnreached) continue;
+          EXPECT_EQ(distance[i], 0) << "trial " << trial << " node " << v;
+          EXPECT_EQ(answer.potential[i] - answer.potential[r], fresh.potential[i] - fresh.potential[r])
+              << "trial " << trial << " node " << v;
+        }
+        if (!reversed) {
+          first_flows.resize(costs.size());
+          first_flows[index] = answer.flow;
+        } else {
+          EXPECT_EQ(answer.flow, first_flows[index]) << "trial " << trial << " cost " << costs[index];
+        }
+      }
+    }
+  }
+  EXPECT_GT(resumed, 1200);  // nearly every solve started from an anchor's tree
+}
+
+TEST(MinCostCirculation, AnAnchorWithoutAnOptimumFallsBackAndAnUnboundedCostStaysUnbounded) {
+  // The cycle 0 -> 1 -> 2 -> 0 of unbounded arcs is negative while arc 0 -> 1 costs below -2.
+  for (const Algorithm algorithm : {Algorithm::kNetworkSimplex, Algorithm::kAuto}) {
+    MinCostCirculation circulation(algorithm);
+    for (int v = 0; v < 3; ++v) circulation.add_node();
+    const int first = circulation.add_arc(0, 1, -1, kUnbounded);
+    circulation.add_arc(1, 2, 1, kUnbounded);
+    circulation.add_arc(2, 0, 1, kUnbounded);
+    const int bounded = circulation.add_arc(0, 2, -5, 4);
+    // An anchor with no optimum: solved from scratch, right.
+    ASSERT_EQ(circulation.solve_near(0, first, -3), Status::kOptimal);
+    EXPECT_FALSE(circulation.resumed());
+    EXPECT_EQ(circulation.flow(bounded), 4);
+    // A cost with no optimum, from a good anchor: unbounded.
+    circulation.set_cost(first, -3);
+    EXPECT_EQ(circulation.solve_near(0, first, -1), Status::kUnbounded);
+    circulation.set_cost(first, -2);
+    ASSERT_EQ(circulation.solve_near(0, first, -1), Status::kOptimal);
+    EXPECT_TRUE(circulation.resumed());
+    EXPECT_EQ(circulation.flow(bounded), 4);
+    // Another arc's cost changed: the anchors' trees are dropped, and the answer is right.
+    circulation.set_cost(bounded, 5);
+    ASSERT_EQ(circulation.solve_near(0, first, -1), Status::kOptimal);
+    EXPECT_EQ(circulation.flow(bounded), 0);
   }
 }
 

@@ -2,12 +2,18 @@
 // whose maps call std::allocator::construct and destroy, gone in C++20.
 #include "perseus/solver/min_cost_flow.hpp"
 
+#include "perseus/solver/warm_network_simplex.h"
+
 #include <lemon/cost_scaling.h>
-#include <lemon/network_simplex.h>
 #include <lemon/smart_graph.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -24,6 +30,45 @@ struct MinCostCirculation::Impl {
   std::vector<Arc> arcs;
   bool built = false;
   Graph graph;
+  using Simplex = warm::WarmNetworkSimplex<Graph, long long, long long>;
+  std::unique_ptr<Simplex> simplex;
+  // solve_near's: the optimal trees with anchor_arc at each anchor cost (none where that had
+  // no optimum), valid while every other arc costs what anchor_costs says.
+  std::map<long long, std::optional<Simplex::Tree>> anchors;
+  int anchor_arc = -1;
+  std::vector<long long> anchor_costs;
+
+  // Builds the graph on the first call; the costs as set.
+  void prepare() {
+    if (!built) build();
+    for (std::size_t i = 0; i < arcs.size(); ++i) cost[graph.arcFromId(static_cast<int>(i))] = arcs[i].cost;
+  }
+
+  // The simplex, made on first use, given the costs of `arcs`.
+  Simplex& simplex_for_costs() {
+    if (!simplex) {
+      simplex = std::make_unique<Simplex>(graph);
+      simplex->upperMap(capacity);
+    }
+    for (std::size_t i = 0; i < arcs.size(); ++i) cost[graph.arcFromId(static_cast<int>(i))] = arcs[i].cost;
+    simplex->costMap(cost);
+    return *simplex;
+  }
+
+  // The simplex's answer, its potentials made canonical.
+  Status answer(Simplex::ProblemType status, int root) {
+    switch (status) {
+      case Simplex::OPTIMAL:
+        simplex->flowMap(flow);
+        simplex->potentialMap(potential);
+        canonicalise(root);
+        return Status::kOptimal;
+      case Simplex::UNBOUNDED:
+        return Status::kUnbounded;
+      default:
+        return Status::kInfeasible;
+    }
+  }
   Graph::ArcMap<long long> cost{graph}, capacity{graph}, capped{graph}, flow{graph};
   Graph::NodeMap<long long> potential{graph};
   std::vector<Graph::Arc> capped_arcs;  // those of negative cost given a finite capacity
@@ -125,9 +170,10 @@ void MinCostCirculation::set_cost(int arc, long long cost) { impl_->arcs[static_
 
 MinCostCirculation::Status MinCostCirculation::solve(int root) {
   Impl& m = *impl_;
-  if (!m.built) m.build();
-  for (std::size_t i = 0; i < m.arcs.size(); ++i) m.cost[m.graph.arcFromId(static_cast<int>(i))] = m.arcs[i].cost;
-  scaled_ = algorithm_ == Algorithm::kCostScaling || (algorithm_ == Algorithm::kAuto && m.nodes >= kCostScalingMinNodes && m.nodes <= kCostScalingMaxNodes);
+  m.prepare();
+  resumed_ = false;
+  scaled_ = algorithm_ == Algorithm::kCostScaling ||
+            (algorithm_ == Algorithm::kAuto && m.nodes >= kCostScalingMinNodes && m.nodes <= kCostScalingMaxNodes);
   fell_back_ = false;
   if (scaled_) {
     using Scaling = lemon::CostScaling<Impl::Graph, long long, long long>;
@@ -145,20 +191,45 @@ MinCostCirculation::Status MinCostCirculation::solve(int root) {
     }
     fell_back_ = true;
   }
-  using Simplex = lemon::NetworkSimplex<Impl::Graph, long long, long long>;
-  Simplex simplex(m.graph);
-  simplex.costMap(m.cost).upperMap(m.capacity);
-  switch (simplex.run()) {
-    case Simplex::OPTIMAL:
-      simplex.flowMap(m.flow);
-      simplex.potentialMap(m.potential);
-      m.canonicalise(root);
-      return Status::kOptimal;
-    case Simplex::UNBOUNDED:
-      return Status::kUnbounded;
-    default:
-      return Status::kInfeasible;
+  Impl::Simplex& simplex = m.simplex_for_costs();
+  return m.answer(simplex.run(), root);
+}
+
+MinCostCirculation::Status MinCostCirculation::solve_near(int root, int arc, long long anchor_cost) {
+  Impl& m = *impl_;
+  m.prepare();
+  // The anchors' trees hold while only `arc`'s cost moves.
+  const auto a = static_cast<std::size_t>(arc);
+  bool others_same = m.anchor_arc == arc && m.anchor_costs.size() == m.arcs.size();
+  for (std::size_t i = 0; others_same && i < m.arcs.size(); ++i) others_same = i == a || m.anchor_costs[i] == m.arcs[i].cost;
+  if (!others_same) {
+    m.anchors.clear();
+    m.anchor_arc = arc;
+    m.anchor_costs.resize(m.arcs.size());
+    for (std::size_t i = 0; i < m.arcs.size(); ++i) m.anchor_costs[i] = m.arcs[i].cost;
   }
+  auto found = m.anchors.find(anchor_cost);
+  if (found == m.anchors.end()) {
+    if (m.anchors.size() >= kMaxAnchors) return solve(root);
+    // The anchor's tree, from scratch: the optimum with `arc` at the anchor's cost.
+    const long long cost = m.arcs[a].cost;
+    m.arcs[a].cost = anchor_cost;
+    Impl::Simplex& simplex = m.simplex_for_costs();
+    m.arcs[a].cost = cost;
+    std::optional<Impl::Simplex::Tree> tree;
+    if (simplex.run() == Impl::Simplex::OPTIMAL) {
+      tree.emplace();
+      simplex.save_tree(*tree);
+    }
+    found = m.anchors.emplace(anchor_cost, std::move(tree)).first;
+  }
+  if (!found->second) return solve(root);  // no optimum at the anchor: no tree to start from
+  Impl::Simplex& simplex = m.simplex_for_costs();
+  simplex.load_tree(*found->second);
+  scaled_ = false;
+  fell_back_ = false;
+  resumed_ = true;
+  return m.answer(simplex.resume(), root);
 }
 
 long long MinCostCirculation::flow(int arc) const { return impl_->flow[impl_->graph.arcFromId(arc)]; }

@@ -1,17 +1,26 @@
 // Minimum-cost circulation in integers, for the LP relaxation's dual (relaxation.hpp).
 //
 // Two of LEMON's algorithms, both exact:
-// - NetworkSimplex (primal network simplex, block-search pivots);
+// - NetworkSimplex (primal network simplex, block-search pivots), here in a copy that can start
+//   again from an optimal spanning tree it kept (warm_network_simplex.h, which says what changed);
 // - CostScaling (Goldberg-Tarjan cost scaling with augmenting paths between epsilon phases):
 //   O(n^2 m log(n C)) in the worst case, C the largest cost.
 // On the relaxation's networks (a few parallel arcs per operation, the dependencies, one
 // return arc), timed deadline by deadline with a probe: on 768 operations cost scaling took
-// 20-25 ms a solve against the simplex's 16-57 ms, on 1,536 operations 46-66 ms against
-// 87-225 ms; on 384 it was slower (4-12 ms against 0.4-15), and on 192 about the same. So
-// kAuto chooses cost scaling from kCostScalingMinNodes nodes (1,538 for 768 operations) to
-// kCostScalingMaxNodes: on the planner's 24,576-operation DAG at T_min an earlier trial of
-// cost scaling aborted with a corrupted heap (augment) or ran past 300 s (push), where the
-// simplex is slow but finishes (docs/solver.md).
+// 20-25 ms a solve against the simplex's 16-57 ms from scratch, on 1,536 operations 46-66 ms
+// against 87-225 ms; on 384 it was slower (4-12 ms against 0.4-15), and on 192 about the same.
+// Between its solves the relaxation moves one cost, the return arc's (the deadline), so an
+// optimal spanning tree of the simplex at a nearby deadline, with its flow, is a feasible basis
+// to pivot from: solve_near(). Resumed from the last solve's tree, the simplex took 0.01-5 ms
+// on 768 operations for deadlines up to 7% away, 24-33 ms on 1,536 for 7-13%, but 152 ms for
+// a jump of 50% (more than from scratch). The tree is not the last solve's, though, but an
+// anchor's: the optimum at a fixed deadline near the one asked (LpRelaxation rounds it up to a
+// geometric grid), solved from scratch the first time and kept. Where the optimum is
+// degenerate the flow the pivots end at depends on the tree they start from, and the flows are
+// prices and slopes the frontier uses: from the last solve's tree, the plans depended on the
+// order of the solves, and so on the threads. From an anchor's, an answer depends on the costs
+// and the anchor only. On the 16 published frontiers this took the LP solves from 8.6 s to
+// 6.5 s of CPU, the same plans (docs/solver.md, "The LP resumed from an anchor's tree").
 //
 // The potentials are made canonical after either algorithm: the least ones with the root's
 // fixed (each node's potential lowered by its residual distance to the root, on reduced
@@ -31,6 +40,7 @@
 // because CostScaling's internal StaticDigraph uses std::allocator members C++20 removed.
 #pragma once
 
+#include <cstddef>
 #include <limits>
 #include <memory>
 
@@ -45,6 +55,9 @@ class MinCostCirculation {
   // kAuto's choice: cost scaling from this many nodes to that many (above).
   static constexpr int kCostScalingMinNodes = 1200;
   static constexpr int kCostScalingMaxNodes = 4000;
+  // The anchors' trees solve_near keeps, at most (each a few arrays of the network's size);
+  // beyond, it solves from scratch.
+  static constexpr std::size_t kMaxAnchors = 64;
 
   enum class Algorithm { kAuto, kNetworkSimplex, kCostScaling };
   enum class Status { kOptimal, kUnbounded, kInfeasible };
@@ -62,6 +75,13 @@ class MinCostCirculation {
   // The network is built on the first call. `root`: the node whose potential the canonical
   // potentials keep (see above).
   Status solve(int root);
+  // The same optimum (the same canonical potentials), found by the simplex from the optimal
+  // tree of this network with `arc` costing `anchor_cost` and every other arc as now: that
+  // tree solved from scratch on the first call with this anchor and kept while only `arc`'s
+  // cost changes (kMaxAnchors at most; where the anchor has no optimum, solve()). The flow,
+  // where several are optimal, depends on the costs and the anchor only. Fast when `arc`'s
+  // cost is near the anchor's.
+  Status solve_near(int root, int arc, long long anchor_cost);
   // After an optimal solve: an optimal circulation, and the least potentials pi with pi(root)
   // as the algorithm left it and reduced costs cost + pi(from) - pi(to) >= 0 on every arc with
   // residual capacity.
@@ -71,6 +91,8 @@ class MinCostCirculation {
   // simplex (a capped arc was saturated).
   bool scaled() const { return scaled_; }
   bool fell_back() const { return fell_back_; }
+  // Whether the last solve ran the simplex from an anchor's tree (solve_near).
+  bool resumed() const { return resumed_; }
 
   struct Impl;
 
@@ -79,6 +101,7 @@ class MinCostCirculation {
   Algorithm algorithm_;
   bool scaled_ = false;
   bool fell_back_ = false;
+  bool resumed_ = false;
 };
 
 }  // namespace perseus

@@ -6,11 +6,12 @@
 // options gives a plan that is a good start for a local search (refine.hpp).
 //
 // Solved through its dual, a minimum-cost circulation (Fulkerson's time-cost duality; see
-// relaxation.cpp), in integers (0.1 ns of time, 1e-6 J/s of flow) by LEMON: the network
-// simplex below 768 operations, cost scaling from there (min_cost_flow.hpp, which says why;
-// the durations are the same either way: every event as late as the optimum allows). The
-// bound is the dual's value at the circulation found, evaluated in doubles, so rounding the
-// data can cost a little tightness, never validity (weak duality holds for any circulation).
+// relaxation.cpp), in integers (0.1 ns of time, 1e-6 J/s of flow) by LEMON's network simplex,
+// resumed from the optimal tree at an anchor, the deadline rounded up to a 5% grid, solved
+// once and kept (min_cost_flow.hpp, which says why; the durations are every event as late as
+// the optimum allows, however found). The bound is the dual's value at the circulation found,
+// evaluated in doubles, so rounding the data can cost a little tightness, never validity
+// (weak duality holds for any circulation).
 // On 1,536 nodes a solve took 87-225 ms on the simplex and 46-66 ms on cost scaling, against
 // about 0.4 s for CLP on the primal LP from a fresh start (docs/solver.md).
 #pragma once
@@ -112,8 +113,8 @@ class LpRelaxation {
   LpRelaxation& operator=(const LpRelaxation&) = delete;
 
   // nullopt when no plan meets the deadline (it is below the all-fastest critical path).
-  // Stateless between calls: each solve starts afresh (the network simplex has no warm
-  // start), so solves may come in any order. Not thread-safe (one relaxation per thread).
+  // The same answer whatever was solved before, so solves may come in any order: the anchors'
+  // trees kept change only the time. Not thread-safe (one relaxation per thread).
   std::optional<RelaxedSolution> solve(double deadline_s);
 
  private:
