@@ -118,7 +118,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     if (h.relaxed) lines.add(h.t, *h.relaxed);
   };
   const auto make_helper = [&] {
-    if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem);
+    if (!s.helper_relaxation) s.helper_relaxation = std::make_unique<LpRelaxation>(problem, s.relaxation);
     if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
   };
   for (int made = 0; !targets.empty();) {

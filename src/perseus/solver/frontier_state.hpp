@@ -427,7 +427,7 @@ struct FrontierBuilder::State {
     RelaxationAhead(State& state, std::size_t count, std::function<double(std::size_t)> deadline)
         : state_(state), deadline_(std::move(deadline)), solved_(count) {
       if (state_.threads < 2 || count == 0) return;
-      if (!state_.helper_relaxation) state_.helper_relaxation = std::make_unique<LpRelaxation>(state_.problem);
+      if (!state_.helper_relaxation) state_.helper_relaxation = std::make_unique<LpRelaxation>(state_.problem, state_.relaxation);
       if (state_.helpers.empty()) state_.helpers.push_back(std::make_unique<PlanRefiner>(state_.problem));
       worker_ = std::thread([this] {
         try {

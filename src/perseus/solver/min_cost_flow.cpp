@@ -13,12 +13,25 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <queue>
 #include <utility>
 #include <vector>
 
 namespace perseus {
+
+// solve_near's trees: the optimal ones with `arc` at each anchor cost (none where that had no
+// optimum), valid while every other arc costs what `costs` says; shared by the circulations
+// that share_anchors(), each tree computed once by whichever needs it first (the same tree
+// whichever: it depends on the costs and its chain only).
+struct MinCostCirculation::AnchorTrees {
+  std::mutex mutex;
+  int arc = -1;
+  std::vector<long long> costs;
+  std::map<long long, std::shared_ptr<const std::optional<warm::WarmNetworkSimplex<lemon::SmartDigraph, long long, long long>::Tree>>> trees;
+  std::size_t bytes = 0;  // what the trees take
+};
 
 struct MinCostCirculation::Impl {
   using Graph = lemon::SmartDigraph;
@@ -32,11 +45,8 @@ struct MinCostCirculation::Impl {
   Graph graph;
   using Simplex = warm::WarmNetworkSimplex<Graph, long long, long long>;
   std::unique_ptr<Simplex> simplex;
-  // solve_near's: the optimal trees with anchor_arc at each anchor cost (none where that had
-  // no optimum), valid while every other arc costs what anchor_costs says.
-  std::map<long long, std::optional<Simplex::Tree>> anchors;
-  int anchor_arc = -1;
-  std::vector<long long> anchor_costs;
+  bool simplex_set_up = false;  // run() or set_up() has readied it for load_tree()
+  std::shared_ptr<AnchorTrees> anchors = std::make_shared<AnchorTrees>();
 
   // Builds the graph on the first call; the costs as set.
   void prepare() {
@@ -53,6 +63,30 @@ struct MinCostCirculation::Impl {
     for (std::size_t i = 0; i < arcs.size(); ++i) cost[graph.arcFromId(static_cast<int>(i))] = arcs[i].cost;
     simplex->costMap(cost);
     return *simplex;
+  }
+
+  // The simplex with `arc` costing `arc_cost` (the others as set), from the tree given, or from
+  // scratch without one: the optimal tree it ends with, or none.
+  std::shared_ptr<const std::optional<Simplex::Tree>> tree_at(std::size_t arc, long long arc_cost, const Simplex::Tree* from) {
+    const long long kept = arcs[arc].cost;
+    arcs[arc].cost = arc_cost;
+    Simplex& s = simplex_for_costs();
+    arcs[arc].cost = kept;
+    Simplex::ProblemType status;
+    if (from) {
+      if (!simplex_set_up) s.set_up();
+      s.load_tree(*from);
+      status = s.resume();
+    } else {
+      status = s.run();
+    }
+    simplex_set_up = true;
+    auto tree = std::make_shared<std::optional<Simplex::Tree>>();
+    if (status == Simplex::OPTIMAL) {
+      tree->emplace();
+      s.save_tree(**tree);
+    }
+    return tree;
   }
 
   // The simplex's answer, its potentials made canonical.
@@ -192,40 +226,63 @@ MinCostCirculation::Status MinCostCirculation::solve(int root) {
     fell_back_ = true;
   }
   Impl::Simplex& simplex = m.simplex_for_costs();
+  m.simplex_set_up = true;
   return m.answer(simplex.run(), root);
 }
 
-MinCostCirculation::Status MinCostCirculation::solve_near(int root, int arc, long long anchor_cost) {
+void MinCostCirculation::share_anchors(const MinCostCirculation& other) { impl_->anchors = other.impl_->anchors; }
+
+MinCostCirculation::Status MinCostCirculation::solve_near(int root, int arc, const std::vector<long long>& chain) {
   Impl& m = *impl_;
   m.prepare();
-  // The anchors' trees hold while only `arc`'s cost moves.
+  if (chain.empty() || m.nodes > kAnchorMaxNodes) return solve(root);
+  AnchorTrees& store = *m.anchors;
   const auto a = static_cast<std::size_t>(arc);
-  bool others_same = m.anchor_arc == arc && m.anchor_costs.size() == m.arcs.size();
-  for (std::size_t i = 0; others_same && i < m.arcs.size(); ++i) others_same = i == a || m.anchor_costs[i] == m.arcs[i].cost;
-  if (!others_same) {
-    m.anchors.clear();
-    m.anchor_arc = arc;
-    m.anchor_costs.resize(m.arcs.size());
-    for (std::size_t i = 0; i < m.arcs.size(); ++i) m.anchor_costs[i] = m.arcs[i].cost;
-  }
-  auto found = m.anchors.find(anchor_cost);
-  if (found == m.anchors.end()) {
-    if (m.anchors.size() >= kMaxAnchors) return solve(root);
-    // The anchor's tree, from scratch: the optimum with `arc` at the anchor's cost.
-    const long long cost = m.arcs[a].cost;
-    m.arcs[a].cost = anchor_cost;
-    Impl::Simplex& simplex = m.simplex_for_costs();
-    m.arcs[a].cost = cost;
-    std::optional<Impl::Simplex::Tree> tree;
-    if (simplex.run() == Impl::Simplex::OPTIMAL) {
-      tree.emplace();
-      simplex.save_tree(*tree);
+  using Tree = std::shared_ptr<const std::optional<Impl::Simplex::Tree>>;
+  // The deepest anchor of the chain with a tree kept, if the trees hold for these costs.
+  Tree tree;
+  std::size_t next = 0;
+  {
+    std::lock_guard lock(store.mutex);
+    bool same = store.arc == arc && store.costs.size() == m.arcs.size();
+    for (std::size_t i = 0; same && i < m.arcs.size(); ++i) same = i == a || store.costs[i] == m.arcs[i].cost;
+    if (!same) {
+      store.trees.clear();
+      store.arc = arc;
+      store.costs.resize(m.arcs.size());
+      for (std::size_t i = 0; i < m.arcs.size(); ++i) store.costs[i] = m.arcs[i].cost;
     }
-    found = m.anchors.emplace(anchor_cost, std::move(tree)).first;
+    for (std::size_t i = chain.size(); i-- > 0;) {
+      if (const auto found = store.trees.find(chain[i]); found != store.trees.end()) {
+        tree = found->second;
+        next = i + 1;
+        break;
+      }
+    }
   }
-  if (!found->second) return solve(root);  // no optimum at the anchor: no tree to start from
+  // The rest of the chain, each anchor's tree from the one before (the first from scratch).
+  for (; next < chain.size(); ++next) {
+    if (tree && !*tree) break;
+    {
+      std::lock_guard lock(store.mutex);
+      if (store.bytes >= kMaxAnchorBytes) break;
+    }
+    Tree made = m.tree_at(a, chain[next], tree ? &**tree : nullptr);
+    std::size_t bytes = 0;
+    if (const auto& t = *made) {
+      for (const auto* v : {&t->parent, &t->pred, &t->thread, &t->rev_thread, &t->succ_num, &t->last_succ}) bytes += v->size() * sizeof(int);
+      bytes += t->pred_dir.size() + t->state.size() + t->flow.size() * sizeof(long long);
+    }
+    std::lock_guard lock(store.mutex);
+    const auto [at, added] = store.trees.emplace(chain[next], std::move(made));  // another thread's, if first: the same
+    if (added) store.bytes += bytes;
+    tree = at->second;
+  }
+  if (next < chain.size() || !*tree) return solve(root);  // no optimum on the way, or no room
   Impl::Simplex& simplex = m.simplex_for_costs();
-  simplex.load_tree(*found->second);
+  if (!m.simplex_set_up) simplex.set_up();
+  m.simplex_set_up = true;
+  simplex.load_tree(**tree);
   scaled_ = false;
   fell_back_ = false;
   resumed_ = true;

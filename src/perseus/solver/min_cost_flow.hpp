@@ -15,12 +15,14 @@
 // on 768 operations for deadlines up to 7% away, 24-33 ms on 1,536 for 7-13%, but 152 ms for
 // a jump of 50% (more than from scratch). The tree is not the last solve's, though, but an
 // anchor's: the optimum at a fixed deadline near the one asked (LpRelaxation rounds it up to a
-// geometric grid), solved from scratch the first time and kept. Where the optimum is
-// degenerate the flow the pivots end at depends on the tree they start from, and the flows are
-// prices and slopes the frontier uses: from the last solve's tree, the plans depended on the
-// order of the solves, and so on the threads. From an anchor's, an answer depends on the costs
-// and the anchor only. On the 16 published frontiers this took the LP solves from 8.6 s to
-// 6.5 s of CPU, the same plans (docs/solver.md, "The LP resumed from an anchor's tree").
+// geometric grid of 1% steps), found once and kept, by resuming from its neighbour's towards
+// the all-slowest critical path's anchor, solved from scratch (shared between the relaxations
+// of one frontier). Where the optimum is degenerate the flow the pivots end at depends on the
+// tree they start from, and the flows are prices and slopes the frontier uses: from the last
+// solve's tree, the plans depended on the order of the solves, and so on the threads. From an
+// anchor's, an answer depends on the costs and the chain of anchors only. On the 16 published
+// frontiers this took the LP solves from 8.6 s to 4.9 s of CPU, the same gaps (docs/solver.md,
+// "The LP resumed from an anchor's tree").
 //
 // The potentials are made canonical after either algorithm: the least ones with the root's
 // fixed (each node's potential lowered by its residual distance to the root, on reduced
@@ -43,6 +45,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <vector>
 
 namespace perseus {
 
@@ -55,9 +58,14 @@ class MinCostCirculation {
   // kAuto's choice: cost scaling from this many nodes to that many (above).
   static constexpr int kCostScalingMinNodes = 1200;
   static constexpr int kCostScalingMaxNodes = 4000;
-  // The anchors' trees solve_near keeps, at most (each a few arrays of the network's size);
-  // beyond, it solves from scratch.
-  static constexpr std::size_t kMaxAnchors = 64;
+  // The memory solve_near's kept trees may take (each a few arrays of the network's size:
+  // 0.2 MB on 1,536 operations, some 3 MB on the planner's 24,576); beyond, it solves from
+  // scratch.
+  static constexpr std::size_t kMaxAnchorBytes = std::size_t{64} << 20;
+  // solve_near on networks of more nodes is solve(): measured up to 3,074 (1,536 operations);
+  // on the planner's 49,000, near T_min, a solve from scratch takes minutes, and how resumes
+  // fare there is not known.
+  static constexpr int kAnchorMaxNodes = 4000;
 
   enum class Algorithm { kAuto, kNetworkSimplex, kCostScaling };
   enum class Status { kOptimal, kUnbounded, kInfeasible };
@@ -76,15 +84,17 @@ class MinCostCirculation {
   // potentials keep (see above).
   Status solve(int root);
   // The same optimum (the same canonical potentials), found by the simplex from the optimal
-  // tree of this network with `arc` costing `anchor_cost` and every other arc as now: that
-  // tree solved from scratch on the first call with this anchor and kept while only `arc`'s
-  // cost changes (kMaxAnchors at most; where the anchor has no optimum, solve()). The flow,
-  // where several are optimal, depends on the costs and the anchor only. Fast when `arc`'s
-  // cost is near the anchor's.
-  Status solve_near(int root, int arc, long long anchor_cost);
-  // After an optimal solve: an optimal circulation, and the least potentials pi with pi(root)
-  // as the algorithm left it and reduced costs cost + pi(from) - pi(to) >= 0 on every arc with
-  // residual capacity.
+  // tree of this network with `arc` costing chain.back() and every other arc as now. That
+  // tree is found along the chain, each anchor's tree by resuming from the one before it, the
+  // first's from scratch, and every one is kept (within kMaxAnchorBytes) while only `arc`'s cost
+  // changes; where one has no optimum, or there is no room, solve() (and on networks of more
+  // than kAnchorMaxNodes nodes). A tree, and so the flow
+  // where several are optimal, depends on the costs and the chain to its anchor only: give an
+  // anchor always the same chain. Fast when `arc`'s cost is near the last anchor's.
+  Status solve_near(int root, int arc, const std::vector<long long>& chain);
+  // Uses (and adds to) `other`'s anchors' trees from now on: circulations of the same network,
+  // built the same way (thread-safe between them).
+  void share_anchors(const MinCostCirculation& other);
   long long flow(int arc) const;
   long long potential(int node) const;
   // Whether the last solve ran cost scaling, and whether it then fell back to the network
@@ -95,6 +105,7 @@ class MinCostCirculation {
   bool resumed() const { return resumed_; }
 
   struct Impl;
+  struct AnchorTrees;
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -57,10 +57,20 @@ const Clp& clp() {
 // can cost a little tightness, never validity.
 constexpr double kTimeUnitsPerSecond = 1e10;
 // The anchors' grid (MinCostCirculation::solve_near): deadlines of (1 + kAnchorStep)^k s. On
-// the 16 published frontiers, steps of 0.01, 0.02, 0.05 and 0.1 took their LP solves 7.6, 6.9,
-// 6.5 and 7.6 s of CPU (8.6 s from scratch): finer, more anchors solved from scratch; coarser,
-// longer resumes.
-constexpr double kAnchorStep = 0.05;
+// the 16 published frontiers, each anchor's tree from its neighbour's, steps of 0.005, 0.01,
+// 0.02, 0.03 and 0.05 took their LP solves 4.8, 4.9, 5.1, 5.2 and 5.6 s of CPU (8.6 s from
+// scratch, 6.5 s with every anchor's tree from scratch at 0.05): finer, more trees kept
+// (0.005: 108 MB peak against 102).
+constexpr double kAnchorStep = 0.01;
+
+// A deadline's anchor: the grid index k of the least (1 + kAnchorStep)^k s at least as long.
+long long anchor_index(double deadline_s) {
+  return static_cast<long long>(std::ceil(std::log(deadline_s) / std::log1p(kAnchorStep)));
+}
+// The return arc's cost at anchor k (as a deadline's, rounded down).
+long long anchor_cost(long long k) {
+  return static_cast<long long>(std::floor(std::exp(static_cast<double>(k) * std::log1p(kAnchorStep)) * kTimeUnitsPerSecond));
+}
 constexpr double kFlowUnitsPerJPerS = 1e6;
 
 // h(y) = min over hull points of (effective + y * time): the operation's term of the dual at
@@ -97,6 +107,10 @@ struct LpRelaxation::Model {
   std::vector<int> start, end;                // per DAG node
   int origin = 0, finish = 0;
   int return_arc = 0;
+  // The anchors' grid index of the all-slowest critical path on the hull: every chain of
+  // anchors starts there (MinCostCirculation::solve_near).
+  long long base_index = 0;
+  std::vector<long long> chain;  // solve()'s, kept to reuse its memory
 };
 
 LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), model_(std::make_unique<Model>()) {
@@ -136,6 +150,19 @@ LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), mo
     for (const Dag::NodeId w : dag.successors(v)) c.add_arc(m.end[i], m.start[w], 0, infinite);
   }
   m.return_arc = c.add_arc(m.finish, m.origin, 0, infinite);
+  std::vector<double> finish_at(n, 0.0);
+  double slowest = 0.0;
+  for (const Dag::NodeId v : dag.topological_order()) {
+    double start_at = 0.0;
+    for (const Dag::NodeId p : dag.predecessors(v)) start_at = std::max(start_at, finish_at[p]);
+    finish_at[v] = start_at + m.hulls[problem.node_operation[v]].back().time_s;
+    slowest = std::max(slowest, finish_at[v]);
+  }
+  m.base_index = anchor_index(slowest);
+}
+
+LpRelaxation::LpRelaxation(const EnergyProblem& problem, const LpRelaxation& share_anchors_of) : LpRelaxation(problem) {
+  model_->circulation.share_anchors(share_anchors_of.model_->circulation);
 }
 
 LpRelaxation::~LpRelaxation() = default;
@@ -146,12 +173,17 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   // Rounded down: the event times then meet the deadline itself.
   MinCostCirculation& c = m.circulation;
   c.set_cost(m.return_arc, static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond)));
-  // From the optimal tree at the anchor: the deadline rounded up to a geometric grid (up, so
-  // that the anchor is feasible wherever the deadline is), each anchor solved once.
-  const double step = std::log1p(kAnchorStep);
-  const double anchor_s = std::exp(std::ceil(std::log(deadline_s) / step) * step);
-  const auto anchor = static_cast<long long>(std::floor(std::max(anchor_s, deadline_s) * kTimeUnitsPerSecond));
-  if (c.solve_near(m.finish, m.return_arc, anchor) != MinCostCirculation::Status::kOptimal) {
+  // From the optimal tree at the anchor, the deadline rounded up to a geometric grid (up, so
+  // that the anchor is feasible wherever the deadline is), reached from the all-slowest
+  // critical path's anchor one grid step at a time: each anchor's tree found once, from its
+  // neighbour's, and the same whatever was solved before.
+  const long long target = anchor_index(deadline_s);
+  m.chain.clear();
+  for (long long k = m.base_index;; k += target >= m.base_index ? 1 : -1) {
+    m.chain.push_back(anchor_cost(k));
+    if (k == target) break;
+  }
+  if (c.solve_near(m.finish, m.return_arc, m.chain) != MinCostCirculation::Status::kOptimal) {
     return std::nullopt;  // unbounded: below T_min
   }
 

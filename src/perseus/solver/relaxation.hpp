@@ -108,6 +108,9 @@ class LagrangianBound {
 class LpRelaxation {
  public:
   explicit LpRelaxation(const EnergyProblem& problem);
+  // One that shares `share_anchors_of`'s anchors' trees (same problem): each is found once for
+  // both (MinCostCirculation::share_anchors); the two may solve on different threads.
+  LpRelaxation(const EnergyProblem& problem, const LpRelaxation& share_anchors_of);
   ~LpRelaxation();
   LpRelaxation(const LpRelaxation&) = delete;
   LpRelaxation& operator=(const LpRelaxation&) = delete;

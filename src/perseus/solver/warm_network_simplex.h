@@ -18,10 +18,11 @@
 
 // perseus: a copy of LEMON 1.3.1's lemon/network_simplex.h (Debian liblemon-dev
 // 1.3.1+dfsg-6), under the notice above, with three changes: the include guard, the names
-// (lemon::NetworkSimplex became perseus::warm::WarmNetworkSimplex), and three methods:
+// (lemon::NetworkSimplex became perseus::warm::WarmNetworkSimplex), and four methods:
 // save_tree() and load_tree() keep an optimal spanning tree with its flow and make it the
-// current one again, and resume() starts the pivots from the current tree after a change of
-// costs instead of from LEMON's artificial one. LEMON keeps that tree private, so a copy was
+// current one again (set_up() readies an object that has not run for it), and resume() starts
+// the pivots from the current tree after a change of costs instead of from LEMON's artificial
+// one. LEMON keeps that tree private, so a copy was
 // the only way to reuse it; min_cost_flow.hpp gives the timings that made it worth one.
 
 #ifndef PERSEUS_SOLVER_WARM_NETWORK_SIMPLEX_H
@@ -869,9 +870,13 @@ using namespace lemon;
       tree.flow = _flow;
     }
 
+    /// \brief Sets up the network as \ref run() does before its pivots (perseus's
+    /// addition): for \ref load_tree() on an object that has not run.
+    bool set_up() { return init(); }
+
     /// \brief Makes a tree that \ref save_tree() kept the current one (perseus's addition),
-    /// for \ref resume(). The same graph and capacities, after a \ref run() of this
-    /// object (which set up the artificial arcs the tree may hold).
+    /// for \ref resume(). The same graph and capacities, after a \ref run() or \ref set_up()
+    /// of this object (which set up the artificial arcs the tree may hold).
     void load_tree(const Tree& tree) {
       _parent = tree.parent;
       _pred = tree.pred;
