@@ -56,6 +56,8 @@ const Clp& clp() {
 // from the flow the solver returns (weak duality holds for any circulation), so the rounding
 // can cost a little tightness, never validity.
 constexpr double kTimeUnitsPerSecond = 1e10;
+constexpr double kFlowUnitsPerJPerS = 1e6;
+
 // The anchors' grid (MinCostCirculation::solve_near): deadlines of (1 + kAnchorStep)^k s. On
 // the 16 published frontiers, each anchor's tree from its neighbour's, steps of 0.005, 0.01,
 // 0.02, 0.03 and 0.05 took their LP solves 4.8, 4.9, 5.1, 5.2 and 5.6 s of CPU (8.6 s from
@@ -71,7 +73,6 @@ long long anchor_index(double deadline_s) {
 long long anchor_cost(long long k) {
   return static_cast<long long>(std::floor(std::exp(static_cast<double>(k) * std::log1p(kAnchorStep)) * kTimeUnitsPerSecond));
 }
-constexpr double kFlowUnitsPerJPerS = 1e6;
 
 // h(y) = min over hull points of (effective + y * time): the operation's term of the dual at
 // flow y (J/s), concave and piecewise linear; with the magnitude of its two parts, which bounds
@@ -158,7 +159,7 @@ LpRelaxation::LpRelaxation(const EnergyProblem& problem) : problem_(problem), mo
     finish_at[v] = start_at + m.hulls[problem.node_operation[v]].back().time_s;
     slowest = std::max(slowest, finish_at[v]);
   }
-  m.base_index = anchor_index(slowest);
+  m.base_index = slowest > 0.0 ? anchor_index(slowest) : 0;
 }
 
 LpRelaxation::LpRelaxation(const EnergyProblem& problem, const LpRelaxation& share_anchors_of) : LpRelaxation(problem) {
