@@ -56,11 +56,11 @@ struct MinCostCirculation::Impl {
 
   // The simplex, made on first use, given the costs of `arcs`.
   Simplex& simplex_for_costs() {
+    prepare();
     if (!simplex) {
       simplex = std::make_unique<Simplex>(graph);
       simplex->upperMap(capacity);
     }
-    for (std::size_t i = 0; i < arcs.size(); ++i) cost[graph.arcFromId(static_cast<int>(i))] = arcs[i].cost;
     simplex->costMap(cost);
     return *simplex;
   }
