@@ -417,7 +417,7 @@ void add_solver_commands(CLI::App& app) {
                 "Skip the second crawl, of the LP relaxation on the measured options' hull, that bounds every plan "
                 "and offers plans of its own: faster, with looser bounds (docs/solver.md, \"Certified frontier\")");
   cmd->add_flag("--no-lp-sweep", optimize.no_lp_sweep,
-                "Skip the last step, the LP relaxation solved warm-started at the points still furthest above their "
+                "Skip the last step, the LP relaxation solved at the points still furthest above their "
                 "bounds, whose rounded plans close most of the gap near T_min on DAGs of up to 768 nodes: faster, "
                 "with wider gaps (docs/solver.md, \"Certified frontier\")");
   cmd->add_flag("--data-load", optimize.data_load, "Add a data-loading operation (profile 'load' rows) per microbatch");

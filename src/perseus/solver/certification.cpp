@@ -316,14 +316,17 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     }
   }
   // Last, the LP swept over the points still more than certify_sweep_gap above the best
-  // bound, fastest first, warm-started: near T_min, where those crowd, the frontier's plans
-  // stayed 0.4-0.8% above the LP optimum, and its rounded-down plans at each point,
-  // reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between two solves
+  // bound, fastest first, each solve from its anchor's tree: near T_min, where those crowd,
+  // the frontier's plans stayed 0.4-0.8% above the LP optimum, and its rounded-down plans at
+  // each point, reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between two solves
   // get their durations interpolated (feasible, within the LP's curvature of optimal). In
   // two halves, each on a relaxation and refiner of its own, within half the share: beside
   // each other where there are two threads, one after the other otherwise, the same plans.
   // From certify_sweep_wide_from_nodes, solves further apart within a larger share, so that
-  // they reach every far point (FrontierOptions::certify_sweep_wide_factor).
+  // they reach every far point (FrontierOptions::certify_sweep_wide_factor). The solves once
+  // ran warm-started on CLP (WarmLpRelaxation, a few pivots a deadline from the last basis);
+  // from the anchors' trees they take a third of the time (0.70 s against 2.20 s of CPU over
+  // the same 1,285 solves of the 16 cases), and so come 2-3 times as many for the budget.
   if (options.certify_sweep_share > 0 && problem.dag.num_nodes() <= options.certify_sweep_max_nodes) {
     const std::vector<std::size_t> far = points_above(points, options.certify_sweep_gap);
     struct Half {
@@ -347,17 +350,8 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       return place < options.certify_sweep_dense_points ? stride : stride * static_cast<std::size_t>(wide);
     };
     const double half_share = 0.5 * options.certify_sweep_share * wide * budget;
-    const auto sweep = [&](Half& half, WarmLpRelaxation& relaxation, const PlanRefiner& r) {
+    const auto sweep = [&](Half& half, LpRelaxation& relaxation, const PlanRefiner& r) {
       const double work_limit = r.work() + half_share;
-      // From the solved deadline nearest its first point (a quarter of a start from nothing).
-      if (!half.far.empty() && !relaxed_durations.empty()) {
-        const double first_t = points[half.far.front()].measured.time_s;
-        const auto nearest = std::min_element(relaxed_durations.begin(), relaxed_durations.end(), [&](const auto& a, const auto& b) {
-          return std::abs(a.first - first_t) < std::abs(b.first - first_t);
-        });
-        relaxation.start_from(nearest->first, nearest->second);
-        r.add_work(kWarmSolvePasses + kStartPivotPasses * relaxation.last_iterations());
-      }
       const auto offer = [&](std::size_t i, const std::vector<double>& durations) {
         half.plans.emplace_back(i, rounded_down_reclaimed(r, durations, points[i].measured.time_s));
       };
@@ -367,14 +361,13 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
       for (std::size_t a = 0; a < half.far.size() && r.work() < work_limit;) {
         const std::size_t i = half.far[a];
         const double t = points[i].measured.time_s;
-        SupportingLine line;
         const auto solve_started = std::chrono::steady_clock::now();
-        auto relaxed = relaxation.solve(t, &line);
+        auto relaxed = relaxation.solve(t);
         half.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_started).count();
-        r.add_work(kWarmSolvePasses + kWarmPivotPasses * relaxation.last_iterations());
+        r.add_work(kSweepSolvePasses);
         ++half.solves;
         if (relaxed) {
-          half.lines.push_back(line);
+          half.lines.push_back({t, relaxed->effective_j, relaxed->slope_j_per_s});
           offer(i, relaxed->duration_s);
           std::pair<double, std::vector<double>> solved_here(t, std::move(relaxed->duration_s));
           for (std::size_t b = previous ? previous_at + 1 : a; b < a; ++b) {
@@ -391,7 +384,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     if (!far.empty()) {
       if (s.helpers.empty()) s.helpers.push_back(std::make_unique<PlanRefiner>(problem));
       const double helper_work = s.helpers[0]->work();
-      WarmLpRelaxation first(problem), second(problem);  // CLP loads here, before any thread starts
+      LpRelaxation first(problem, s.relaxation), second(problem, s.relaxation);  // the anchors' trees shared
       run_tasks(2, s.threads > 1, [&](std::size_t k) {
         if (k == 0) sweep(halves[0], first, refiner);
         else sweep(halves[1], second, *s.helpers[0]);

@@ -228,11 +228,11 @@ struct FrontierOptions {
   // quarter made the whole command 0.22 -> 0.37 s (`perseus optimize --certify` sets 0.25).
   double certify_interpolation_share = 0.0;
   // Last, on DAGs of at most certify_sweep_max_nodes, the LP swept over the points still more
-  // than certify_sweep_gap above their bound, fastest first (where they crowd), on a
-  // warm-started relaxation (WarmLpRelaxation: a few pivots a deadline): a solve at every
+  // than certify_sweep_gap above their bound, fastest first (where they crowd), each solve
+  // resumed from its anchor's tree (LpRelaxation): a solve at every
   // certify_sweep_stride-th of them, the points between interpolated from the solves either
   // side, each rounded down to options and its slack reclaimed (no repair), while the solves
-  // (charged by their pivots) and reclaims stay within certify_sweep_share of the
+  // (a fixed charge each) and reclaims stay within certify_sweep_share of the
   // refinement's budget. Each solve also adds a supporting line. 0: none. Every fourth point:
   // at every second the sweep ran out of budget halfway on 384 and 768 nodes (docs/solver.md).
   double certify_sweep_share = 2.0;
@@ -244,9 +244,11 @@ struct FrontierOptions {
   // at the fastest 128 of some 1,500 far points, and the frontier's middle kept plans 0.3-0.9%
   // above the LP; interpolated over 16 points the solves reach them all (medians 0.25-0.34% ->
   // 0.10-0.19%, 0-0.2 s more). On 384 nodes the same moved medians both ways
-  // (docs/solver.md, "Certified frontier").
+  // (docs/solver.md, "Certified frontier"). Every eighth since the solves resume from the
+  // anchors' trees (a third of the time): on the four cases of 768 nodes, medians
+  // 0.085-0.200% at every sixteenth -> 0.080-0.175% (every fourth: 0.079-0.171%, 0.2 s more).
   std::size_t certify_sweep_wide_from_nodes = 512;
-  int certify_sweep_wide_factor = 4;
+  int certify_sweep_wide_factor = 2;
   // The fastest this many far points keep the narrow stride: near T_min the LP's curve bends
   // most, and there the wide stride's interpolated plans were 0.1-0.25% dearer (bloom-176b
   // A100 8 x 48 at AllMax's time, the plan most users run: 0.13% above its bound -> 0.59%).

@@ -62,15 +62,11 @@ constexpr std::size_t kBoundCrawlStepsMax = 2048;
 // What a pass over the DAG costs beyond its nodes and edges, in visits (measured: 0.19 us a
 // pass over 38 nodes and edges, 0.55 us over 176).
 constexpr double kPassOverheadVisits = 35.0;
-// Work charged for a warm-started solve of the sweep (WarmLpRelaxation): a fixed part and
-// one per simplex pivot, calibrated on bloom-176b A100 8 x 12 and 8 x 96 (192 and 1,536
-// nodes), where a pivot took about as long as 30-50 passes over the DAG and a solve's fixed
-// part 200-500.
-constexpr double kWarmSolvePasses = 400.0;
-constexpr double kWarmPivotPasses = 50.0;
-// Its start from a solved deadline's durations (WarmLpRelaxation::start_from): primal pivots,
-// about 7 passes each on 768 nodes.
-constexpr double kStartPivotPasses = 10.0;
+// Work charged for a solve of the certification's sweep (LpRelaxation, from an anchor's
+// tree), fixed so that the solves a budget pays for do not depend on which thread found an
+// anchor's tree first: about what one takes, 0.54 ms on 192-768 nodes (1,285 solves of the
+// 16 cases), some 400 passes over a DAG of 384 nodes.
+constexpr double kSweepSolvePasses = 400.0;
 // Work charged for a solve of the sweep beside the crawl (FrontierOptions::crawl_sweep_share),
 // in passes over the DAG as a crawl step counts them (kCrawlStepPasses): a fixed part and one
 // per pivot, measured on the A40 cases' 1,536 nodes (3.5 ms a solve and 0.06 ms a pivot,
