@@ -187,7 +187,14 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
   const auto right = [](Dag::NodeId v) { return 3 + 2 * v; };
   while (true) {
     work_ += 8.0;  // the critical path both ways, the capacities, and the max flow (about 5)
-    const double length = start_and_finish_by_position(options, start, finish);
+    double length = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      double at = 0.0;
+      for (std::int32_t i = pred_begin_[k]; i < pred_begin_[k + 1]; ++i) at = std::max(at, finish[pred_[i]]);
+      start[k] = at;
+      finish[k] = at + index_at_[k]->time[options[k]];
+      length = std::max(length, finish[k]);
+    }
     if (length <= deadline_s + kTimeEpsilon) {
       to_nodes(options, choice);
       return reclaim_slack(std::move(choice), deadline_s);
@@ -256,23 +263,6 @@ std::optional<OptionChoice> PlanRefiner::repair(OptionChoice choice, double dead
     if (!changed) return std::nullopt;  // cannot happen with a finite cut; guards the loop
     if (budget_j < 0.0) return std::nullopt;
   }
-}
-
-// Out of line: inlined into repair(), the running maximum lived on the stack (too many live
-// values there), and the store and reload on every node doubled the pass's time.
-[[gnu::noinline]] double PlanRefiner::start_and_finish_by_position(const std::vector<std::int32_t>& options,
-                                                                 std::vector<double>& start,
-                                                                 std::vector<double>& finish) const {
-  const std::size_t n = node_at_.size();
-  double length = 0.0;
-  for (std::size_t k = 0; k < n; ++k) {
-    double at = 0.0;
-    for (std::int32_t i = pred_begin_[k]; i < pred_begin_[k + 1]; ++i) at = std::max(at, finish[pred_[i]]);
-    start[k] = at;
-    finish[k] = at + index_at_[k]->time[options[k]];
-    length = std::max(length, finish[k]);
-  }
-  return length;
 }
 
 void PlanRefiner::to_positions(const OptionChoice& choice, std::vector<std::int32_t>& options) const {

@@ -128,10 +128,6 @@ class PlanRefiner {
   // The same for a plan by position (`options[k]`: the option of the node at position k).
   double earliest_finish_by_position(const std::vector<std::int32_t>& options, std::vector<double>& finish,
                                      std::size_t from = 0) const;
-  // Earliest start and finish times of a plan by position (arrays of the DAG's size); returns
-  // its critical path.
-  double start_and_finish_by_position(const std::vector<std::int32_t>& options, std::vector<double>& start,
-                                      std::vector<double>& finish) const;
   // A plan by node as a plan by position, and back.
   void to_positions(const OptionChoice& choice, std::vector<std::int32_t>& options) const;
   void to_nodes(const std::vector<std::int32_t>& options, OptionChoice& choice) const;
