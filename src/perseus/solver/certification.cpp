@@ -318,10 +318,11 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   // Last, the LP swept over the points still more than certify_sweep_gap above the best
   // bound, fastest first, each solve from its anchor's tree: near T_min, where those crowd,
   // the frontier's plans stayed 0.4-0.8% above the LP optimum, and its rounded-down plans at
-  // each point, reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between two solves
-  // get their durations interpolated (feasible, within the LP's curvature of optimal). In
-  // two halves, each on a relaxation and refiner of its own, within half the share: beside
-  // each other where there are two threads, one after the other otherwise, the same plans.
+  // each point, reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between
+  // two solves get their durations interpolated (feasible, within the LP's curvature of
+  // optimal). In two halves, each on a relaxation and refiner of its own, within half the
+  // share: beside each other where there are two threads, one after the other otherwise,
+  // the same plans.
   // From certify_sweep_wide_from_nodes, solves further apart within a larger share, so that
   // they reach every far point (FrontierOptions::certify_sweep_wide_factor). The solves once
   // ran warm-started on CLP (WarmLpRelaxation, a few pivots a deadline from the last basis);
