@@ -64,8 +64,11 @@ constexpr std::size_t kBoundCrawlStepsMax = 2048;
 constexpr double kPassOverheadVisits = 35.0;
 // Work charged for a solve of the certification's sweep (LpRelaxation, from an anchor's
 // tree), fixed so that the solves a budget pays for do not depend on which thread found an
-// anchor's tree first: about what one takes, 0.54 ms on 192-768 nodes (1,285 solves of the
-// 16 cases), some 400 passes over a DAG of 384 nodes.
+// anchor's tree first: the fixed part CLP's warm-started solves were charged, without their
+// pivots (8-130 a solve, 50 passes each). The anchored solves take a third of CLP's time
+// (0.54 against 1.71 ms a solve over the 16 cases' sweeps), and the budget now pays for 2-3
+// times as many; charging 0.05 or 0.1 pivots a node as well gave fewer solves and wider
+// medians on 384 nodes (docs/solver.md, "The sweep on the anchors' trees").
 constexpr double kSweepSolvePasses = 400.0;
 // Work charged for a solve of the sweep beside the crawl (FrontierOptions::crawl_sweep_share),
 // in passes over the DAG as a crawl step counts them (kCrawlStepPasses): a fixed part and one
