@@ -322,6 +322,27 @@ TEST(Frontier, LocalSearchAtTheWidestGapsLowersThem) {
   EXPECT_LT(worst_of(gaps_of(b)), worst_of(gaps_of(a)));
 }
 
+// On small DAGs the points furthest above their bounds get a local search each, the widest
+// gap first; no two of those searched lie closer than the spacing, so that the searches
+// reach beyond the one stretch where the loosest points crowd (docs/solver.md, "Loose points").
+TEST(Frontier, LoosePointsAreSearchedApartFromEachOther) {
+  for (const std::uint32_t seed : {3u, 7u}) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, seed);
+    ASSERT_LE(problem.dag.num_nodes(), FrontierOptions{}.local_search_max_nodes);
+    const Frontier frontier = build_frontier(problem, crawl_frontier(problem), FrontierOptions{});
+    const double span = frontier.t_star_point().measured.time_s - frontier.t_min_point().measured.time_s;
+    EXPECT_GT(frontier.loose_spacing_s, 0.005 * span) << "seed " << seed;
+    EXPECT_LT(frontier.loose_spacing_s, 0.05 * span) << "seed " << seed;
+    const std::vector<double>& searched = frontier.loose_searched_s;
+    ASSERT_GE(searched.size(), 2u) << "seed " << seed;
+    for (std::size_t i = 0; i < searched.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        EXPECT_GE(std::abs(searched[i] - searched[j]), frontier.loose_spacing_s) << "seed " << seed << " searches " << j << ", " << i;
+      }
+    }
+  }
+}
+
 TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
   const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, 11);
   const Frontier frontier = build_frontier(problem, crawl_frontier(problem));

@@ -604,6 +604,11 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // The loose points' share of what the forward and backward passes leave (the gap fills
   // take the rest).
   constexpr double kLooseShare = 0.5;
+  // Loose points are searched at least this share of the frontier's span apart. The loosest
+  // crowd together just above T_min, where the LP's own gap is widest, and a search there
+  // costs the most; without a spacing the whole share went to one stretch of 1.5% of the
+  // span, while a search's plan reaches its near neighbours anyway (handed on, below).
+  constexpr double kLooseSpacing = 0.015;
   const auto improve_at = [&](double deadline, const OptionChoice& own, std::int64_t step,
                               const FrontierPoint* slower, int rounds, PlanRefiner::Moves moves,
                               const std::function<std::optional<OptionChoice>(std::optional<double>*)>& relaxation) {
@@ -696,9 +701,13 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     if (points[i].lower_bound_j) loose.emplace_back(points[i].measured.energy_j / *points[i].lower_bound_j, i);
   }
   std::stable_sort(loose.begin(), loose.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  frontier.loose_spacing_s = kLooseSpacing * (points.back().measured.time_s - points.front().measured.time_s);
   for (const auto& [gap, i] : loose) {
     if (refiner.out_of_work() || gap < 1.0 + options.certify_target_gap) break;
     const double deadline = points[i].measured.time_s;
+    const auto near = [&](double searched) { return std::abs(searched - deadline) < frontier.loose_spacing_s; };
+    if (std::any_of(frontier.loose_searched_s.begin(), frontier.loose_searched_s.end(), near)) continue;
+    frontier.loose_searched_s.push_back(deadline);
     const auto relaxed = s.solve_relaxation(deadline);
     refiner.add_work(lp_solve_work);
     if (!relaxed) continue;

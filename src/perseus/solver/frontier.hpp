@@ -70,6 +70,10 @@ struct Frontier {
   double exact_seconds = 0.0;
   bool exact_improved = false;
   std::optional<double> exact_lower_bound_j;
+  // Small DAGs: the times of the loose points searched (docs/solver.md, "Loose points"), in
+  // the order searched, and the least distance kept between them.
+  std::vector<double> loose_searched_s;
+  double loose_spacing_s = 0.0;
   // Points given a round of local search by the certification (certify_search_points).
   std::size_t certify_searches = 0;
   // Faster points given a worst-gap solve's plan, repaired to their time (certify_chain_*).
