@@ -368,7 +368,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
         r.add_work(kSweepSolvePasses);
         ++half.solves;
         if (relaxed) {
-          half.lines.push_back({t, relaxed->effective_j, relaxed->slope_j_per_s});
+          half.lines.push_back(SupportingLine::of(t, *relaxed));
           offer(i, relaxed->duration_s);
           std::pair<double, std::vector<double>> solved_here(t, std::move(relaxed->duration_s));
           for (std::size_t b = previous ? previous_at + 1 : a; b < a; ++b) {

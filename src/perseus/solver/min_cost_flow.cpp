@@ -74,19 +74,33 @@ struct MinCostCirculation::Impl {
     arcs[arc].cost = kept;
     Simplex::ProblemType status;
     if (from) {
-      if (!simplex_set_up) s.set_up();
-      s.load_tree(*from);
+      load_tree(*from);
       status = s.resume();
     } else {
       status = s.run();
+      simplex_set_up = true;
     }
-    simplex_set_up = true;
     auto tree = std::make_shared<std::optional<Simplex::Tree>>();
     if (status == Simplex::OPTIMAL) {
       tree->emplace();
       s.save_tree(**tree);
     }
     return tree;
+  }
+
+  // Makes `tree` the simplex's current one (simplex_for_costs() made it), setting the
+  // network up first where no run() has.
+  void load_tree(const Simplex::Tree& tree) {
+    if (!simplex_set_up) simplex->set_up();
+    simplex_set_up = true;
+    simplex->load_tree(tree);
+  }
+
+  // The memory a kept tree takes.
+  static std::size_t bytes_of(const Simplex::Tree& t) {
+    std::size_t bytes = t.pred_dir.size() + t.state.size() + t.flow.size() * sizeof(long long);
+    for (const auto* v : {&t.parent, &t.pred, &t.thread, &t.rev_thread, &t.succ_num, &t.last_succ}) bytes += v->size() * sizeof(int);
+    return bytes;
   }
 
   // The simplex's answer, its potentials made canonical.
@@ -268,11 +282,7 @@ MinCostCirculation::Status MinCostCirculation::solve_near(int root, int arc, con
       if (store.bytes >= kMaxAnchorBytes) break;
     }
     Tree made = m.tree_at(a, chain[next], tree ? &**tree : nullptr);
-    std::size_t bytes = 0;
-    if (const auto& t = *made) {
-      for (const auto* v : {&t->parent, &t->pred, &t->thread, &t->rev_thread, &t->succ_num, &t->last_succ}) bytes += v->size() * sizeof(int);
-      bytes += t->pred_dir.size() + t->state.size() + t->flow.size() * sizeof(long long);
-    }
+    const std::size_t bytes = *made ? Impl::bytes_of(**made) : 0;
     std::lock_guard lock(store.mutex);
     const auto [at, added] = store.trees.emplace(chain[next], std::move(made));  // another thread's, if first: the same
     if (added) store.bytes += bytes;
@@ -280,9 +290,7 @@ MinCostCirculation::Status MinCostCirculation::solve_near(int root, int arc, con
   }
   if (next < chain.size() || !*tree) return solve(root);  // no optimum on the way, or no room
   Impl::Simplex& simplex = m.simplex_for_costs();
-  if (!m.simplex_set_up) simplex.set_up();
-  m.simplex_set_up = true;
-  simplex.load_tree(**tree);
+  m.load_tree(**tree);
   scaled_ = false;
   fell_back_ = false;
   resumed_ = true;

@@ -272,10 +272,6 @@ SupportingLine LagrangianBound::line(std::span<const double> dependency_prices, 
   return {0.0, intercept - gamma * magnitude, slope - gamma * prices};
 }
 
-void SupportingLines::add(double deadline_s, const RelaxedSolution& solution) {
-  lines_.push_back({deadline_s, solution.effective_j, solution.slope_j_per_s});
-}
-
 std::optional<double> SupportingLines::energy_at(double time_s) const {
   if (lines_.empty()) return std::nullopt;
   if (enveloped_ != lines_.size()) {

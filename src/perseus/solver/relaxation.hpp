@@ -59,12 +59,16 @@ struct SupportingLine {
   double effective_j = 0.0;
   double slope_j_per_s = 0.0;
   double effective_at(double t) const { return effective_j + slope_j_per_s * (t - at_s); }
+  // The line a solve at `deadline_s` gives.
+  static SupportingLine of(double deadline_s, const RelaxedSolution& solution) {
+    return {deadline_s, solution.effective_j, solution.slope_j_per_s};
+  }
 };
 
 class SupportingLines {
  public:
   explicit SupportingLines(double blocking_w) : blocking_w_(blocking_w) {}  // p_blocking * S
-  void add(double deadline_s, const RelaxedSolution& solution);
+  void add(double deadline_s, const RelaxedSolution& solution) { add(SupportingLine::of(deadline_s, solution)); }
   void add(const SupportingLine& line) { lines_.push_back(line); }
   bool empty() const { return lines_.empty(); }
   std::size_t size() const { return lines_.size(); }
