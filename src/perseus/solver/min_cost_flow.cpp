@@ -123,6 +123,7 @@ struct MinCostCirculation::Impl {
   // canonicalise()'s, kept to reuse their memory: the reversed residual graph in CSR form.
   std::vector<int> residual_begin, residual_to, residual_count;
   std::vector<long long> residual_cost, distance;
+  std::vector<int> settled_at_d;  // nodes settled at the distance being expanded
 
   void build() {
     graph.reserveNode(nodes);
@@ -177,16 +178,29 @@ struct MinCostCirculation::Impl {
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
     distance[static_cast<std::size_t>(root)] = 0;
     queue.push({0, root});
+    // Arcs of reduced cost 0 (the spanning tree's, at least) are followed at once, without
+    // the heap: a node reached through one from a node settled at d is settled at d too, d
+    // being the least distance left. The same distances as plain Dijkstra, with a heap
+    // operation only for arcs of positive reduced cost.
     while (!queue.empty()) {
-      const auto [d, v] = queue.top();
+      const auto [d, top] = queue.top();
       queue.pop();
-      if (d > distance[static_cast<std::size_t>(v)]) continue;
-      for (int k = residual_begin[static_cast<std::size_t>(v)]; k < residual_begin[static_cast<std::size_t>(v) + 1]; ++k) {
-        const auto u = static_cast<std::size_t>(residual_to[static_cast<std::size_t>(k)]);
-        const long long through = d + residual_cost[static_cast<std::size_t>(k)];
-        if (through < distance[u]) {
-          distance[u] = through;
-          queue.push({through, static_cast<int>(u)});
+      if (d > distance[static_cast<std::size_t>(top)]) continue;
+      settled_at_d.assign(1, top);
+      while (!settled_at_d.empty()) {
+        const auto v = static_cast<std::size_t>(settled_at_d.back());
+        settled_at_d.pop_back();
+        for (int k = residual_begin[v]; k < residual_begin[v + 1]; ++k) {
+          const auto u = static_cast<std::size_t>(residual_to[static_cast<std::size_t>(k)]);
+          const long long through = d + residual_cost[static_cast<std::size_t>(k)];
+          if (through < distance[u]) {
+            distance[u] = through;
+            if (through == d) {
+              settled_at_d.push_back(static_cast<int>(u));
+            } else {
+              queue.push({through, static_cast<int>(u)});
+            }
+          }
         }
       }
     }
