@@ -335,10 +335,12 @@ TEST(Solve, RefinementStaysWithinItsBudgetAndIsRepeatable) {
   const double size = static_cast<double>(one.problem.dag.num_nodes() + one.problem.dag.num_edges());
   // The crawl's length is T* - T_min in units (known before it runs), its step count when it
   // runs to T_min.
-  // It searches every point, so its budget is search_visits_min's.
-  EXPECT_DOUBLE_EQ(f.refine_budget, std::max(request.frontier.search_visits_min / (size + 35.0),
-                                             request.frontier.refine_work_per_crawl_step *
-                                                 static_cast<double>(one.crawl.t_star_q - one.crawl.t_min_q)));
+  // It searches every point, so its budget is search_visits_min's, and the fine searches'
+  // share on top of it.
+  EXPECT_DOUBLE_EQ(f.refine_budget, (1.0 + request.frontier.fine_search_share) *
+                                        std::max(request.frontier.search_visits_min / (size + 35.0),
+                                                 request.frontier.refine_work_per_crawl_step *
+                                                     static_cast<double>(one.crawl.t_star_q - one.crawl.t_min_q)));
   // One local-search move past the budget at most: a few hundred passes on this DAG.
   EXPECT_LE(f.refine_work, f.refine_budget + 2000.0);
   EXPECT_GT(f.refine_work, 0.5 * f.refine_budget) << "the budget went unused";

@@ -526,7 +526,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   const double bounded_from = refiner.work();
   refiner.add_work(s.side_work);
   const double limit = bounded_from + budget;
-  frontier.refine_budget = budget;
+  frontier.refine_budget = s.search ? (1.0 + options.fine_search_share) * budget : budget;
   const auto account = [&] {
     frontier.refine_work = refiner.work() - bounded_from;
     frontier.lp_seconds = s.lp_seconds;
@@ -697,6 +697,17 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // goes to its neighbours: slower ones take it with their slack reclaimed, faster ones
   // repaired down to their time, as long as that is cheaper.
   share_of_rest(kLooseShare);
+  // Point i's searched plan handed on: slower points take it with their slack reclaimed,
+  // faster ones repaired down to their time, each direction while it is cheaper.
+  const auto hand_on = [&](std::vector<FrontierPoint>& points, std::size_t i) {
+    s.carry_to_slower(refiner, crawl, points, i);
+    const OptionChoice found = points[i].option_choice();
+    for (std::size_t j = i; j-- > 0 && !refiner.out_of_work();) {
+      const double was = points[j].effective_energy_j;
+      replace_if_cheaper(points, j, refiner.repair(found, points[j].measured.time_s));
+      if (points[j].effective_energy_j >= was) break;
+    }
+  };
   std::vector<std::pair<double, std::size_t>> loose;  // (gap to the bound, point)
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (points[i].lower_bound_j) loose.emplace_back(points[i].measured.energy_j / *points[i].lower_bound_j, i);
@@ -722,14 +733,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
                          refiner.local_search(std::move(start), deadline, kRoundsPerPoint, PlanRefiner::Moves::kAll,
                                               &relaxed->price_j_per_s));
     }
-    if (points[i].effective_energy_j >= before) continue;
-    s.carry_to_slower(refiner, crawl, points, i);
-    const OptionChoice found = points[i].option_choice();
-    for (std::size_t j = i; j-- > 0 && !refiner.out_of_work();) {
-      const double was = points[j].effective_energy_j;
-      replace_if_cheaper(points, j, refiner.repair(found, points[j].measured.time_s));
-      if (points[j].effective_energy_j >= was) break;
-    }
+    if (points[i].effective_energy_j < before) hand_on(points, i);
   }
   points = pareto_filter(std::move(points));
   refiner.set_work_limit(limit);
@@ -756,6 +760,39 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     }
   }
   frontier.points = pareto_filter(std::move(improved));
+  // Fine searches: the gap fills' points start unsearched, and the loose pass's searches
+  // reach only their near neighbours, so the steep stretch keeps many points a single round of
+  // local search would improve (on gpt3-175b A40 4 x 8 the README deadline of the optimality
+  // bench sat 0.17% above CBC's plan; two priced rounds from the point's own plan took it to
+  // 0.04%). So the points still furthest above their bound, at least fine_search_spacing of the
+  // span apart, get two rounds of every move from their own plan, screened by the LP's prices
+  // at their time, within fine_search_share of the budget on top of it; what a search finds
+  // goes to its neighbours as the loose pass's does (docs/solver.md, step 7, "Fine searches").
+  std::vector<FrontierPoint>& fine = frontier.points;
+  refiner.set_work_limit(refiner.work() + options.fine_search_share * budget);
+  std::vector<std::pair<double, std::size_t>> widest;  // (gap to the bound, point)
+  for (std::size_t i = 0; i < fine.size(); ++i) {
+    if (fine[i].lower_bound_j) widest.emplace_back(fine[i].measured.energy_j / *fine[i].lower_bound_j, i);
+  }
+  std::stable_sort(widest.begin(), widest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  frontier.fine_spacing_s = options.fine_search_spacing * (fine.back().measured.time_s - fine.front().measured.time_s);
+  for (const auto& [gap_then, i] : widest) {
+    if (refiner.out_of_work()) break;
+    // Gaps as they are now: an earlier search's plan may have reached this point.
+    if (fine[i].measured.energy_j < (1.0 + options.certify_target_gap) * *fine[i].lower_bound_j) continue;
+    const double deadline = fine[i].measured.time_s;
+    const auto near = [&](double searched) { return std::abs(searched - deadline) < frontier.fine_spacing_s; };
+    if (std::any_of(frontier.fine_searched_s.begin(), frontier.fine_searched_s.end(), near)) continue;
+    frontier.fine_searched_s.push_back(deadline);
+    const auto relaxed = s.solve_relaxation(deadline);
+    refiner.add_work(lp_solve_work);
+    if (!relaxed) continue;
+    const double before = fine[i].effective_energy_j;
+    replace_if_cheaper(fine, i, refiner.local_search(fine[i].option_choice(), deadline, kRoundsPerPoint,
+                                                     PlanRefiner::Moves::kAll, &relaxed->price_j_per_s));
+    if (fine[i].effective_energy_j < before) hand_on(fine, i);
+  }
+  frontier.points = pareto_filter(std::move(frontier.points));
   certify();
   account();
   return frontier;

@@ -74,6 +74,10 @@ struct Frontier {
   // the order searched, and the least distance kept between them.
   std::vector<double> loose_searched_s;
   double loose_spacing_s = 0.0;
+  // Small DAGs: the times of the fine searches after the gap fills (FrontierOptions::
+  // fine_search_*), in the order searched, and the least distance kept between them.
+  std::vector<double> fine_searched_s;
+  double fine_spacing_s = 0.0;
   // Points given a round of local search by the certification (certify_search_points).
   std::size_t certify_searches = 0;
   // Faster points given a worst-gap solve's plan, repaired to their time (certify_chain_*).
@@ -123,6 +127,15 @@ struct FrontierOptions {
   // of their own (the crawl plans with the reference's options only; slower clocks that
   // still cost less than blocking lie beyond it).
   int fills_beyond_crawl = 64;
+  // With the local search, last before the certification: the points still furthest above
+  // their bound, at least fine_search_spacing of the span apart, get two rounds of local
+  // search from their own plan, screened by the LP's prices there, within fine_search_share
+  // of the refinement's budget on top of it (so the budget reported, Frontier::refine_budget,
+  // is 1 + fine_search_share times the rest's). On the optimality bench's 4-stage pipelines it
+  // took the worst deadline from 0.170% above CBC's plan to 0.070%, for 1.2-1.3x the time on
+  // 64 nodes (docs/solver.md, step 7, "Fine searches"). 0: none.
+  double fine_search_share = 0.3;
+  double fine_search_spacing = 0.001;
   // Bound on the refinement beyond reclaiming slack from the crawl's plans (repairs, the LP
   // relaxation, the local search), in passes over the DAG (PlanRefiner::work): the larger of
   // refine_visits_min / (nodes + edges + 35) and refine_work_per_crawl_step per unit of the
