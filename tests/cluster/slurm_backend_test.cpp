@@ -305,8 +305,10 @@ TEST_F(SlurmCluster, RunsJobsThroughPreemptionAndANodeFailure) {
     return fmt::format("env PERSEUS_TEST_JOB_NODE={}/$SLURMD_NODENAME python3 {}/training_job.py {}/speeds {} 1.0", dir_, kScripts,
                        dir_, kind);
   };
-  for (int i = 0; i < 5; ++i) scheduler.submit({0, 14.0, 1.0, Job::kNoSlo, 0, command("small")});
-  for (int i = 0; i < 2; ++i) scheduler.submit({1, 28.0, 1.0, Job::kNoSlo, 0, command("large")});
+  // Long enough that jobs hold a lease for a timed round (one after a round with steps) even
+  // on a loaded machine.
+  for (int i = 0; i < 5; ++i) scheduler.submit({0, 18.0, 1.0, Job::kNoSlo, 0, command("small")});
+  for (int i = 0; i < 2; ++i) scheduler.submit({1, 36.0, 1.0, Job::kNoSlo, 0, command("large")});
 
   scheduler.run_round();
   EXPECT_EQ(scheduler.topology().workers, (std::vector<int>{2, 2, 4}));

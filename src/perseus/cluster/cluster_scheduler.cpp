@@ -203,16 +203,20 @@ void ClusterScheduler::measure(const ScheduledJob& job, int gpu_type, double ste
 
 void ClusterScheduler::account(ScheduledJob& job, const JobProgress& p, const Lease* lease, RoundLog& log) {
   if (lease) {
-    // Only a job that ran alone through the whole round: a start's time (loading the checkpoint,
-    // warming up) is not its speed, nor is a shared GPU's, and a backend may know the end of a job
-    // only roughly.
-    if (lease->renewed && lease->partner < 0 && job.status == JobStatus::kRunning && p.status == JobStatus::kRunning)
+    // Only a job that ran alone through the whole round, its start over (it had stepped in the
+    // round before, on these GPUs): a start's time (loading the checkpoint, warming up) is not its
+    // speed, nor is a shared GPU's, and a backend may know the end of a job only roughly.
+    if (lease->renewed && job.stepping && lease->partner < 0 && job.status == JobStatus::kRunning &&
+        p.status == JobStatus::kRunning)
       measure(job, lease->gpu_type, p.steps_done - job.steps_done, p.ran_s, lease->pace);
+    job.stepping = p.status == JobStatus::kRunning && p.steps_done > job.steps_done;
     const double held_s = std::clamp(p.ran_s, 0.0, options_.round_s);
     const int scale = matrix_.job_types[job.request.type].scale_factor;
     job.gpu_s[static_cast<std::size_t>(lease->gpu_type)] += (held_s - std::clamp(p.shared_s, 0.0, held_s) / 2.0) * scale;
     job.energy_j += p.energy_j;
     log.energy_j += p.energy_j;
+  } else {
+    job.stepping = false;
   }
   if (static_cast<std::size_t>(job.id) < isolated_speed_.size() && isolated_speed_[job.id] > 0.0)
     job.isolated_s += (p.steps_done - job.steps_done) / isolated_speed_[job.id];

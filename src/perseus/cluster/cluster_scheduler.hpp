@@ -2,8 +2,9 @@
 // runs; every round the scheduler reallocates when the jobs, the cluster or the measured
 // throughputs changed (a policy of policies.hpp on its matrix), turns the allocation into leases
 // (rounds.hpp) and has a backend (backend.hpp) run them; then it reads each job's progress back.
-// A job that ran through a whole round on the GPUs it already held (a renewed lease: no start-up
-// in it) and still runs measures its job type's steps/s on that GPU type, which moves the matrix's figure (an
+// A job that ran through a whole round on the GPUs it already held (a renewed lease), had stepped
+// in the round before it (its start-up over) and still runs measures its job type's steps/s on
+// that GPU type, which moves the matrix's figure (an
 // exponential average over measurements), so the next allocation uses what was measured.
 //
 // The simulator (simulator.hpp) is this scheduler on the emulated backend, its jobs submitted as
@@ -71,6 +72,10 @@ struct ScheduledJob {
   int rounds = 0, preemptions = 0, migrations = 0;
   int gpu_type = -1;                            // this round's lease, -1: none
   int partner = -1;                             // the job sharing it, -1: none
+  // It had stepped during the last round, on the lease it held then: a renewal of that lease
+  // is timed only then. A job's start (Slurm's launch, loading its checkpoint, warming up) may
+  // outlast a round, and the renewed round it spills into would read slow.
+  bool stepping = false;
   std::vector<double> gpu_s;                    // [gpu type] GPU-seconds held (scale factor x time, half while shared)
   double energy_j = 0.0;                        // as the backend measured it (0 where it does not)
   // The time its steps done would have taken on 1/n of the cluster (n the jobs allocated as each
