@@ -708,33 +708,47 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       if (points[j].effective_energy_j >= was) break;
     }
   };
-  std::vector<std::pair<double, std::size_t>> loose;  // (gap to the bound, point)
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    if (points[i].lower_bound_j) loose.emplace_back(points[i].measured.energy_j / *points[i].lower_bound_j, i);
-  }
-  std::stable_sort(loose.begin(), loose.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // The points furthest above their bound first, each at least `spacing` from every one
+  // searched before (listed in `searched`), while the work lasts and a point is more than
+  // certify_target_gap above its bound: the relaxation solved at its time, and two rounds of
+  // every move priced by it from the point's own plan and, `from_rounded`, from the
+  // relaxation's plan rounded down and up, each repaired; the cheapest is kept and handed on.
+  const auto search_widest = [&](std::vector<FrontierPoint>& points, double spacing, std::vector<double>& searched,
+                                 bool from_rounded) {
+    std::vector<std::pair<double, std::size_t>> widest;  // (gap to the bound, point)
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (points[i].lower_bound_j) widest.emplace_back(points[i].measured.energy_j / *points[i].lower_bound_j, i);
+    }
+    std::stable_sort(widest.begin(), widest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const double target = 1.0 + options.certify_target_gap;
+    for (const auto& [gap_then, i] : widest) {
+      if (refiner.out_of_work() || gap_then < target) break;
+      // As it is now: a plan handed on may have brought it within the target.
+      if (points[i].measured.energy_j < target * *points[i].lower_bound_j) continue;
+      const double deadline = points[i].measured.time_s;
+      const auto near = [&](double t) { return std::abs(t - deadline) < spacing; };
+      if (std::any_of(searched.begin(), searched.end(), near)) continue;
+      searched.push_back(deadline);
+      const auto relaxed = s.solve_relaxation(deadline);
+      refiner.add_work(lp_solve_work);
+      if (!relaxed) continue;
+      std::vector<OptionChoice> starts{points[i].option_choice()};
+      if (from_rounded) {
+        for (const OptionChoice* rounded : {&relaxed->rounded, &relaxed->rounded_up}) {
+          if (auto repaired = refiner.repair(*rounded, deadline)) starts.push_back(std::move(*repaired));
+        }
+      }
+      const double before = points[i].effective_energy_j;
+      for (OptionChoice& start : starts) {
+        replace_if_cheaper(points, i,
+                           refiner.local_search(std::move(start), deadline, kRoundsPerPoint, PlanRefiner::Moves::kAll,
+                                                &relaxed->price_j_per_s));
+      }
+      if (points[i].effective_energy_j < before) hand_on(points, i);
+    }
+  };
   frontier.loose_spacing_s = kLooseSpacing * (points.back().measured.time_s - points.front().measured.time_s);
-  for (const auto& [gap, i] : loose) {
-    if (refiner.out_of_work() || gap < 1.0 + options.certify_target_gap) break;
-    const double deadline = points[i].measured.time_s;
-    const auto near = [&](double searched) { return std::abs(searched - deadline) < frontier.loose_spacing_s; };
-    if (std::any_of(frontier.loose_searched_s.begin(), frontier.loose_searched_s.end(), near)) continue;
-    frontier.loose_searched_s.push_back(deadline);
-    const auto relaxed = s.solve_relaxation(deadline);
-    refiner.add_work(lp_solve_work);
-    if (!relaxed) continue;
-    std::vector<OptionChoice> starts{points[i].option_choice()};
-    for (const OptionChoice* rounded : {&relaxed->rounded, &relaxed->rounded_up}) {
-      if (auto repaired = refiner.repair(*rounded, deadline)) starts.push_back(std::move(*repaired));
-    }
-    const double before = points[i].effective_energy_j;
-    for (OptionChoice& start : starts) {
-      replace_if_cheaper(points, i,
-                         refiner.local_search(std::move(start), deadline, kRoundsPerPoint, PlanRefiner::Moves::kAll,
-                                              &relaxed->price_j_per_s));
-    }
-    if (points[i].effective_energy_j < before) hand_on(points, i);
-  }
+  search_widest(points, frontier.loose_spacing_s, frontier.loose_searched_s, true);
   points = pareto_filter(std::move(points));
   refiner.set_work_limit(limit);
   // Gap fills, the widest gaps (in energy) first, so that what the budget leaves unfilled
@@ -768,30 +782,10 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // span apart, get two rounds of every move from their own plan, screened by the LP's prices
   // at their time, within fine_search_share of the budget on top of it; what a search finds
   // goes to its neighbours as the loose pass's does (docs/solver.md, step 7, "Fine searches").
-  std::vector<FrontierPoint>& fine = frontier.points;
   refiner.set_work_limit(refiner.work() + options.fine_search_share * budget);
-  std::vector<std::pair<double, std::size_t>> widest;  // (gap to the bound, point)
-  for (std::size_t i = 0; i < fine.size(); ++i) {
-    if (fine[i].lower_bound_j) widest.emplace_back(fine[i].measured.energy_j / *fine[i].lower_bound_j, i);
-  }
-  std::stable_sort(widest.begin(), widest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  frontier.fine_spacing_s = options.fine_search_spacing * (fine.back().measured.time_s - fine.front().measured.time_s);
-  for (const auto& [gap_then, i] : widest) {
-    if (refiner.out_of_work()) break;
-    // Gaps as they are now: an earlier search's plan may have reached this point.
-    if (fine[i].measured.energy_j < (1.0 + options.certify_target_gap) * *fine[i].lower_bound_j) continue;
-    const double deadline = fine[i].measured.time_s;
-    const auto near = [&](double searched) { return std::abs(searched - deadline) < frontier.fine_spacing_s; };
-    if (std::any_of(frontier.fine_searched_s.begin(), frontier.fine_searched_s.end(), near)) continue;
-    frontier.fine_searched_s.push_back(deadline);
-    const auto relaxed = s.solve_relaxation(deadline);
-    refiner.add_work(lp_solve_work);
-    if (!relaxed) continue;
-    const double before = fine[i].effective_energy_j;
-    replace_if_cheaper(fine, i, refiner.local_search(fine[i].option_choice(), deadline, kRoundsPerPoint,
-                                                     PlanRefiner::Moves::kAll, &relaxed->price_j_per_s));
-    if (fine[i].effective_energy_j < before) hand_on(fine, i);
-  }
+  frontier.fine_spacing_s =
+      options.fine_search_spacing * (frontier.points.back().measured.time_s - frontier.points.front().measured.time_s);
+  search_widest(frontier.points, frontier.fine_spacing_s, frontier.fine_searched_s, false);
   frontier.points = pareto_filter(std::move(frontier.points));
   certify();
   account();
