@@ -129,14 +129,16 @@ class SlowStartBackend : public ClusterBackend {
   std::vector<JobProgress> end_round(double round_s) override {
     std::vector<JobProgress> progress;
     for (Running& j : jobs_) {
-      if (!j.running) {
-        progress.push_back({j.id, JobStatus::kWaiting, j.steps, 0.0});
-        continue;
+      JobProgress& p = progress.emplace_back();
+      p.id = j.id;
+      if (j.running) {
+        const double starting = std::min(round_s, j.startup_left_s);
+        j.startup_left_s -= starting;
+        j.steps += speed_ * (round_s - starting);
+        p.status = JobStatus::kRunning;
+        p.ran_s = round_s;
       }
-      const double starting = std::min(round_s, j.startup_left_s);
-      j.startup_left_s -= starting;
-      j.steps += speed_ * (round_s - starting);
-      progress.push_back({j.id, JobStatus::kRunning, j.steps, round_s});
+      p.steps_done = j.steps;
     }
     return progress;
   }
