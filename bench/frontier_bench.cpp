@@ -178,12 +178,17 @@ int main(int argc, char** argv) {
   bool no_hull_corners = false;
   app.add_flag("--no-hull-corners", no_hull_corners,
                "Do not also round the LP's durations down to hull corners (FrontierOptions::round_to_hull_corners)");
+  bool no_certify = false;
+  app.add_flag("--no-certify", no_certify,
+               "Skip the certification (FrontierOptions::certify, optimize --no-certify): the solve and its "
+               "refinement alone");
   bool crawl_only = false;
   app.add_flag("--crawl-only", crawl_only, "Time the crawl alone (no frontier), e.g. to compare max-flow changes");
   app.add_option("--dump-crawl", dump_path,
                  "Write every case's crawl (steps and duration changes) to this file, to compare two builds");
   CLI11_PARSE(app, argc, argv);
   defaults.round_to_hull_corners = !no_hull_corners;
+  defaults.certify = !no_certify;
   bound = bound || small;
   if (crawl_only) {
     // The crawl alone: its time per case (median of --repeat) and the sum.

@@ -193,6 +193,13 @@ def test_every_point_has_a_proven_lower_bound(frontier, profile_csv, tmp_path):
     profile = perseus.Profile.parse_csv(profile_csv, "synthetic")
     plain = perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, unit_time=0.001, refine=False)
     assert np.all(np.isnan(plain.lower_bounds))
+    # Without the certification every point keeps a bound from the LP solves made anyway.
+    assert summary["certified"] is True
+    quick = perseus.optimize(profile, microbatches=4, p_blocking=P_BLOCKING, unit_time=0.001, certify=False)
+    assert quick.summary()["certification"]["certified"] is False
+    assert quick.summary()["certification"]["lp_solves"] == 0
+    assert np.all(np.isfinite(quick.lower_bounds))
+    assert np.all(quick.lower_bounds <= quick.energies * (1 + 1e-12))
 
 
 def test_plan_files_are_data_never_code(tmp_path):

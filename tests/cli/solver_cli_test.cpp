@@ -183,7 +183,7 @@ TEST(Cli, SelectExactImprovesOnTheFrontiersPlanUnderAProvenBound) {
   EXPECT_NE(missing.err.find("is not there"), std::string::npos) << missing.err;
 }
 
-TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
+TEST(Cli, NoHullCrawlNoLpSweepAndNoCertifySkipWhatTheySay) {
   testing::TempDir tmp;
   const CommandResult with_hull = perseus(with(optimize_args(kBloom, tmp.path() / "with"), {"--json", "-q"}));
   ASSERT_EQ(with_hull.exit_code, 0) << with_hull.err;
@@ -204,6 +204,26 @@ TEST(Cli, NoHullCrawlSkipsTheSecondCrawlAndItsPlans) {
   const json plain = json::parse(unswept.out).at("certification");
   EXPECT_EQ(plain.at("sweep_solves"), 0);
   EXPECT_GT(plain.at("median_gap_fraction").get<double>(), certified.at("median_gap_fraction").get<double>());
+  // --no-certify skips all of it, still bounds every point (from the solves made anyway),
+  // says so, and cannot be asked for with --certify.
+  EXPECT_TRUE(certified.at("certified").get<bool>());
+  const CommandResult quick = perseus(with(optimize_args(kBloom, tmp.path() / "quick"), {"--json", "-q", "--no-certify"}));
+  ASSERT_EQ(quick.exit_code, 0) << quick.err;
+  const json uncertified = json::parse(quick.out);
+  const json& bounds = uncertified.at("certification");
+  EXPECT_FALSE(bounds.at("certified").get<bool>());
+  EXPECT_EQ(bounds.at("lp_solves"), 0);
+  EXPECT_EQ(bounds.at("hull_crawl_steps"), 0);
+  EXPECT_EQ(bounds.at("sweep_solves"), 0);
+  EXPECT_EQ(bounds.at("bounded_points"), uncertified.at("points"));
+  EXPECT_GT(bounds.at("median_gap_fraction").get<double>(), plain.at("median_gap_fraction").get<double>());
+  const CommandResult text = perseus(with(optimize_args(kBloom, tmp.path() / "text"), {"-q", "--no-certify"}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Not certified (--no-certify)"), std::string::npos) << text.out;
+  const CommandResult both = perseus(with(optimize_args(kBloom, tmp.path() / "both"), {"-q", "--no-certify", "--certify", "1"}));
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "both"));
 }
 
 // --timings with --json: every part of the command, the parts within the total, and the

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -391,6 +392,52 @@ TEST(Solve, TheCrawlsFlowsBoundTMinWhereItsRelaxationIsNotSolved) {
   EXPECT_LE(solved.frontier.t_min_point().measured.energy_j, f.t_min_point().measured.energy_j + 1e-9);
   ASSERT_TRUE(solved.frontier.t_min_lower_bound_j);
   EXPECT_NEAR(*solved.frontier.t_min_lower_bound_j, optimum->lower_bound_j, 1e-6 * optimum->lower_bound_j);
+}
+
+TEST(Solve, WithoutCertificationEveryPointKeepsAValidBoundFromTheSolvesMadeAnyway) {
+  // FrontierOptions::certify = false (optimize --no-certify): no hull crawl, no sweeps, no
+  // certification solves, yet every point bounded by the lines of T_min's, T*'s and the
+  // crawl's flows, none above the LP optimum at its time; the certification, when it runs,
+  // narrows the median gap (here about 0.8% -> 0.1%).
+  SolveRequest quick = bloom_request(12);
+  quick.frontier.certify = false;
+  const Solution uncertified = solve(bloom(), quick);
+  const Solution certified = solve(bloom(), bloom_request(12));
+  const Frontier& f = uncertified.frontier;
+  EXPECT_FALSE(f.certified);
+  EXPECT_TRUE(certified.frontier.certified);
+  EXPECT_EQ(f.certify_solves, 0);
+  EXPECT_EQ(f.hull_crawl_steps, 0u);
+  EXPECT_EQ(f.certify_sweep_solves + f.crawl_sweep_solves, 0u);
+  EXPECT_GT(certified.frontier.certify_solves, 0);
+  EXPECT_GT(certified.frontier.hull_crawl_steps, 0u);
+  LpRelaxation relaxation(uncertified.problem);
+  std::vector<double> gaps;
+  for (std::size_t k = 0; k < f.points.size(); ++k) {
+    const FrontierPoint& point = f.points[k];
+    ASSERT_TRUE(point.lower_bound_j) << "point " << k;
+    EXPECT_LE(*point.lower_bound_j, point.measured.energy_j * (1 + 1e-12));
+    gaps.push_back(point.measured.energy_j / *point.lower_bound_j - 1.0);
+    if (k % 32 == 0) {
+      const auto optimum = relaxation.solve(point.measured.time_s);
+      ASSERT_TRUE(optimum);
+      EXPECT_LE(*point.lower_bound_j, optimum->lower_bound_j * (1 + 1e-9)) << "t " << point.measured.time_s;
+    }
+  }
+  std::vector<double> certified_gaps;
+  for (const FrontierPoint& point : certified.frontier.points) {
+    certified_gaps.push_back(point.measured.energy_j / *point.lower_bound_j - 1.0);
+  }
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  std::cout << "median gap without certification " << 100 * median(gaps) << "%, with " << 100 * median(certified_gaps)
+            << "%\n";
+  EXPECT_LT(2.0 * median(certified_gaps), median(gaps));
+  // The certification's later steps only replace plans with cheaper ones and bound them
+  // better: the uncertified frontier's T_min plan is no cheaper than the certified one's.
+  EXPECT_GE(f.t_min_point().measured.energy_j, certified.frontier.t_min_point().measured.energy_j - 1e-9);
 }
 
 TEST(Solve, EveryBoundHoldsAgainstTheRelaxationOnTheBundledProfiles) {

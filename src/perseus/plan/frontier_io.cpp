@@ -91,7 +91,8 @@ nlohmann::json certification_json(const Frontier& frontier) {
              {"improved", frontier.exact_improved},
              {"lower_bound_j", frontier.exact_lower_bound_j ? nlohmann::json(*frontier.exact_lower_bound_j) : nlohmann::json()}};
   }
-  return {{"exact_milp_at_iso_time", exact},
+  return {{"certified", frontier.certified},
+          {"exact_milp_at_iso_time", exact},
           {"bounded_points", c.bounded_points},
           {"median_gap_fraction", c.bounded_points ? nlohmann::json(c.median_gap) : nlohmann::json(nullptr)},
           {"worst_gap_fraction", c.bounded_points ? nlohmann::json(c.worst_gap) : nlohmann::json(nullptr)},

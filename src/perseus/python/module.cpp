@@ -114,12 +114,14 @@ py::dict exact_dict(const EnergyProblem& problem, const ExactSolution& exact, st
 
 std::shared_ptr<SolvedFrontier> optimize(const Profile& profile, int microbatches, double p_blocking, double unit_time,
                                          const std::string& schedule, int chunks, bool data_load, bool refine,
-                                         const std::string& coefficients, int stages, double certify_seconds) {
+                                         const std::string& coefficients, int stages, double certify_seconds,
+                                         bool certify) {
   SolveRequest request;
   request.schedule = make_spec(schedule, stages, microbatches, chunks, data_load);
   request.options = {unit_time, p_blocking, {}};
   if (!coefficients.empty()) request.options.overrides = read_cost_overrides(coefficients);
   request.frontier.refine = refine;
+  request.frontier.certify = certify;
   request.frontier.certify_for(certify_seconds);
   Solution solution = [&] {
     py::gil_scoped_release release;  // a long solve lets other Python threads run
@@ -348,10 +350,11 @@ PYBIND11_MODULE(_perseus, m) {
   m.def("optimize", &optimize, py::arg("profile"), py::arg("microbatches"), py::arg("p_blocking"),
         py::arg("unit_time") = kDefaultUnitTime, py::arg("schedule") = "1f1b", py::arg("chunks") = 1, py::arg("data_load") = false,
         py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0,
-        py::arg("certify_seconds") = 0.0,  // releases the GIL for the solve itself
+        py::arg("certify_seconds") = 0.0, py::arg("certify") = true,  // releases the GIL for the solve itself
         "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given); "
         "certify_seconds: time beyond the default spent proving lower bounds (lower_bounds); its plans are "
-        "never dearer than the default's at any deadline.");
+        "never dearer than the default's at any deadline. certify=False skips the certification (faster; "
+        "bounds only from the LP solves made anyway); certify_seconds > 0 implies it.");
 
   m.def("read_frontier",
         [](const std::filesystem::path& directory) {

@@ -35,14 +35,22 @@ void FrontierBuilder::State::offer_crawl_sweep(Frontier& frontier, const PlanRef
 }
 
 void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl) {
+  const auto started = std::chrono::steady_clock::now();
+  refiner.set_work_limit(std::numeric_limits<double>::infinity());
+  frontier.certified = options.certify;
+  if (options.certify) tighten(frontier, refiner, crawl, started);
+  settle(frontier, refiner);
+  frontier.certify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl,
+                                     std::chrono::steady_clock::time_point started) {
   State& s = *this;
   const double lp_solve_work = lp_work;
   const auto replace = [&](std::vector<FrontierPoint>& points, std::size_t i, const std::optional<OptionChoice>& plan) {
     replace_if_cheaper(refiner, crawl, points, i, plan);
   };
-  const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-  refiner.set_work_limit(std::numeric_limits<double>::infinity());
   offer_crawl_sweep(frontier, refiner, crawl);
   std::vector<FrontierPoint>& points = frontier.points;
   std::vector<double> solved_at;  // deadlines solved here
@@ -487,12 +495,17 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
     });
   }
   drop_ahead();
+}
+
+void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refiner) {
+  State& s = *this;
+  std::vector<FrontierPoint>& points = frontier.points;
   // Last, the relaxation's plan at the all-max plan's time (solved beside the crawl, its
   // solve charged here). Offered earlier, as a candidate of the crawl's, it changed what every
   // later step aimed at: on bloom-176b A100 8 x 96 the frontier was dearer at 497 of 3,848
   // deadlines (up to 0.89%) and cheaper at 881.
   if (s.iso_solution && s.iso_time > s.t_min + kTimeEpsilon) {  // at T_min, T_min's own solve
-    refiner.add_work(lp_solve_work);
+    refiner.add_work(lp_work);
     lines.add(s.iso_time, *s.iso_solution);
   }
   if (s.iso_point) points.push_back(std::move(*s.iso_point));
@@ -581,7 +594,6 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
        (exact_effective_bound && *points.front().lower_bound_j > *frontier.t_min_lower_bound_j))) {
     frontier.t_min_lower_bound_j = points.front().lower_bound_j;
   }
-  frontier.certify_seconds = elapsed();
 }
 
 }  // namespace perseus

@@ -140,7 +140,7 @@ void FrontierBuilder::State::work_beside_crawl() {
     const double sweep_solves =
         std::floor(crawl_sweep_budget / (kCrawlSweepSolvePasses + kCrawlSweepPivotPasses * kCrawlSweepPivots));
     const std::size_t nodes = problem.dag.num_nodes();
-    if (sweep_solves >= options.crawl_sweep_min && nodes >= options.crawl_sweep_min_nodes &&
+    if (options.certify && sweep_solves >= options.crawl_sweep_min && nodes >= options.crawl_sweep_min_nodes &&
         nodes <= options.crawl_sweep_max_nodes && t_star_solution && *t_star > t_min) {
       const int n = static_cast<int>(std::min(sweep_solves, static_cast<double>(options.crawl_sweep_max)));
       for (int j = 1; j <= n; ++j) {
@@ -174,7 +174,7 @@ void FrontierBuilder::State::solve_crawl_sweep(std::size_t j) {
 }
 
 void FrontierBuilder::State::hull_work() {
-  if (!options.refine || options.bound_crawl_node_steps <= 0) return;
+  if (!options.refine || !options.certify || options.bound_crawl_node_steps <= 0) return;
   const std::size_t nodes = problem.dag.num_nodes();
   const double steps = std::clamp(options.bound_crawl_node_steps / static_cast<double>(nodes),
                                   static_cast<double>(kBoundCrawlStepsMin), static_cast<double>(kBoundCrawlStepsMax));

@@ -323,8 +323,16 @@ struct FrontierBuilder::State {
   // relaxations, the LP sweep and the local search at the widest gaps, and last every point
   // inheriting its faster neighbour's plan, slack reclaimed, where that is cheaper. The solves
   // are counted (certify_solves), the rest bounded by shares of the refinement's budget.
-  // `frontier.points` are the refined points; `refiner` is the builder's own.
+  // `frontier.points` are the refined points; `refiner` is the builder's own. Without
+  // FrontierOptions::certify, only settle().
   void certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl);
+  // The certification's solves, sweeps, searches and repairs (all of certify() but settle()).
+  void tighten(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl,
+               std::chrono::steady_clock::time_point started);
+  // The plans every frontier gets last (the iso-time relaxation's, its local search on small
+  // DAGs, the exact MILP's when asked for, those offered from outside) and every point's
+  // final bound from the lines proven so far.
+  void settle(Frontier& frontier, const PlanRefiner& refiner);
 
   // Relaxed durations rounded down to options (no path longer, so it meets `deadline`), slack
   // reclaimed at `deadline`: the sweeps' plans, a few passes, no repair.
