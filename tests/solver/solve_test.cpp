@@ -138,10 +138,14 @@ TEST(Solve, StopsWhenProgressThrows) {
 TEST(Solve, BuildsTheFrontierBesideTheCrawlAsItWouldAfterIt) {
   // solve() builds the frontier on a second thread while the crawl runs (FrontierBuilder):
   // every thread count, and build_frontier on the finished crawl, give the same frontier.
+  // The hull work runs on whichever thread claims it first (the crawl's on bloom A100, the
+  // second during the crawl on bloom A40), its repairs two at a time, on two threads once the
+  // crawl is done: the same hull plans whatever ran where.
   for (const auto& [profile, request] : {std::pair{bloom(), bloom_request(12)}, std::pair{bloom_a40(), bloom_a40_request(12)}}) {
     std::vector<Warning> warnings;
     const EnergyProblem problem = make_problem(profile, {ScheduleKind::k1F1B, 8, 12, 1, false}, request.options, &warnings);
     const Frontier after = build_frontier(problem, crawl_frontier(problem));
+    EXPECT_GT(after.hull_crawl_plans, 2u);
     for (const unsigned threads : {1u, 2u, 4u}) {
       SolveRequest r = request;
       r.frontier.threads = threads;
@@ -149,6 +153,7 @@ TEST(Solve, BuildsTheFrontierBesideTheCrawlAsItWouldAfterIt) {
         const Solution beside = solve(profile, r);
         expect_same_plans_bounds_no_looser(beside.frontier, after);
         EXPECT_EQ(beside.frontier.certify_solves, after.certify_solves);
+        EXPECT_EQ(beside.frontier.hull_crawl_plans, after.hull_crawl_plans);
       }
     }
   }

@@ -188,17 +188,45 @@ void FrontierBuilder::State::hull_work() {
   const PlanRefiner& refiner = hull_refiner;
   const double limit = options.hull_plan_work_share * budget;
   const std::size_t count = hull_crawl->rounded.size();
-  std::vector<char> done(count, 0);
-  for (std::size_t stride = std::bit_floor(count); stride >= 1 && refiner.work() < limit; stride /= 2) {
-    for (std::size_t j = stride - 1; j < count && refiner.work() < limit; j += stride) {
-      if (done[j]) continue;
-      done[j] = 1;
-      const RoundedState& state = hull_crawl->rounded[j];
-      auto down = refiner.repair(state.down, state.time_s);
-      auto up = refiner.repair(state.up, state.time_s);
-      if (!up || (down && refiner.effective_energy(*down) <= refiner.effective_energy(*up))) up = std::move(down);
-      if (up) hull_points.push_back(make_point(problem, *up));
+  // Coarse to fine: every stride-th state, halving the stride (each state once).
+  std::vector<std::size_t> order;
+  std::vector<char> listed(count, 0);
+  for (std::size_t stride = std::bit_floor(count); stride >= 1; stride /= 2) {
+    for (std::size_t j = stride - 1; j < count; j += stride) {
+      if (!listed[j]) order.push_back(j);
+      listed[j] = 1;
     }
+  }
+  // A state's plan: rounded down and up, each repaired to its time, the cheaper.
+  const auto plan_of = [&](const PlanRefiner& r, std::size_t j) {
+    const RoundedState& state = hull_crawl->rounded[j];
+    auto down = r.repair(state.down, state.time_s);
+    auto up = r.repair(state.up, state.time_s);
+    if (!up || (down && r.effective_energy(*down) <= r.effective_energy(*up))) up = std::move(down);
+    return up;
+  };
+  // Two states at a time, the second on a refiner of its own (and, once the crawl is done and
+  // the other thread may be idle, on a thread of its own), kept only if the work before it is
+  // still within the limit: the same plans as one after another, on any threads (the
+  // repairs do not depend on what a refiner did before).
+  for (std::size_t k = 0; k < order.size() && refiner.work() < limit; k += 2) {
+    const std::size_t n = std::min<std::size_t>(2, order.size() - k);
+    if (n == 2 && !hull_helper) hull_helper = std::make_unique<PlanRefiner>(problem);
+    std::array<std::optional<OptionChoice>, 2> plans;
+    double second_work = 0.0;
+    run_tasks(n, threads > 1 && crawl_done.load(), [&](std::size_t t) {
+      if (t == 0) {
+        plans[0] = plan_of(refiner, order[k]);
+      } else {
+        const double from = hull_helper->work();
+        plans[1] = plan_of(*hull_helper, order[k + 1]);
+        second_work = hull_helper->work() - from;
+      }
+    });
+    if (plans[0]) hull_points.push_back(make_point(problem, *plans[0]));
+    if (n < 2 || refiner.work() >= limit) break;
+    refiner.add_work(second_work);
+    if (plans[1]) hull_points.push_back(make_point(problem, *plans[1]));
   }
 }
 
@@ -249,6 +277,10 @@ void FrontierBuilder::State::queue_pending() {
 void FrontierBuilder::State::run_beside() {
   try {
     work_beside_crawl();
+    // Then the hull work, unless the crawl's thread, done first, has claimed it: nothing in
+    // it waits for the crawl, and during a long crawl (the A40 profiles: 0.1-2 s) this thread
+    // has time to spare, the steps queueing meanwhile.
+    if (claim_hull_work()) hull_work();
     StepBatch taken;
     taken.clear();
     std::size_t grid_next = 0, sweep_next = 0;
@@ -447,11 +479,28 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   State& s = *state_;
   const EnergyProblem& problem = s.problem;
   const FrontierOptions& options = s.options;
+  s.crawl_done = true;
   if (s.background) s.publish(true);
   Frontier frontier;
   frontier.all_max = evaluate_highest_clock(problem);
   const PlanRefiner refiner(problem);
   if (s.background) {
+    // The hull work, where the other thread has not claimed it yet (on small DAGs it is
+    // still at the work that needs no crawl); it takes the chunks meanwhile.
+    const auto hull_work_here = [&] {
+      try {
+        s.hull_work();
+      } catch (...) {
+        {
+          std::lock_guard lock(s.mutex);
+          s.stop = true;
+        }
+        s.ready.notify_all();
+        s.beside.join();
+        throw;
+      }
+    };
+    if (s.claim_hull_work()) hull_work_here();
     // This thread, its crawl done, takes chunks too until every one is reclaimed.
     bool stopped = false;
     while (true) {
@@ -471,19 +520,6 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
       }
       s.reclaim_chunk(refiner, chunk, std::move(plans));
       s.ready.notify_all();
-    }
-    if (!stopped && s.claim_hull_work()) {
-      try {
-        s.hull_work();
-      } catch (...) {
-        {
-          std::lock_guard lock(s.mutex);
-          s.stop = true;
-        }
-        s.ready.notify_all();
-        s.beside.join();
-        throw;
-      }
     }
     s.beside.join();
     if (s.error) std::rethrow_exception(s.error);
