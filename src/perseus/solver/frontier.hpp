@@ -159,7 +159,7 @@ struct FrontierOptions {
   // and the LP sweep beside the crawl and, after it, every certification step but the last
   // (the iso-time plan, and each point's bound from the lines of the LP solves made anyway:
   // T_min's, T*'s, the grid's, the iso-time solve's, the crawl's flows). Faster (the 16
-  // published cases 1.6x, the small A100 ones 4-5x), with wider gaps and, where the
+  // published cases 1.6x, the small A100 ones 3-4x), with wider gaps and, where the
   // certification's plans would have been cheaper, dearer plans.
   bool certify = true;
   // Certification (docs/solver.md, "Certified frontier"): after refining, LP solves at the
