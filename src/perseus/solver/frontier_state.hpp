@@ -371,8 +371,8 @@ struct FrontierBuilder::State {
   // gaps: there its rounded plans pay most; aimed by these lines, the medians rose). Then its
   // rounded states as candidate plans, only where the points are not searched (small DAGs
   // get the LP's plan and a local search at each), coarse to fine (every other one, then the
-  // rest between, ...) while their repairs stay within a share of the budget, two at a time
-  // (the second on hull_helper, on a thread of its own once the crawl is done). It needs
+  // rest between, ...) while their repairs stay within a share of the budget, kHullBatch at a
+  // time (on hull_helpers, on two threads once the crawl is done). It needs
   // nothing of the frontier's crawl and nothing waits for it, so the first thread free takes
   // it (claim_hull_work): the second after the work that needs no crawl, or the crawl's as
   // soon as its crawl is done. Refiners of its own: the plans do not depend on which thread.
@@ -536,7 +536,8 @@ struct FrontierBuilder::State {
   SupportingLines flow_lines;
   std::array<std::vector<double>, 3> flow_prices;  // add_flow's, kept to reuse their memory
   std::atomic<bool> hull_claimed{false};
-  std::unique_ptr<PlanRefiner> hull_helper;  // the hull work's second repairs (hull_work)
+  std::vector<std::unique_ptr<PlanRefiner>> hull_helpers;  // the hull work's repairs (hull_work)
+  static constexpr std::size_t kHullBatch = 8;
   std::atomic<bool> crawl_done{false};       // set as finish() starts
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
