@@ -298,8 +298,7 @@ void FrontierBuilder::State::run_beside() {
         ready.wait(lock, [&] {
           return stop || !published.index.empty() || (finished && !steps_consumed) || next_chunk < chunks.size() ||
                  grid_next < grid.size() || sweep_next < crawl_sweep.size() ||
-                 (steps_consumed && next_chunk == chunks.size()) ||
-                 (steps_consumed && !hull_claimed);
+                 (steps_consumed && next_chunk == chunks.size());
         });
         if (stop) return;
         std::swap(taken, published);
@@ -340,10 +339,6 @@ void FrontierBuilder::State::run_beside() {
       }
       if (sweep_next < crawl_sweep.size()) {
         solve_crawl_sweep(sweep_next++);
-        continue;
-      }
-      if (steps_consumed && claim_hull_work()) {
-        hull_work();
         continue;
       }
       if (steps_consumed) return;  // nothing left to claim: the rest is being reclaimed
@@ -507,7 +502,6 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     };
     if (s.claim_hull_work()) hull_work_here();
     // This thread, its crawl done, takes chunks too until every one is reclaimed.
-    bool stopped = false;
     while (true) {
       std::size_t chunk = 0;
       std::vector<State::PendingPlan> plans;
@@ -516,10 +510,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         s.ready.wait(lock, [&] {
           return s.stop || s.next_chunk < s.chunks.size() || (s.steps_consumed && s.chunks_done == s.chunks.size());
         });
-        if (s.stop || s.next_chunk == s.chunks.size()) {
-          stopped = s.stop;
-          break;
-        }
+        if (s.stop || s.next_chunk == s.chunks.size()) break;
         chunk = s.next_chunk++;
         plans = std::move(s.chunks[chunk]);
       }
