@@ -185,7 +185,6 @@ void FrontierBuilder::State::hull_work() {
                                 options.hull_plan_fast_end_power);
   for (const SupportingLine& line : hull_crawl->lines) crawl_lines.add(line);
   if (hull_crawl->rounded.empty()) return;
-  const PlanRefiner& refiner = hull_refiner;
   const double limit = options.hull_plan_work_share * budget;
   const std::size_t count = hull_crawl->rounded.size();
   // Coarse to fine: every stride-th state, halving the stride (each state once).
@@ -215,7 +214,7 @@ void FrontierBuilder::State::hull_work() {
   if (hull_helpers.empty()) {
     for (int t = 0; t < 2; ++t) hull_helpers.push_back(std::make_unique<PlanRefiner>(problem));
   }
-  for (std::size_t k = 0; k < order.size() && refiner.work() < limit; k += kHullBatch) {
+  for (std::size_t k = 0; k < order.size() && hull_work_counted < limit; k += kHullBatch) {
     const std::size_t n = std::min(kHullBatch, order.size() - k);
     std::vector<std::optional<OptionChoice>> plans(n);
     std::vector<double> works(n, 0.0);
@@ -228,8 +227,8 @@ void FrontierBuilder::State::hull_work() {
         works[i] = own.work() - from;
       }
     });
-    for (std::size_t i = 0; i < n && refiner.work() < limit; ++i) {
-      refiner.add_work(works[i]);
+    for (std::size_t i = 0; i < n && hull_work_counted < limit; ++i) {
+      hull_work_counted += works[i];
       if (plans[i]) hull_points.push_back(make_point(problem, *plans[i]));
     }
   }
@@ -487,7 +486,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   if (s.background) {
     // The hull work, where the other thread has not claimed it yet (on small DAGs it is
     // still at the work that needs no crawl); it takes the chunks meanwhile.
-    const auto hull_work_here = [&] {
+    if (s.claim_hull_work()) {
       try {
         s.hull_work();
       } catch (...) {
@@ -499,8 +498,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
         s.beside.join();
         throw;
       }
-    };
-    if (s.claim_hull_work()) hull_work_here();
+    }
     // This thread, its crawl done, takes chunks too until every one is reclaimed.
     while (true) {
       std::size_t chunk = 0;
@@ -553,7 +551,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // quarter for the plans beyond the crawl's slowest, then T_min (both done beside the
   // crawl: side_work), then the local search of small DAGs.
   // The reclaims (the helpers' counted where they ran) and the hull crawl's repairs.
-  refiner.add_work(s.side.work() - s.side_work + s.hull_refiner.work());
+  refiner.add_work(s.side.work() - s.side_work + s.hull_work_counted);
   const double budget = s.budget;
   const double bounded_from = refiner.work();
   refiner.add_work(s.side_work);

@@ -265,7 +265,7 @@ struct FrontierBuilder::State {
 
   State(const EnergyProblem& p, FrontierOptions o)
       : problem(p), options(std::move(o)), corners(hull_corners(p)), side(p), relaxation(p), lines(p.p_blocking * p.num_gpus()),
-        crawl_lines(p.p_blocking * p.num_gpus()), hull_refiner(p), flow_bound(p), flow_lines(p.p_blocking * p.num_gpus()) {
+        crawl_lines(p.p_blocking * p.num_gpus()), flow_bound(p), flow_lines(p.p_blocking * p.num_gpus()) {
     const double dag_size = static_cast<double>(problem.dag.num_nodes() + problem.dag.num_edges());
     length = crawl_length(problem);
     search = problem.dag.num_nodes() <= options.local_search_max_nodes;
@@ -530,14 +530,16 @@ struct FrontierBuilder::State {
   SupportingLines crawl_lines;  // the hull crawl's (FrontierOptions::bound_crawl_node_steps)
   std::optional<RelaxationCrawl> hull_crawl;
   std::vector<FrontierPoint> hull_points;  // its rounded states' plans
-  PlanRefiner hull_refiner;                // theirs (its work is counted apart from the budget)
+  // Their repairs: two refiners, a batch of states at a time, and the work of the repairs
+  // kept (counted apart from the budget, as finish() adds it).
+  std::vector<std::unique_ptr<PlanRefiner>> hull_helpers;
+  static constexpr std::size_t kHullBatch = 8;
+  double hull_work_counted = 0.0;
   // The frontier crawl's flows as Lagrangian lines (add_flow), for the final bounds only.
   LagrangianBound flow_bound;
   SupportingLines flow_lines;
   std::array<std::vector<double>, 3> flow_prices;  // add_flow's, kept to reuse their memory
   std::atomic<bool> hull_claimed{false};
-  std::vector<std::unique_ptr<PlanRefiner>> hull_helpers;  // the hull work's repairs (hull_work)
-  static constexpr std::size_t kHullBatch = 8;
   std::atomic<bool> crawl_done{false};       // set as finish() starts
   std::int64_t length = 0;  // the crawl's, T* - T_min in units
   double budget = 0.0;
