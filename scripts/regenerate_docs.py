@@ -292,7 +292,7 @@ def ptdp_table():
     out.append("")
     f = fit["fit"]
     out.append(f"The A100's time model fitted to these runs: matrix multiplies at {f['gemm_efficiency']:.3f} of the peak "
-               f"(half width {f['gemm_half_width']:.3g}), bandwidth-bound traffic {f['memory_factor']:.2f} passes, "
+               f"(half width {f['gemm_half_width']:.1f}), bandwidth-bound traffic {f['memory_factor']:.2f} passes, "
                f"collectives at {f['collective_scale']:.3f} of the link's bus bandwidth (rms log error "
                f"{100 * fit['rms_log_error']:.1f}%; these are a refit from the shipped values, which it reproduces "
                f"within its convergence).")

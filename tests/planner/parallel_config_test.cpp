@@ -9,6 +9,7 @@
 #include <string>
 
 #include "perseus/model/errors.hpp"
+#include "perseus/planner/catalogue.hpp"
 #include "perseus/planner/parallel_config.hpp"
 
 namespace perseus::planner {
@@ -332,6 +333,56 @@ TEST(Configuration, DataParallelAllReduceIsTheRingVolume) {
   EXPECT_NEAR(e.data_parallel_s, e.data_bytes / gpu.intra_node_busbw, 1e-12);
   EXPECT_EQ(e.bubble_fraction, 0.0);
   EXPECT_EQ(e.config.microbatches, 4);
+}
+
+// Megatron-LM's split (as the published runs ran): equal Transformer layer counts per virtual
+// stage, the embedding with the first and the head with the last; p*v must divide the layers.
+// Against the time-balanced split it can only lengthen the longest stage, and the head's stage
+// is the longest.
+TEST(Configuration, MegatronSplitGivesEveryVirtualStageTheSameLayers) {
+  // 24 Transformer layers of hidden 2304 (the published 1.7B run's) with a vocabulary of 256,000
+  // words: the head's logits cost several layers.
+  const ModelSpec model = resolve_model("", ModelShape{24, 2304, 24, 2048, 256000});
+  const ClusterSpec cluster{&find_gpu("a100-sxm"), 32};
+  SweepOptions balanced;
+  balanced.global_batch = 512;
+  SweepOptions megatron = balanced;
+  megatron.megatron_layer_split = true;
+  const ParallelConfig c = config(1, 4, 8, 1, true);
+  const ConfigEstimate even = estimate_configuration(model, cluster, c, megatron);
+  const ConfigEstimate free = estimate_configuration(model, cluster, c, balanced);
+  ASSERT_EQ(even.boundaries.size(), 5u);  // p + 1
+  const int n = even.boundaries.back();
+  EXPECT_EQ(n, 26);                       // embedding, 24 layers, head
+  EXPECT_EQ(even.boundaries[1], 1 + 6);   // the embedding and 6 layers
+  for (int k = 1; k + 1 < 4; ++k) EXPECT_EQ(even.boundaries[k + 1] - even.boundaries[k], 6) << k;
+  EXPECT_EQ(n - even.boundaries[3], 6 + 1);  // 6 layers and the head
+  EXPECT_LT(n - free.boundaries[3], 6 + 1);  // balancing moves layers off the head's stage
+  EXPECT_GT(even.stage_forward_s + even.stage_backward_s, free.stage_forward_s + free.stage_backward_s);
+  EXPECT_GT(even.iteration_time_s, free.iteration_time_s);
+
+  // p*v = 4*4 does not divide 24: invalid with the split, a valid (balanced) configuration without.
+  const ParallelConfig sixteen = config(1, 4, 8, 1, true, ScheduleKind::kInterleaved1F1B, 4);
+  EXPECT_NO_THROW(estimate_configuration(model, cluster, sixteen, balanced));
+  try {
+    estimate_configuration(model, cluster, sixteen, megatron);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("p*v = 16 to divide"), std::string::npos) << error.what();
+  }
+  // The sweep leaves such configurations out, and says why when none is left.
+  megatron.tensor = 1;
+  megatron.pipeline = 4;
+  megatron.schedules = {ScheduleKind::kInterleaved1F1B};
+  megatron.interleave_chunks = {4, 5};
+  try {
+    sweep_configurations(model, cluster, megatron);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("Megatron-LM's split"), std::string::npos) << error.what();
+  }
+  megatron.interleave_chunks = {3, 4};
+  for (const ConfigEstimate& e : sweep_configurations(model, cluster, megatron)) EXPECT_EQ(e.config.chunks, 3);
 }
 
 TEST(Configuration, ClearErrorsForImpossibleConfigurations) {

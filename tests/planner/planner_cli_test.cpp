@@ -229,6 +229,13 @@ TEST(PlannerCli, PlansAGptGivenByItsShape) {
                                         "a100-sxm", "--gpus", "32", "--global-batch", "512", "--top", "1", "--json"});
   ASSERT_EQ(configure.exit_code, 0) << configure.err;
   EXPECT_EQ(json::parse(configure.out).at("configurations").size(), 1u);
+  // Megatron-LM's split: 24 layers on p*v = 4*4 virtual stages do not divide; the error says so.
+  const CommandRun uneven = perseus({"configure", "--layers", "24", "--hidden", "2304", "--heads", "24", "--gpu",
+                                     "a100-sxm", "--gpus", "32", "--global-batch", "512", "-p", "4", "--schedule",
+                                     "interleaved-1f1b", "--megatron-split", "-q"});
+  EXPECT_EQ(uneven.exit_code, 0) << uneven.err;  // v = 2 (8 stages of 3 layers) still splits
+  EXPECT_NE(uneven.out.find("v=2"), std::string::npos) << uneven.out;
+  EXPECT_EQ(uneven.out.find("v=4"), std::string::npos) << uneven.out;
   const CommandRun bad = perseus({"plan", "--layers", "24", "--hidden", "2304", "--heads", "25", "--gpu", "a100-sxm",
                                   "--gpus", "32", "-q"});
   EXPECT_EQ(bad.exit_code, 2);

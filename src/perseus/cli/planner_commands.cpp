@@ -474,7 +474,8 @@ struct ConfigureArgs {
   std::string model, gpu, schedule = "1f1b", time_model = "published";
   int gpus = 0, global_batch = 0, top = 10, tensor = 0, pipeline = 0, data = 0, microbatch_size = 0;
   double memory_headroom = -1.0;
-  bool no_recompute = false, sequence_parallel = false, all = false, json = false, quiet = false;
+  bool no_recompute = false, sequence_parallel = false, megatron_split = false, all = false, json = false,
+       quiet = false;
 };
 
 
@@ -487,6 +488,7 @@ void run_configure(const ConfigureArgs& a) {
   options.schedules = {parse_schedule_kind(a.schedule)};
   if (a.no_recompute) options.recompute = {false};
   options.sequence_parallel = a.sequence_parallel;
+  options.megatron_layer_split = a.megatron_split;
   options.tensor = a.tensor;
   options.pipeline = a.pipeline;
   options.data = a.data;
@@ -821,6 +823,9 @@ void add_planner_commands(CLI::App& app) {
                  "shape)")
       ->capture_default_str();
   cf->add_flag("--sequence-parallel", conf.sequence_parallel, "Megatron sequence parallelism with t > 1");
+  cf->add_flag("--megatron-split", conf.megatron_split,
+               "Split the layers as Megatron-LM does: the same number of Transformer layers per (virtual) stage, "
+               "the embedding with the first and the head with the last (default: balanced by time)");
   cf->add_option("--top", conf.top, "Show the best N that fit")->capture_default_str();
   cf->add_flag("--all", conf.all, "Show every configuration, also those that do not fit");
   cf->add_flag("--json", conf.json, "Print as JSON");

@@ -252,14 +252,15 @@ constexpr EnergyModelParams kA40Fit{
 // Fitted by `perseus calibrate --published data/published/ptdp.csv`: the 17 PTD-P runs of
 // Narayanan's dissertation on A100-80GB (Megatron-LM, 2021), end to end (docs/planner.md has
 // the per-run and leave-one-out errors).
-// The half width comes out at 15, next to per-GPU widths of 768 to 3,200 in these runs: once
-// bandwidth-bound passes and collectives are charged, they show almost no fall-off of matrix
-// efficiency with width. The collectives reach 1.07 x the nominal 230 GB/s bus bandwidth.
+// Each run is estimated as it ran, Megatron-LM's equal layer split included. The half width
+// comes out at zero, next to per-GPU widths of 768 to 3,200 in these runs: once bandwidth-bound
+// passes and collectives are charged, they show no fall-off of matrix efficiency with width (the
+// fit is flat in it). The collectives reach the nominal 230 GB/s bus bandwidth.
 constexpr PublishedRunsFit kA100PtdpFit{
-    .gemm_efficiency = 0.655174,
-    .gemm_half_width = 14.6386,
-    .memory_factor = 2.48426,
-    .collective_scale = 1.06645,
+    .gemm_efficiency = 0.654664,
+    .gemm_half_width = 0.000615,
+    .memory_factor = 2.52419,
+    .collective_scale = 0.999860,
 };
 constexpr const char* kA100PtdpSource = "the 17 published PTD-P runs on A100-80GB (Narayanan's dissertation, 2021)";
 

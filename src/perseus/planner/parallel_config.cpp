@@ -41,7 +41,7 @@ std::vector<int> divisors(int n) {
 
 // Why a configuration cannot run at all (before memory), by kind: the error for a GPU count with
 // no valid configuration counts them, and what each constraint would need.
-enum class Invalid { kTensor, kLayers, kBatch, kInterleave, kTwoBW, kOther };
+enum class Invalid { kTensor, kLayers, kEvenSplit, kBatch, kInterleave, kTwoBW, kOther };
 
 struct Invalidity {
   Invalid kind = Invalid::kOther;
@@ -51,12 +51,26 @@ struct Invalidity {
 
 int layer_count(const ModelSpec& model) { return static_cast<int>(model_layers(model, Workload{}).size()); }
 
+bool is_block(const LayerCost& layer) {
+  return layer.kind == LayerKind::kTransformer || layer.kind == LayerKind::kCrossDecoder;
+}
+
+// The Transformer layers Megatron-LM's split divides among the virtual stages; 0 when the sweep
+// balances layers by time instead (no divisibility to check).
+int split_blocks(const ModelSpec& model, const SweepOptions& options) {
+  if (!options.megatron_layer_split) return 0;
+  const std::vector<LayerCost> layers = model_layers(model, Workload{});
+  return static_cast<int>(std::count_if(layers.begin(), layers.end(), is_block));
+}
+
 int batch_of(const ModelSpec& model, const SweepOptions& options) {
   return options.global_batch > 0 ? options.global_batch : model.default_global_batch;
 }
 
 // The checks estimate_configuration makes before estimating (degrees already multiply to the GPUs).
-std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int batch, const ParallelConfig& c) {
+// `blocks`: split_blocks(model, options).
+std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int blocks, int batch,
+                                     const ParallelConfig& c) {
   const int t = c.tensor, p = c.pipeline, d = c.data, b = c.microbatch_size;
   std::string why;
   if (!tensor_parallel_divides(model, t, &why)) return Invalidity{Invalid::kTensor, t, why};
@@ -66,6 +80,12 @@ std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int bat
     return Invalidity{Invalid::kLayers, p * v,
                       fmt::format("configuration: {} has {} layers, too few for {} pipeline stages", model.name, layers,
                                   p * v)};
+  }
+  if (blocks > 0 && blocks % (p * v) != 0) {
+    return Invalidity{Invalid::kEvenSplit, p * v,
+                      fmt::format("configuration: Megatron-LM's split needs p*v = {} to divide {}'s {} Transformer "
+                                  "layers",
+                                  p * v, model.name, blocks)};
   }
   if (batch % (d * b) != 0) {
     return Invalidity{Invalid::kBatch, d * b,
@@ -141,8 +161,9 @@ void for_each_candidate(int gpus, const SweepOptions& options, Visit visit) {
 std::optional<ParallelConfig> first_valid(const ModelSpec& model, int layers, int batch, int gpus,
                                           const SweepOptions& options) {
   std::optional<ParallelConfig> found;
+  const int blocks = split_blocks(model, options);
   for_each_candidate(gpus, options, [&](const ParallelConfig& c) {
-    if (!found && !invalidity(model, layers, batch, c)) found = c;
+    if (!found && !invalidity(model, layers, blocks, batch, c)) found = c;
   });
   return found;
 }
@@ -218,6 +239,12 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
                                       layers, values));
         works.push_back(fmt::format("p*v <= {}", layers));
         break;
+      case Invalid::kEvenSplit:
+        reasons.push_back(fmt::format("{} whose p*v does not divide the Transformer layers (Megatron-LM's split: "
+                                      "p*v = {})",
+                                      n, values));
+        works.push_back("p*v dividing the Transformer layers");
+        break;
       case Invalid::kBatch:
         reasons.push_back(
             fmt::format("{} where d*b does not divide the global batch {} (d*b = {})", n, batch, values));
@@ -292,6 +319,27 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
   return message;
 }
 
+// Megatron-LM's split of `layers` (leading and trailing layers other than Transformer layers,
+// the embedding and the head, ride with the first and last virtual stage) into `stages` of equal
+// Transformer layer counts. InputError when they do not divide.
+Partition megatron_partition(const std::vector<LayerCost>& layers, std::span<const double> weight, int stages) {
+  const int n = static_cast<int>(layers.size());
+  int first = 0, end = n;
+  while (first < n && !is_block(layers[first])) ++first;
+  while (end > first && !is_block(layers[end - 1])) --end;
+  const int blocks = end - first;
+  if (blocks < stages || blocks % stages != 0) {
+    throw InputError(fmt::format("configuration: Megatron-LM's split needs the {} Transformer layers to divide into "
+                                 "p*v = {} virtual stages",
+                                 blocks, stages));
+  }
+  std::vector<int> boundaries(stages + 1);
+  for (int k = 1; k < stages; ++k) boundaries[k] = first + k * (blocks / stages);
+  boundaries[0] = 0;
+  boundaries[stages] = n;
+  return evaluate_partition(weight, std::move(boundaries));
+}
+
 }  // namespace
 
 std::string pipeline_placement(const ConfigEstimate& e) {
@@ -330,7 +378,9 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
                                  static_cast<long long>(t) * p * d, cluster.num_gpus));
   }
   const int batch = batch_of(model, options);
-  if (const auto invalid = invalidity(model, layer_count(model), batch, config)) throw InputError(invalid->why);
+  if (const auto invalid = invalidity(model, layer_count(model), split_blocks(model, options), batch, config)) {
+    throw InputError(invalid->why);
+  }
   const int m = batch / (d * b);
   config.microbatches = m;
   const bool interleaved = is_interleaved(config.schedule);
@@ -364,7 +414,8 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
     if (config.recompute && layers[l].recomputed) backward[l] += forward[l];
     weight[l] = forward[l] + backward[l];
   }
-  const Partition partition = min_max_partition(weight, virtual_stages);
+  const Partition partition = options.megatron_layer_split ? megatron_partition(layers, weight, virtual_stages)
+                                                            : min_max_partition(weight, virtual_stages);
 
   ConfigEstimate e;
   e.boundaries = partition.boundaries;
@@ -474,7 +525,7 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
 std::vector<ConfigEstimate> sweep_configurations(const ModelSpec& model, const ClusterSpec& cluster,
                                                  const SweepOptions& options) {
   if (cluster.num_gpus < 1) throw InputError("configuration: the GPU count must be at least 1");
-  const int layers = layer_count(model), batch = batch_of(model, options);
+  const int layers = layer_count(model), blocks = split_blocks(model, options), batch = batch_of(model, options);
   std::vector<ConfigEstimate> out;
   std::map<Invalid, std::pair<std::size_t, std::set<int>>> counts;  // kind -> configurations, values at fault
   std::map<Invalid, std::string> examples;
@@ -485,7 +536,9 @@ std::vector<ConfigEstimate> sweep_configurations(const ModelSpec& model, const C
     examples.emplace(kind, why);
   };
   for_each_candidate(cluster.num_gpus, options, [&](const ParallelConfig& c) {
-    if (const auto invalid = invalidity(model, layers, batch, c)) return reject(invalid->kind, invalid->value, invalid->why);
+    if (const auto invalid = invalidity(model, layers, blocks, batch, c)) {
+      return reject(invalid->kind, invalid->value, invalid->why);
+    }
     try {
       out.push_back(estimate_configuration(model, cluster, c, options));
     } catch (const InputError& error) {

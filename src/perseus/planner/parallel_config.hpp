@@ -115,6 +115,11 @@ struct SweepOptions {
   std::vector<int> interleave_chunks = {2, 4};  // tried for interleaved 1F1B
   std::vector<bool> recompute = {false, true};
   bool sequence_parallel = false;
+  // Megatron-LM's split (as the published PTD-P runs ran): every virtual stage holds the same
+  // number of Transformer layers, the embedding rides with the first and the head with the
+  // last; a configuration whose p*v does not divide the layers is invalid. Off: the layers are
+  // balanced by time (min_max_partition), embedding and head counted as layers.
+  bool megatron_layer_split = false;
   int tensor = 0, pipeline = 0, data = 0;  // fixed degrees (0: swept)
   MemoryModelOptions memory;
   TimeModel time_model = TimeModel::kPublishedRuns;

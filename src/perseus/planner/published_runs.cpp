@@ -69,6 +69,7 @@ SweepOptions published_run_options(const PublishedRun& run, const EnergyModelPar
   sweep.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
   sweep.interleave_chunks = {2, 3, 4};
   sweep.recompute = {true};
+  sweep.megatron_layer_split = true;
   sweep.params = params;
   return sweep;
 }
