@@ -260,6 +260,60 @@ TEST(MinCostCirculation, FromAnAnchorsTreeItAnswersAsFromScratchWhateverCameBefo
   EXPECT_GT(resumed, 2000);  // nearly every solve started from an anchor's tree
 }
 
+TEST(MinCostCirculation, FromTheLastTreeItCostsWhatAFreshSolveDoesAndRepeatsItself) {
+  // The moving arc as above, its costs in a walk of small steps (a sweep), each solve from the
+  // tree the last one left: every answer carries its proof of optimality (its potentials are
+  // the simplex's own, not the least ones) and costs what a fresh solve's does; the same walk
+  // on a second circulation ends at the same flows and potentials at every step. An unbounded
+  // cost leaves no tree, and the next solve starts afresh.
+  std::mt19937 rng(20261202);
+  int resumed = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int nodes = 4 + trial % 7;
+    std::vector<Arc> arcs = random_network(rng, nodes);
+    arcs.push_back({nodes - 1, 0, -10 * nodes, 25});
+    const int moving = static_cast<int>(arcs.size()) - 1;
+    std::uniform_int_distribution<long long> step(-3 * nodes, 3 * nodes);
+    std::vector<long long> costs{-10LL * nodes};
+    for (int k = 1; k < 24; ++k) costs.push_back(costs.back() + step(rng));
+    const Algorithm algorithm = trial % 2 == 0 ? Algorithm::kAuto : Algorithm::kNetworkSimplex;
+    std::vector<std::vector<long long>> flows, potentials;  // the first copy's, in order
+    std::size_t compared = 0;
+    for (int copy = 0; copy < 2; ++copy) {
+      MinCostCirculation circulation(algorithm);
+      for (int v = 0; v < nodes; ++v) circulation.add_node();
+      for (const Arc& a : arcs) circulation.add_arc(a.from, a.to, a.cost, a.capacity);
+      EXPECT_FALSE(circulation.has_last_tree());
+      for (std::size_t k = 0; k < costs.size(); ++k) {
+        arcs.back().cost = costs[k];
+        circulation.set_cost(moving, costs[k]);
+        const bool had_tree = circulation.has_last_tree();
+        const Status status = circulation.solve_from_last(0);
+        EXPECT_EQ(circulation.resumed(), had_tree);
+        resumed += circulation.resumed();
+        const Answer fresh = solve(arcs, nodes, Algorithm::kNetworkSimplex, 0);
+        ASSERT_EQ(status, fresh.status) << "trial " << trial << " cost " << costs[k];
+        if (status != Status::kOptimal) {
+          EXPECT_FALSE(circulation.has_last_tree());
+          continue;
+        }
+        const Answer answer = read_answer(circulation, arcs, nodes, status);
+        expect_optimal(arcs, nodes, answer);
+        EXPECT_EQ(answer.cost, fresh.cost) << "trial " << trial << " cost " << costs[k];
+        if (copy == 0) {
+          flows.push_back(answer.flow);
+          potentials.push_back(answer.potential);
+        } else {
+          EXPECT_EQ(answer.flow, flows[compared]) << "trial " << trial << " step " << k;
+          EXPECT_EQ(answer.potential, potentials[compared]) << "trial " << trial << " step " << k;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(resumed, 1000);  // most solves started from the last tree
+}
+
 TEST(MinCostCirculation, AnAnchorWithoutAnOptimumFallsBackAndAnUnboundedCostStaysUnbounded) {
   // The cycle 0 -> 1 -> 2 -> 0 of unbounded arcs is negative while arc 0 -> 1 costs below -2.
   for (const Algorithm algorithm : {Algorithm::kNetworkSimplex, Algorithm::kAuto}) {

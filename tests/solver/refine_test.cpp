@@ -521,6 +521,40 @@ TEST(WarmLpRelaxation, MatchesTheRelaxationInAnyOrderAndItsLinesBoundEveryDeadli
   }
 }
 
+TEST(LpRelaxation, FromTheLastTreeItMatchesTheAnchoredSolveInAnyOrder) {
+  // solve_next resumes from the tree the last solve left: the same optimum as solve() (from
+  // an anchor's tree) at every deadline, fast to slow and back and forth, its lines bounding
+  // every deadline; its rounded plans meet their deadlines; below T_min none, and the next
+  // solve after that starts afresh.
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+    const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 2, 2, 1, false}, 6, seed);
+    const testing::BruteForce brute(problem);
+    LpRelaxation anchored(problem), next(problem);
+    const double t_min = evaluate_measured(problem, fastest_choice(problem)).time_s;
+    const double t_slow = evaluate_measured(problem, slowest_choice(problem)).time_s;
+    const auto deadline_at = [&](int k) { return t_min + (t_slow - t_min) * k / 16.0; };
+    std::vector<int> order;
+    for (int k = 0; k <= 16; ++k) order.push_back(k);
+    for (int k : {9, 2, 15, -1, 0, 7, 16, 4}) order.push_back(k);  // -1: below T_min
+    for (const int k : order) {
+      const double deadline = k < 0 ? t_min * 0.99 : deadline_at(k);
+      const auto relaxed = next.solve_next(deadline);
+      const auto exact = anchored.solve(deadline);
+      ASSERT_EQ(relaxed.has_value(), exact.has_value()) << "seed " << seed << " at " << k;
+      if (!relaxed) continue;
+      EXPECT_NEAR(relaxed->lower_bound_j, exact->lower_bound_j, 1e-9 * exact->lower_bound_j) << "seed " << seed << " at " << k;
+      EXPECT_LE(critical_path_length<double>(problem.dag, relaxed->duration_s), deadline + 1e-6);
+      EXPECT_LE(evaluate_measured(problem, relaxed->rounded).time_s, deadline + 1e-6);
+      const SupportingLine line = SupportingLine::of(deadline, *relaxed);
+      for (int j = 0; j <= 16; ++j) {
+        const double t = deadline_at(j);
+        const double bound = line.effective_at(t) + problem.p_blocking * problem.num_gpus() * t;
+        EXPECT_LE(bound, brute.optimum_energy_at(t) + 1e-6) << "seed " << seed << " line of " << k << " at " << j;
+      }
+    }
+  }
+}
+
 TEST(SupportingLines, TheEnvelopeIsTheGreatestLineWhereverLinesAreAdded) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> slope(-500.0, 0.0), level(1000.0, 2000.0), at(1.0, 3.0);

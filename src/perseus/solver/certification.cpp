@@ -324,7 +324,7 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
     }
   }
   // Last, the LP swept over the points still more than certify_sweep_gap above the best
-  // bound, fastest first, each solve from its anchor's tree: near T_min, where those crowd,
+  // bound, fastest first, each solve from the last one's tree: near T_min, where those crowd,
   // the frontier's plans stayed 0.4-0.8% above the LP optimum, and its rounded-down plans at
   // each point, reclaimed, 0.15-0.3% (bloom-176b A100 8 x 12, a probe). The points between
   // two solves get their durations interpolated (feasible, within the LP's curvature of
@@ -334,8 +334,10 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
   // From certify_sweep_wide_from_nodes, solves further apart within a larger share, so that
   // they reach every far point (FrontierOptions::certify_sweep_wide_factor). The solves once
   // ran warm-started on CLP (WarmLpRelaxation, a few pivots a deadline from the last basis);
-  // from the anchors' trees they take a third of the time (0.70 s against 2.20 s of CPU over
-  // the same 1,285 solves of the 16 cases), and so come 2-3 times as many for the budget.
+  // from the anchors' trees they took a third of the time (0.70 s against 2.20 s of CPU over
+  // the same 1,285 solves of the 16 cases), and from the last solve's tree (each half's
+  // relaxation solves its points in order, so the same plans on any threads) 0.5-0.8 times
+  // that again, the plans byte for byte the same (docs/solver.md).
   if (options.certify_sweep_share > 0 && problem.dag.num_nodes() <= options.certify_sweep_max_nodes) {
     const std::vector<std::size_t> far = points_above(points, options.certify_sweep_gap);
     struct Half {
@@ -351,12 +353,16 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
     halves[0].far = std::span<const std::size_t>(far).first(middle);
     halves[1].far = std::span<const std::size_t>(far).subspan(middle);
     halves[1].first = middle;
-    const int wide = problem.dag.num_nodes() >= options.certify_sweep_wide_from_nodes ? std::max(1, options.certify_sweep_wide_factor) : 1;
+    const std::size_t nodes = problem.dag.num_nodes();
+    const int factor = std::max(1, options.certify_sweep_wide_factor);
+    const int wide = nodes >= options.certify_sweep_wide_from_nodes ? factor : 1;
+    // From twice that size the stride widens once more, within the same share.
+    const int wider = nodes >= 2 * options.certify_sweep_wide_from_nodes ? factor : 1;
     const std::size_t stride = static_cast<std::size_t>(std::max(1, options.certify_sweep_stride));
     // The step after the far point at `place` (among all): wider past the fastest few, where
     // the LP's curve bends least and interpolation loses least.
     const auto step_after = [&](std::size_t place) {
-      return place < options.certify_sweep_dense_points ? stride : stride * static_cast<std::size_t>(wide);
+      return place < options.certify_sweep_dense_points ? stride : stride * static_cast<std::size_t>(wide * wider);
     };
     const double half_share = 0.5 * options.certify_sweep_share * wide * budget;
     const auto sweep = [&](Half& half, LpRelaxation& relaxation, const PlanRefiner& r) {
@@ -371,7 +377,7 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
         const std::size_t i = half.far[a];
         const double t = points[i].measured.time_s;
         const auto solve_started = std::chrono::steady_clock::now();
-        auto relaxed = relaxation.solve(t);
+        auto relaxed = relaxation.solve_next(t);
         half.lp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_started).count();
         r.add_work(kSweepSolvePasses);
         ++half.solves;

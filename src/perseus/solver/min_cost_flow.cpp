@@ -46,6 +46,7 @@ struct MinCostCirculation::Impl {
   using Simplex = warm::WarmNetworkSimplex<Graph, long long, long long>;
   std::unique_ptr<Simplex> simplex;
   bool simplex_set_up = false;  // run() or set_up() has readied it for load_tree()
+  bool simplex_optimal = false;  // the simplex's current tree is the last solve's optimal one
   std::shared_ptr<AnchorTrees> anchors = std::make_shared<AnchorTrees>();
 
   // Builds the graph on the first call; the costs as set.
@@ -103,13 +104,14 @@ struct MinCostCirculation::Impl {
     return bytes;
   }
 
-  // The simplex's answer, its potentials made canonical.
-  Status answer(Simplex::ProblemType status, int root) {
+  // The simplex's answer, its potentials made canonical unless `canonical` is false.
+  Status answer(Simplex::ProblemType status, int root, bool canonical = true) {
+    simplex_optimal = status == Simplex::OPTIMAL;
     switch (status) {
       case Simplex::OPTIMAL:
         simplex->flowMap(flow);
         simplex->potentialMap(potential);
-        canonicalise(root);
+        if (canonical) canonicalise(root);
         return Status::kOptimal;
       case Simplex::UNBOUNDED:
         return Status::kUnbounded;
@@ -234,6 +236,7 @@ MinCostCirculation::Status MinCostCirculation::solve(int root) {
   Impl& m = *impl_;
   m.prepare();
   resumed_ = false;
+  m.simplex_optimal = false;
   scaled_ = algorithm_ == Algorithm::kCostScaling ||
             (algorithm_ == Algorithm::kAuto && m.nodes >= kCostScalingMinNodes && m.nodes <= kCostScalingMaxNodes);
   fell_back_ = false;
@@ -310,6 +313,18 @@ MinCostCirculation::Status MinCostCirculation::solve_near(int root, int arc, con
   resumed_ = true;
   return m.answer(simplex.resume(), root);
 }
+
+MinCostCirculation::Status MinCostCirculation::solve_from_last(int root) {
+  Impl& m = *impl_;
+  if (!m.simplex_optimal) return solve(root);
+  Impl::Simplex& simplex = m.simplex_for_costs();
+  scaled_ = false;
+  fell_back_ = false;
+  resumed_ = true;
+  return m.answer(simplex.resume(), root, /*canonical=*/false);
+}
+
+bool MinCostCirculation::has_last_tree() const { return impl_->simplex_optimal; }
 
 long long MinCostCirculation::flow(int arc) const { return impl_->flow[impl_->graph.arcFromId(arc)]; }
 long long MinCostCirculation::potential(int node) const { return impl_->potential[impl_->graph.nodeFromId(node)]; }

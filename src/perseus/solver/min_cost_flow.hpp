@@ -92,6 +92,16 @@ class MinCostCirculation {
   // where several are optimal, depends on the costs and the chain to its anchor only: give an
   // anchor always the same chain. Fast when `arc`'s cost is near the last anchor's.
   Status solve_near(int root, int arc, const std::vector<long long>& chain);
+  // The simplex from the optimal tree the last solve ended with (solve() when it ended with
+  // none, or ran cost scaling): the fewest pivots for a cost near the last one. Where the
+  // optimum is degenerate, the flow and potentials found depend on the solves made before
+  // (the same for the same sequence), and the potentials are the simplex's own, not made
+  // canonical: that Dijkstra pass was 38% of a solve in a sweep of 2,000 nearby costs on
+  // 1,536 operations, and skipping it left the sweep's plans byte for byte the same on the
+  // published frontiers (docs/solver.md, "The sweep from the last tree").
+  Status solve_from_last(int root);
+  // Whether the last solve ended with an optimal tree of the simplex to resume from.
+  bool has_last_tree() const;
   // Uses (and adds to) `other`'s anchors' trees from now on: circulations of the same network,
   // built the same way (thread-safe between them).
   void share_anchors(const MinCostCirculation& other);

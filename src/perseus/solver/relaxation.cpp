@@ -187,7 +187,23 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   if (c.solve_near(m.finish, m.return_arc, m.chain) != MinCostCirculation::Status::kOptimal) {
     return std::nullopt;  // unbounded: below T_min
   }
+  return solution_at(deadline_s);
+}
 
+std::optional<RelaxedSolution> LpRelaxation::solve_next(double deadline_s) {
+  Model& m = *model_;
+  if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return std::nullopt;
+  MinCostCirculation& c = m.circulation;
+  if (!c.has_last_tree()) return solve(deadline_s);
+  c.set_cost(m.return_arc, static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond)));
+  if (c.solve_from_last(m.finish) != MinCostCirculation::Status::kOptimal) return std::nullopt;
+  return solution_at(deadline_s);
+}
+
+// The solution of the circulation's last (optimal) solve at `deadline_s`.
+std::optional<RelaxedSolution> LpRelaxation::solution_at(double deadline_s) {
+  Model& m = *model_;
+  MinCostCirculation& c = m.circulation;
   const Dag& dag = problem_.dag;
   const std::size_t n = dag.num_nodes();
   RelaxedSolution solution;

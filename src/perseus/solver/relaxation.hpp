@@ -123,11 +123,20 @@ class LpRelaxation {
   // The same answer whatever was solved before, so solves may come in any order: the anchors'
   // trees kept change only the time. Not thread-safe (one relaxation per thread).
   std::optional<RelaxedSolution> solve(double deadline_s);
+  // The same optimum, found from the optimal tree the last solve on this relaxation ended
+  // with (MinCostCirculation::solve_from_last; solve() when there is none): fewer pivots for
+  // a deadline near the last one, and no canonical potentials. Where the optimum is
+  // degenerate the durations and prices depend on the sequence of solves made on it, the
+  // same for the same sequence: a sweep of nearby deadlines in a fixed order. Measured on
+  // bloom-176b A100 8 x 96 (1,536 nodes), a solve at every fourth of 2,000 points: 0.62 ms a
+  // solve against 1.3 ms from the anchors' trees.
+  std::optional<RelaxedSolution> solve_next(double deadline_s);
 
  private:
   struct Model;
   const EnergyProblem& problem_;
   std::unique_ptr<Model> model_;
+  std::optional<RelaxedSolution> solution_at(double deadline_s);
 };
 
 // The same relaxation in its primal form on CLP's dual simplex, warm-started: each solve
