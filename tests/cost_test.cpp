@@ -560,6 +560,27 @@ TEST(OperationShapes, TwoOptionsGetAnExactCurveAndAWarning) {
       << warnings[0].message;
 }
 
+TEST(OperationShapes, OneWarningOfOneKindOnSeveralStagesIsOneLineNamingThem) {
+  // Stages 0, 1, 2 and 5 backward with two options each, stage 3 backward with two that
+  // quantise to one duration, stage 4 forward with two: "stages 0-2, 5 backward", then
+  // "stage 3 backward", then "stage 4 forward", in the order each text first came.
+  const double tau = 0.001, p = 80.0;
+  const std::vector<std::pair<double, double>> two = {{0.0505, 20.0}, {0.0405, 25.0}};
+  const std::vector<std::pair<double, double>> other = {{0.05052, 19.9}, {0.0505, 20.0}};
+  std::vector<OperationProfile> operations;
+  for (int stage : {0, 1, 2, 5}) operations.push_back(operation(stage, InstructionKind::kBackward, two));
+  operations.push_back(operation(3, InstructionKind::kBackward, other));
+  operations.push_back(operation(4, InstructionKind::kForward, two));
+  const Profile profile = Profile::from_operations("alike.csv", operations);
+  std::vector<Warning> warnings;
+  build_operation_options(profile, {tau, p, {}}, &warnings);
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_EQ(warnings[0].message.rfind("alike.csv: stages 0-2, 5 backward: only two options", 0), 0u) << warnings[0].message;
+  EXPECT_EQ(warnings[1].message.rfind("alike.csv: stage 3 backward: its 2 candidate options all quantise to 50", 0), 0u)
+      << warnings[1].message;
+  EXPECT_EQ(warnings[2].message.rfind("alike.csv: stage 4 forward: only two options", 0), 0u) << warnings[2].message;
+}
+
 TEST(OperationShapes, NonConvexDataIsFittedWithAWarning) {
   const double tau = 0.001, p = 80.0;
   // A nearly straight curve with a bump of a quarter of its range around q = 50: still
@@ -700,7 +721,12 @@ TEST(BundledProfiles, AllFourBuildConvexDecreasingOptions) {
         EXPECT_EQ(o.effective_energy, o.measurement.energy_j - c.p_blocking * static_cast<double>(o.q) * c.tau);
       }
     }
-    for (const Warning& w : warnings) EXPECT_NE(w.message.find(profile.source() + ": stage "), std::string::npos);
+    // Each names its operation's stage, or the stages it holds for alike ("stages 0-6").
+    for (const Warning& w : warnings) {
+      EXPECT_TRUE(w.message.rfind(profile.source() + ": stage ", 0) == 0 ||
+                  w.message.rfind(profile.source() + ": stages ", 0) == 0)
+          << w.message;
+    }
   }
 }
 

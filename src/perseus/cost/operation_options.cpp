@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -397,6 +398,49 @@ void warn(std::vector<Warning>* warnings, std::string message) {
   if (warnings) warnings->push_back({std::move(message)});
 }
 
+// Warnings about operations, "SOURCE: stage S KIND" and what follows, gathered so that one
+// text of one kind on several stages becomes one warning naming them ("stages 0-6"), in the
+// order each text first came.
+class StageWarnings {
+ public:
+  explicit StageWarnings(std::string source) : source_(std::move(source)) {}
+  void add(int stage, InstructionKind kind, std::string text) {
+    auto key = std::pair(kind, std::move(text));
+    auto [at, added] = index_.emplace(key, entries_.size());
+    if (added) entries_.push_back({std::move(key), {}});
+    entries_[at->second].stages.push_back(stage);
+  }
+  void emit(std::vector<Warning>* warnings) const {
+    for (const Entry& e : entries_) {
+      const std::string stages = e.stages.size() == 1 ? "stage " + std::to_string(e.stages[0]) : "stages " + ranges(e.stages);
+      warn(warnings, source_ + ": " + stages + " " + std::string(to_string(e.key.first)) + e.key.second);
+    }
+  }
+
+ private:
+  // Ascending stage numbers as "0-6", "0, 2, 5" or "0-2, 7".
+  static std::string ranges(std::vector<int> stages) {
+    std::sort(stages.begin(), stages.end());
+    std::string out;
+    for (std::size_t i = 0; i < stages.size();) {
+      std::size_t j = i;
+      while (j + 1 < stages.size() && stages[j + 1] == stages[j] + 1) ++j;
+      if (!out.empty()) out += ", ";
+      out += std::to_string(stages[i]);
+      if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(stages[j]);
+      i = j + 1;
+    }
+    return out;
+  }
+  struct Entry {
+    std::pair<InstructionKind, std::string> key;
+    std::vector<int> stages;
+  };
+  std::string source_;
+  std::vector<Entry> entries_;
+  std::map<std::pair<InstructionKind, std::string>, std::size_t> index_;
+};
+
 }  // namespace
 
 std::map<std::pair<int, InstructionKind>, ExpCost> read_cost_overrides(const std::filesystem::path& path) {
@@ -474,6 +518,8 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
   // parallel (54 Levenberg-Marquardt runs each, most of make_problem's time), then applied in
   // operation order, so that results, warnings and errors do not depend on the threads.
   struct Pending {
+    int stage = 0;
+    InstructionKind kind = InstructionKind::kForward;
     std::string name;
     std::vector<Candidate> all;
     Filtered filtered;
@@ -486,6 +532,8 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
   bool any_compute_collapsed = false;
   for (const OperationProfile& op : profile.operations()) {
     Pending& p = pending.emplace_back();
+    p.stage = op.stage;
+    p.kind = op.kind;
     p.name = operation_name(profile.source(), op.stage, op.kind);
     const std::string& name = p.name;
     if (op.measurements.empty()) throw InputError(name + ": no measured options");
@@ -573,10 +621,13 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     fit_some();
   }
 
+  // Every warning names its operation (p.name first); the same warning of one kind of
+  // operation on several stages (stages built from the same layers measure alike) is one line.
+  StageWarnings stage_warnings(profile.source());
   for (std::size_t k = 0; k < result.size(); ++k) {
     Pending& p = pending[k];
     OperationOptions& options = result[k];
-    for (const std::string& w : p.warnings) warn(warnings, w);
+    for (const std::string& w : p.warnings) stage_warnings.add(p.stage, p.kind, w.substr(p.name.size()));
     if (p.needs_fit) {
       const FitOutcome& fit = fits.at({p.qs, p.es});
       if (!fit.cost) {
@@ -591,13 +642,15 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
       options.cost = *fit.cost;
       const double range = energy_range(options.options);
       if (std::sqrt(fit.mse) > kPoorFitTolerance * range) {
-        warn(warnings, p.name + ": poor fit, RMS error " + number(std::sqrt(fit.mse)) +
-                           " J over an effective-energy range of " + number(range) + " J");
+        stage_warnings.add(p.stage, p.kind, ": poor fit, RMS error " + number(std::sqrt(fit.mse)) +
+                                                " J over an effective-energy range of " + number(range) + " J");
       }
     }
     options.fit_mse = mean_squared_error(options.cost, p.qs, p.es);
     add_effective_optima(p.all, p.filtered, config.p_blocking, tau, &options.options);
   }
+
+  stage_warnings.emit(warnings);
 
   // A profile measured at one setting is legitimately constant; one whose distinct options all
   // fall into one quantum is a unit-time mistake.

@@ -190,7 +190,7 @@ struct FrontierOptions {
   // and this one moved medians and worsts both ways (docs/solver.md, "The LP swept beside
   // the crawl"). 0: none, the default since the certification's sweep reaches 1,536 nodes:
   // with both, no median or worst gap of the 16 published frontiers was lower by more than
-  // 0.003 points than with the certification's alone, for 7% more CPU (docs/solver.md).
+  // 0.003 points than with the certification's alone, for 15% more CPU (docs/solver.md).
   double crawl_sweep_share = 0.0;
   int crawl_sweep_min = 32;
   std::size_t crawl_sweep_min_nodes = 512;
