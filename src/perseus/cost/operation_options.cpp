@@ -631,6 +631,7 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     if (p.needs_fit) {
       const FitOutcome& fit = fits.at({p.qs, p.es});
       if (!fit.cost) {
+        stage_warnings.emit(warnings);  // what was found wrong so far comes with the error
         throw SolveError(p.name + ": cannot fit cost(q) = a*exp(b*q) + c to its " +
                          std::to_string(options.options.size()) + " options: " +
                          (fit.converged == 0 ? std::string("no starting point converged")
