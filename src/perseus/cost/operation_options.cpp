@@ -412,8 +412,10 @@ class StageWarnings {
   }
   void emit(std::vector<Warning>* warnings) const {
     for (const Entry& e : entries_) {
-      const std::string stages = e.stages.size() == 1 ? "stage " + std::to_string(e.stages[0]) : "stages " + ranges(e.stages);
-      warn(warnings, source_ + ": " + stages + " " + std::string(to_string(e.key.first)) + e.key.second);
+      const std::string name =
+          e.stages.size() == 1 ? operation_name(source_, e.stages[0], e.key.first)
+                               : source_ + ": stages " + ranges(e.stages) + " " + std::string(to_string(e.key.first));
+      warn(warnings, name + e.key.second);
     }
   }
 

@@ -1,6 +1,7 @@
 #include "perseus/planner/parallel_config.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -49,28 +50,36 @@ struct Invalidity {
   std::string why;
 };
 
-int layer_count(const ModelSpec& model) { return static_cast<int>(model_layers(model, Workload{}).size()); }
-
 bool is_block(const LayerCost& layer) {
   return layer.kind == LayerKind::kTransformer || layer.kind == LayerKind::kCrossDecoder;
-}
-
-// The Transformer layers Megatron-LM's split divides among the virtual stages; 0 when the sweep
-// balances layers by time instead (no divisibility to check).
-int split_blocks(const ModelSpec& model, const SweepOptions& options) {
-  if (!options.megatron_layer_split) return 0;
-  const std::vector<LayerCost> layers = model_layers(model, Workload{});
-  return static_cast<int>(std::count_if(layers.begin(), layers.end(), is_block));
 }
 
 int batch_of(const ModelSpec& model, const SweepOptions& options) {
   return options.global_batch > 0 ? options.global_batch : model.default_global_batch;
 }
 
+// What the validity checks need of the model, counted once per sweep (model_layers is not free).
+struct ModelCounts {
+  int layers = 0;  // every layer: embedding, Transformer layers, head
+  int blocks = 0;  // the Transformer layers Megatron-LM's split divides; 0 when the sweep balances by time
+  int batch = 0;   // the global batch
+};
+
+ModelCounts count_model(const ModelSpec& model, const SweepOptions& options) {
+  const std::vector<LayerCost> layers = model_layers(model, Workload{});
+  ModelCounts counts;
+  counts.layers = static_cast<int>(layers.size());
+  if (options.megatron_layer_split) {
+    counts.blocks = static_cast<int>(std::count_if(layers.begin(), layers.end(), is_block));
+  }
+  counts.batch = batch_of(model, options);
+  return counts;
+}
+
 // The checks estimate_configuration makes before estimating (degrees already multiply to the GPUs).
-// `blocks`: split_blocks(model, options).
-std::optional<Invalidity> invalidity(const ModelSpec& model, int layers, int blocks, int batch,
-                                     const ParallelConfig& c) {
+// The only place the divisibility of layers, Transformer layers and batch is checked.
+std::optional<Invalidity> invalidity(const ModelSpec& model, const ModelCounts& counts, const ParallelConfig& c) {
+  const int layers = counts.layers, blocks = counts.blocks, batch = counts.batch;
   const int t = c.tensor, p = c.pipeline, d = c.data, b = c.microbatch_size;
   std::string why;
   if (!tensor_parallel_divides(model, t, &why)) return Invalidity{Invalid::kTensor, t, why};
@@ -158,12 +167,11 @@ void for_each_candidate(int gpus, const SweepOptions& options, Visit visit) {
 }
 
 // The first configuration of `gpus` GPUs that passes the validity checks, if any.
-std::optional<ParallelConfig> first_valid(const ModelSpec& model, int layers, int batch, int gpus,
+std::optional<ParallelConfig> first_valid(const ModelSpec& model, const ModelCounts& counts, int gpus,
                                           const SweepOptions& options) {
   std::optional<ParallelConfig> found;
-  const int blocks = split_blocks(model, options);
   for_each_candidate(gpus, options, [&](const ParallelConfig& c) {
-    if (!found && !invalidity(model, layers, blocks, batch, c)) found = c;
+    if (!found && !invalidity(model, counts, c)) found = c;
   });
   return found;
 }
@@ -207,9 +215,10 @@ std::string fixed_degrees(const SweepOptions& options) {
 // what would work: the degrees each constraint allows, a global batch near the requested one,
 // the nearest GPU counts that have a valid configuration.
 std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cluster, const SweepOptions& options,
+                                   const ModelCounts& model_counts,
                                    const std::map<Invalid, std::pair<std::size_t, std::set<int>>>& counts,
                                    const std::map<Invalid, std::string>& examples) {
-  const int layers = layer_count(model), batch = batch_of(model, options), gpus = cluster.num_gpus;
+  const int layers = model_counts.layers, batch = model_counts.batch, gpus = cluster.num_gpus;
   const std::string fixed = fixed_degrees(options);
   std::string message = fmt::format("no valid configuration of {} on {} GPUs{}", model.name, gpus,
                                     fixed.empty() ? "" : " with " + fixed);
@@ -278,9 +287,9 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
     int other = 0;
     for (int candidate : {batch - k, batch + k}) {
       if (candidate < 1 || c) continue;
-      SweepOptions changed = options;
-      changed.global_batch = candidate;
-      c = first_valid(model, layers, candidate, gpus, changed);
+      ModelCounts changed = model_counts;
+      changed.batch = candidate;
+      c = first_valid(model, changed, gpus, options);
       other = candidate;
     }
     if (c) {
@@ -300,7 +309,7 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
     for (int k = keep_fixed ? 1 : 0; k <= gpus && near.empty(); ++k) {
       for (int candidate : std::set<int>{gpus - k, gpus + k}) {
         if (candidate < 1) continue;
-        if (first_valid(model, layers, batch, candidate, relaxed)) {
+        if (first_valid(model, model_counts, candidate, relaxed)) {
           near.emplace_back(fmt::format("{}{} GPUs", candidate == gpus ? "these " : "", candidate),
                             example_on(model, cluster, candidate, relaxed));
         }
@@ -319,26 +328,27 @@ std::string no_valid_configuration(const ModelSpec& model, const ClusterSpec& cl
   return message;
 }
 
-// Megatron-LM's split of `layers` (leading and trailing layers other than Transformer layers,
-// the embedding and the head, ride with the first and last virtual stage) into `stages` of equal
-// Transformer layer counts. InputError when they do not divide.
+// Megatron-LM's split of `layers` into `stages` of equal Transformer layer counts; the layers
+// before the first Transformer layer (the embedding) ride with the first stage and those after
+// the last (the head) with the last. Precondition: the Transformer layers are contiguous and
+// `stages` divides their count (invalidity's kEvenSplit). O(layers).
 Partition megatron_partition(const std::vector<LayerCost>& layers, std::span<const double> weight, int stages) {
   const int n = static_cast<int>(layers.size());
   int first = 0, end = n;
   while (first < n && !is_block(layers[first])) ++first;
   while (end > first && !is_block(layers[end - 1])) --end;
-  const int blocks = end - first;
-  if (blocks < stages || blocks % stages != 0) {
-    throw InputError(fmt::format("configuration: Megatron-LM's split needs the {} Transformer layers to divide into "
-                                 "p*v = {} virtual stages",
-                                 blocks, stages));
-  }
+  const int per_stage = (end - first) / stages;
+  assert(per_stage >= 1 && per_stage * stages == end - first);
   std::vector<int> boundaries(stages + 1);
-  for (int k = 1; k < stages; ++k) boundaries[k] = first + k * (blocks / stages);
+  for (int k = 1; k < stages; ++k) boundaries[k] = first + k * per_stage;
   boundaries[0] = 0;
   boundaries[stages] = n;
   return evaluate_partition(weight, std::move(boundaries));
 }
+
+// estimate_configuration past its argument checks, with the model's counts given.
+ConfigEstimate estimate_counted(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
+                                const SweepOptions& options, const ModelCounts& counts);
 
 }  // namespace
 
@@ -368,6 +378,13 @@ std::string describe(const ParallelConfig& c) {
 
 ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
                                       const SweepOptions& options) {
+  return estimate_counted(model, cluster, in, options, count_model(model, options));
+}
+
+namespace {
+
+ConfigEstimate estimate_counted(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
+                                const SweepOptions& options, const ModelCounts& counts) {
   if (!cluster.gpu) throw InputError("configuration: no GPU given");
   const GpuSpec& gpu = *cluster.gpu;
   ParallelConfig config = in;
@@ -377,10 +394,8 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
     throw InputError(fmt::format("configuration: t*p*d = {}*{}*{} = {} does not match the {} GPUs", t, p, d,
                                  static_cast<long long>(t) * p * d, cluster.num_gpus));
   }
-  const int batch = batch_of(model, options);
-  if (const auto invalid = invalidity(model, layer_count(model), split_blocks(model, options), batch, config)) {
-    throw InputError(invalid->why);
-  }
+  const int batch = counts.batch;
+  if (const auto invalid = invalidity(model, counts, config)) throw InputError(invalid->why);
   const int m = batch / (d * b);
   config.microbatches = m;
   const bool interleaved = is_interleaved(config.schedule);
@@ -522,30 +537,30 @@ ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec&
   return e;
 }
 
+}  // namespace
+
 std::vector<ConfigEstimate> sweep_configurations(const ModelSpec& model, const ClusterSpec& cluster,
                                                  const SweepOptions& options) {
   if (cluster.num_gpus < 1) throw InputError("configuration: the GPU count must be at least 1");
-  const int layers = layer_count(model), blocks = split_blocks(model, options), batch = batch_of(model, options);
+  const ModelCounts counts = count_model(model, options);
   std::vector<ConfigEstimate> out;
-  std::map<Invalid, std::pair<std::size_t, std::set<int>>> counts;  // kind -> configurations, values at fault
+  std::map<Invalid, std::pair<std::size_t, std::set<int>>> rejected;  // kind -> configurations, values at fault
   std::map<Invalid, std::string> examples;
   auto reject = [&](Invalid kind, int value, const std::string& why) {
-    auto& [count, values] = counts[kind];
+    auto& [count, values] = rejected[kind];
     ++count;
     values.insert(value);
     examples.emplace(kind, why);
   };
   for_each_candidate(cluster.num_gpus, options, [&](const ParallelConfig& c) {
-    if (const auto invalid = invalidity(model, layers, blocks, batch, c)) {
-      return reject(invalid->kind, invalid->value, invalid->why);
-    }
+    if (const auto invalid = invalidity(model, counts, c)) return reject(invalid->kind, invalid->value, invalid->why);
     try {
-      out.push_back(estimate_configuration(model, cluster, c, options));
+      out.push_back(estimate_counted(model, cluster, c, options, counts));
     } catch (const InputError& error) {
       reject(Invalid::kOther, 0, error.what());
     }
   });
-  if (out.empty()) throw InputError(no_valid_configuration(model, cluster, options, counts, examples));
+  if (out.empty()) throw InputError(no_valid_configuration(model, cluster, options, counts, rejected, examples));
   std::stable_sort(out.begin(), out.end(), [](const ConfigEstimate& a, const ConfigEstimate& b) {
     if (a.fits != b.fits) return a.fits;
     if (!a.fits) return a.memory.total_bytes < b.memory.total_bytes;

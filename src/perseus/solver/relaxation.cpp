@@ -90,6 +90,14 @@ DualTerm dual_term(const std::vector<HullPoint>& hull, double y) {
   return best;
 }
 
+// Prices the return arc at `deadline_s`; false (nothing changed) unless it is positive and finite.
+// Rounded down: the event times then meet the deadline itself.
+bool price_deadline(MinCostCirculation& c, int return_arc, double deadline_s) {
+  if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return false;
+  c.set_cost(return_arc, static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond)));
+  return true;
+}
+
 }  // namespace
 
 // The relaxation is a project time-cost tradeoff with convex costs. In activity-on-arc form
@@ -170,10 +178,8 @@ LpRelaxation::~LpRelaxation() = default;
 
 std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
   Model& m = *model_;
-  if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return std::nullopt;
-  // Rounded down: the event times then meet the deadline itself.
   MinCostCirculation& c = m.circulation;
-  c.set_cost(m.return_arc, static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond)));
+  if (!price_deadline(c, m.return_arc, deadline_s)) return std::nullopt;
   // From the optimal tree at the anchor, the deadline rounded up to a geometric grid (up, so
   // that the anchor is feasible wherever the deadline is), reached from the all-slowest
   // critical path's anchor one grid step at a time: each anchor's tree found once, from its
@@ -192,10 +198,9 @@ std::optional<RelaxedSolution> LpRelaxation::solve(double deadline_s) {
 
 std::optional<RelaxedSolution> LpRelaxation::solve_next(double deadline_s) {
   Model& m = *model_;
-  if (!(deadline_s > 0.0) || !std::isfinite(deadline_s)) return std::nullopt;
   MinCostCirculation& c = m.circulation;
   if (!c.has_last_tree()) return solve(deadline_s);
-  c.set_cost(m.return_arc, static_cast<long long>(std::floor(deadline_s * kTimeUnitsPerSecond)));
+  if (!price_deadline(c, m.return_arc, deadline_s)) return std::nullopt;
   if (c.solve_from_last(m.finish) != MinCostCirculation::Status::kOptimal) return std::nullopt;
   return solution_at(deadline_s);
 }
