@@ -424,7 +424,7 @@ void add_solver_commands(CLI::App& app) {
                 "and offers plans of its own: faster, with looser bounds (docs/solver.md, \"Certified frontier\")");
   cmd->add_flag("--no-lp-sweep", optimize.no_lp_sweep,
                 "Skip the last step, the LP relaxation solved at the points still furthest above their "
-                "bounds, whose rounded plans close most of the gap near T_min on DAGs of up to 768 nodes: faster, "
+                "bounds, whose rounded plans close most of the gap near T_min on DAGs of up to 1,536 nodes: faster, "
                 "with wider gaps (docs/solver.md, \"Certified frontier\")");
   cmd->add_flag("--no-certify", optimize.no_certify,
                 "Skip the certification (the hull crawl, the LP sweeps, and the solves, searches and repairs where "
