@@ -356,6 +356,8 @@ TEST(PlannerCli, BadInputGetsOneClearMessage) {
       {{"partition", "--method", "pipedream"}, "partition --method pipedream: give --model"},
       {{"partition", "--method", "pipedream", "--model", "gpt3-13b", "--stages", "4"}, "--stages does not apply"},
       {{"partition", "--method", "bogus", "--model", "gpt3-13b", "--stages", "4"}, "uniform, pipedream"},
+      // A misspelt method is named before the options it would need.
+      {{"partition", "--method", "bogus"}, "unknown partition method 'bogus'"},
   };
   for (const Case& c : cases) {
     const CommandRun run = perseus(c.args);

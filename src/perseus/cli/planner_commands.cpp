@@ -3,6 +3,7 @@
 // perseus/planner and presents the result (human text, or JSON with --json).
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -374,7 +375,17 @@ std::vector<double> read_weights(const std::string& path) {
 }
 
 void run_partition(const PartitionArgs& a) {
-  if (a.method == "pipedream") {
+  // The method first, so that a misspelt one is named before any option it would need.
+  std::optional<PartitionMethod> balanced;  // none: PipeDream's planner
+  if (a.method != "pipedream") {
+    try {
+      balanced = parse_partition_method(a.method);
+    } catch (const InputError&) {
+      throw InputError("unknown partition method '" + a.method +
+                       "'; known methods: min-imbalance, min-max, uniform, pipedream");
+    }
+  }
+  if (!balanced) {
     if (a.model.empty()) throw InputError("partition --method pipedream: give --model (it weighs layers by the model's time, activations and weights)");
     if (a.stages > 0) {
       throw InputError("partition --method pipedream: --stages does not apply: PipeDream chooses the stages and their "
@@ -432,12 +443,7 @@ void run_partition(const PartitionArgs& a) {
     for (const LayerCost& l : layers) names.push_back(l.name);
     what = fmt::format("{} on {} (forward time at the top clock)", model.name, gpu.name);
   }
-  PartitionMethod method;
-  try {
-    method = parse_partition_method(a.method);
-  } catch (const InputError&) {
-    throw InputError("unknown partition method '" + a.method + "'; known methods: min-imbalance, min-max, uniform, pipedream");
-  }
+  const PartitionMethod method = *balanced;
   Partition p;
   switch (method) {
     case PartitionMethod::kMinImbalance: p = min_imbalance_partition(weights, a.stages); break;
