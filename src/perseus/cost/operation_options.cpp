@@ -527,7 +527,7 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     Filtered filtered;
     std::vector<double> qs, es;
     bool needs_fit = false;
-    std::vector<std::string> warnings;
+    std::vector<std::string> warnings;  // each the text after the operation's name (StageWarnings)
   };
   std::vector<OperationOptions> result;
   std::vector<Pending> pending;
@@ -573,7 +573,7 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
 
     if (is_compute(op.kind) && options.options.size() == 1 && p.filtered.pareto_count > 1) {
       any_compute_collapsed = true;
-      p.warnings.push_back(name + ": its " + std::to_string(p.filtered.pareto_count) +
+      p.warnings.push_back(": its " + std::to_string(p.filtered.pareto_count) +
                            " candidate options all quantise to " + std::to_string(options.options[0].q) +
                            " units of " + number(tau) + " s; it runs at constant time");
     }
@@ -593,11 +593,11 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
       options.cost = {0.0, 0.0, cheapest->effective_energy};
     } else if (options.options.size() == 2) {
       options.cost = through_two_points(options.options[0], options.options[1]);
-      p.warnings.push_back(name + ": only two options survive the Pareto filter, too few to fit a*exp(b*q)+c; "
-                                  "using an exact curve through both");
+      p.warnings.push_back(": only two options survive the Pareto filter, too few to fit a*exp(b*q)+c; "
+                           "using an exact curve through both");
     } else {
       if (const auto problem = shape_problem(options.options)) {
-        p.warnings.push_back(name + ": measured " + *problem + "; the exponential fit smooths this over");
+        p.warnings.push_back(": measured " + *problem + "; the exponential fit smooths this over");
       }
       p.needs_fit = true;
     }
@@ -623,13 +623,13 @@ std::vector<OperationOptions> build_operation_options(const Profile& profile, co
     fit_some();
   }
 
-  // Every warning names its operation (p.name first); the same warning of one kind of
-  // operation on several stages (stages built from the same layers measure alike) is one line.
+  // Every warning names its operation; the same warning of one kind of operation on several
+  // stages (stages built from the same layers measure alike) is one line.
   StageWarnings stage_warnings(profile.source());
   for (std::size_t k = 0; k < result.size(); ++k) {
     Pending& p = pending[k];
     OperationOptions& options = result[k];
-    for (const std::string& w : p.warnings) stage_warnings.add(p.stage, p.kind, w.substr(p.name.size()));
+    for (std::string& w : p.warnings) stage_warnings.add(p.stage, p.kind, std::move(w));
     if (p.needs_fit) {
       const FitOutcome& fit = fits.at({p.qs, p.es});
       if (!fit.cost) {

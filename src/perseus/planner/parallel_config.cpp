@@ -346,10 +346,6 @@ Partition megatron_partition(const std::vector<LayerCost>& layers, std::span<con
   return evaluate_partition(weight, std::move(boundaries));
 }
 
-// estimate_configuration past its argument checks, with the model's counts given.
-ConfigEstimate estimate_counted(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
-                                const SweepOptions& options, const ModelCounts& counts);
-
 }  // namespace
 
 std::string pipeline_placement(const ConfigEstimate& e) {
@@ -376,13 +372,9 @@ std::string describe(const ParallelConfig& c) {
   return out;
 }
 
-ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
-                                      const SweepOptions& options) {
-  return estimate_counted(model, cluster, in, options, count_model(model, options));
-}
-
 namespace {
 
+// estimate_configuration with the model's counts given (a sweep counts them once).
 ConfigEstimate estimate_counted(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
                                 const SweepOptions& options, const ModelCounts& counts) {
   if (!cluster.gpu) throw InputError("configuration: no GPU given");
@@ -538,6 +530,11 @@ ConfigEstimate estimate_counted(const ModelSpec& model, const ClusterSpec& clust
 }
 
 }  // namespace
+
+ConfigEstimate estimate_configuration(const ModelSpec& model, const ClusterSpec& cluster, const ParallelConfig& in,
+                                      const SweepOptions& options) {
+  return estimate_counted(model, cluster, in, options, count_model(model, options));
+}
 
 std::vector<ConfigEstimate> sweep_configurations(const ModelSpec& model, const ClusterSpec& cluster,
                                                  const SweepOptions& options) {
