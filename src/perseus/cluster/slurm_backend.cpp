@@ -284,6 +284,10 @@ void SlurmBackend::release_on(Tracked& t, const std::vector<std::string>& nodes)
     const int error = slurm_get_errno();
     // It ended since the last round's report: end_round reports it.
     if (error == ESLURM_JOB_FINISHED || error == ESLURM_ALREADY_DONE || error == ESLURM_INVALID_JOB_ID) return;
+    // Released last round and still pending when this round's requeue was refused, it may have
+    // started on its old nodes since (Slurm refuses a running job new nodes, "Invalid node
+    // name"): stop it there, then ask again.
+    if (requeue_held(t)) wait_until_stopped({t.slurm_id});
     if (wall_s() > deadline)
       throw SolveError(fmt::format("Slurm: cannot start job {} (Slurm job {}) on {}: {}", t.job.id, t.slurm_id, list, slurm_error()));
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_s));
@@ -323,8 +327,10 @@ void SlurmBackend::begin_round(const std::vector<Lease>& leases) {
     t.reported_s = -1.0;
     if (requeue_held(t)) {
       stopping.push_back(t.slurm_id);
-    } else if (lease == placed.end()) {
-      hold(t);  // pending (never started, or requeued by Slurm after its node failed)
+    } else {
+      // Pending (released and not started yet, or requeued by Slurm after its node failed):
+      // held, so that Slurm does not start it on its old nodes before it is moved.
+      hold(t);
     }
   }
   const std::set<unsigned> still_stopping = wait_until_stopped(stopping);
