@@ -6,6 +6,7 @@
 // K80's figure is told wrong and measured right; leases pace jobs (the energy stage), and the jobs
 // report their energy.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -276,6 +278,40 @@ TEST_F(SlurmCluster, ACancelledJobEndsInSlurmWithoutARequeueAndTheOthersFinish) 
   ASSERT_FALSE(log.empty());
   EXPECT_EQ(std::count_if(log.begin(), log.end(), [](const LogLine& l) { return l.event == "start"; }), 1);
   EXPECT_NE(log.back().event, "done");
+}
+
+TEST_F(SlurmCluster, AJobMovedBeforeItStartedRunsOnlyWhereItWasMoved) {
+  // Job 1 is leased a GPU of n3 that job 0 runs on, so Slurm keeps it pending (Resources); the
+  // next round moves it to n4 before it ever started. It cannot be requeued (pending), so it is held
+  // and then released on n4: it must start there, and never on n3 (where job 0's end, or any
+  // moment of the move, would otherwise let Slurm start it).
+  const ThroughputMatrix m = small_jobs();
+  SlurmBackend backend(m.gpu_types, slurm_options("moved-jobs"));
+  const std::string command = small_job_command();
+  backend.submit({0, 0, 2, 1e6, command});
+  backend.submit({1, 0, 1, 1e6, command});
+  const auto lease = [](int job, int type, std::vector<int> gpus, bool renewed) {
+    Lease l;
+    l.job = job, l.gpu_type = type, l.gpus = std::move(gpus), l.renewed = renewed;
+    return l;
+  };
+  // Until a job's program logs its start (Slurm launching it, Python starting: seconds on a busy machine).
+  const auto wait_for_start = [](const std::string& job_dir) {
+    for (int r = 0; r < 30 && log_of(job_dir).empty(); ++r) std::this_thread::sleep_for(std::chrono::seconds(1));
+  };
+  backend.begin_round({lease(0, 1, {0, 1}, false)});  // type 1: the P100s of n3
+  wait_for_start(dir_ + "/moved-jobs/job-0");
+  ASSERT_FALSE(log_of(dir_ + "/moved-jobs/job-0").empty()) << "job 0 never started on n3";
+  backend.begin_round({lease(0, 1, {0, 1}, true), lease(1, 1, {0}, false)});
+  backend.begin_round({lease(0, 1, {0, 1}, true), lease(1, 0, {0}, false)});  // type 0: the K80s of n4
+  EXPECT_EQ(backend.nodes_of(1), std::vector<std::string>{"n4"});
+  wait_for_start(dir_ + "/moved-jobs/job-1");
+  for (const JobProgress& p : backend.end_round(0.0))
+    if (p.id == 1) EXPECT_EQ(p.status, JobStatus::kRunning) << p.detail;
+  const std::vector<LogLine> log = log_of(dir_ + "/moved-jobs/job-1");
+  ASSERT_FALSE(log.empty()) << "job 1 never started on n4";
+  for (const LogLine& l : log) EXPECT_EQ(l.node, "n4") << l.event;
+  for (int id : {0, 1}) backend.cancel(id);
 }
 
 // Last: after a node failure, Slurm 22.05 can go on counting a node's GPUs as used by a job that
