@@ -1,6 +1,5 @@
 // The `serve` command as its own process: killed with SIGKILL mid-job and restarted on the
 // same database, it recovers every job and serves the same plans; SIGTERM stops it cleanly.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,7 +7,6 @@
 #include <cctype>
 #include <chrono>
 #include <future>
-#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -19,6 +17,7 @@
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/job_store.hpp"
 #include "perseus/server/zeus_dump.hpp"
+#include "child_process.hpp"
 #include "server_test_support.hpp"
 #include "synthetic.hpp"
 
@@ -43,81 +42,30 @@ bool is_zeus_setting(std::string_view entry) {
 // Its environment is this one's without any ZEUS_PFO_* setting, plus `env` ("NAME=value").
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-    // Everything the child needs is built before fork: after it, only exec-safe calls.
-    std::string binary = PERSEUS_SERVE_BINARY;
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    argv.push_back(binary.data());
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
+  explicit ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {})
+      : child_(PERSEUS_SERVE_BINARY, args, options(env)) {}
+
+  // The port from the "event=listening" log line; 0 if it does not come within 20 s.
+  int wait_for_port() {
+    static const std::regex listening("event=listening host=\\S+ port=(\\d+)");
+    const std::optional<std::string> port = child_.wait_for_log(listening, 20s);
+    return port ? std::stoi(*port) : 0;
+  }
+  int kill_and_wait(int signal) { return child_.kill_and_wait(signal); }
+  std::string log() { return child_.log(); }
+
+ private:
+  static perseus::testing::ChildProcessOptions options(const std::vector<std::string>& env) {
     std::vector<std::string> environment;
     for (char** entry = environ; *entry; ++entry) {
       if (!is_zeus_setting(*entry)) environment.emplace_back(*entry);
     }
     environment.insert(environment.end(), env.begin(), env.end());
-    std::vector<char*> envp;
-    for (std::string& e : environment) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(pipe_fds[1], STDERR_FILENO);
-      ::close(pipe_fds[0]);
-      ::close(pipe_fds[1]);
-      ::execve(binary.c_str(), argv.data(), envp.data());
-      ::_exit(127);
-    }
-    ::close(pipe_fds[1]);
-    reader_ = std::thread([this, fd = pipe_fds[0]] {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) {
-        std::lock_guard lock(mutex_);
-        log_.append(buffer, static_cast<std::size_t>(n));
-      }
-      ::close(fd);
-    });
+    perseus::testing::ChildProcessOptions o;
+    o.environment = std::move(environment);
+    return o;
   }
-  ~ServerProcess() {
-    if (pid_ > 0) kill_and_wait(SIGKILL);
-    if (reader_.joinable()) reader_.join();
-  }
-
-  // The port from the "event=listening" log line; 0 if it does not come within 20 s.
-  int wait_for_port() {
-    static const std::regex listening("event=listening host=\\S+ port=(\\d+)");
-    for (int i = 0; i < 2000; ++i) {
-      {
-        std::lock_guard lock(mutex_);
-        std::smatch m;
-        if (std::regex_search(log_, m, listening)) return std::stoi(m[1]);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return 0;
-  }
-
-  int kill_and_wait(int signal) {
-    ::kill(pid_, signal);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    if (reader_.joinable()) reader_.join();
-    return status;
-  }
-
-  std::string log() {
-    std::lock_guard lock(mutex_);
-    return log_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::thread reader_;
-  std::mutex mutex_;
-  std::string log_;
+  perseus::testing::ChildProcess child_;
 };
 
 httplib::Client client(int port) {

@@ -1,21 +1,19 @@
 // The status page in headless Chromium: it must draw (a screenshot that is not blank),
 // build its SVG (frontier line, current point, plan timeline) from the server's data, and
 // follow the server's state without being reloaded.
-#include <zlib.h>
-
-#include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <regex>
-#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "perseus/server/frontier_table.hpp"
 #include "perseus/server/http_server.hpp"
 #include "perseus/server/service.hpp"
+#include "headless_chromium.hpp"
 #include "server_test_support.hpp"
 #include "synthetic.hpp"
 
@@ -24,94 +22,15 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
+using perseus::testing::find_chromium;
+using perseus::testing::open_in_chromium;
 using testing::TempDir;
 
-std::string find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    const std::string probe = std::string("command -v ") + name + " >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return name;
-  }
-  return "";
-}
-
-std::string run_command(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  ::pclose(pipe);
-  return out;
-}
-
-std::uint32_t big_endian(const std::string& s, std::size_t at) {
-  return (std::uint32_t(static_cast<unsigned char>(s[at])) << 24) | (std::uint32_t(static_cast<unsigned char>(s[at + 1])) << 16) |
-         (std::uint32_t(static_cast<unsigned char>(s[at + 2])) << 8) | std::uint32_t(static_cast<unsigned char>(s[at + 3]));
-}
-
-struct Image {
-  std::uint32_t width = 0, height = 0;
-  std::vector<std::uint32_t> pixels;  // 0xRRGGBB
-};
-
-// Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes); throws otherwise.
-Image decode_png(const std::string& png) {
-  if (png.size() < 8 || png.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) throw std::runtime_error("not a PNG");
-  Image image;
-  int channels = 0;
-  std::string compressed;
-  for (std::size_t at = 8; at + 8 <= png.size();) {
-    const std::uint32_t length = big_endian(png, at);
-    const std::string type = png.substr(at + 4, 4);
-    const std::string data = png.substr(at + 8, length);
-    if (type == "IHDR") {
-      image.width = big_endian(data, 0);
-      image.height = big_endian(data, 4);
-      if (data[8] != 8 || (data[9] != 2 && data[9] != 6) || data[12] != 0) throw std::runtime_error("unsupported PNG");
-      channels = data[9] == 2 ? 3 : 4;
-    } else if (type == "IDAT") {
-      compressed += data;
-    }
-    at += 12 + length;
-  }
-  const std::size_t stride = image.width * channels;
-  std::string raw((stride + 1) * image.height, '\0');
-  uLongf raw_size = raw.size();
-  if (uncompress(reinterpret_cast<Bytef*>(raw.data()), &raw_size, reinterpret_cast<const Bytef*>(compressed.data()),
-                 compressed.size()) != Z_OK ||
-      raw_size != raw.size()) {
-    throw std::runtime_error("bad PNG data");
-  }
-  std::vector<std::uint8_t> previous(stride, 0), row(stride);
-  for (std::uint32_t y = 0; y < image.height; ++y) {
-    const auto* line = reinterpret_cast<const std::uint8_t*>(raw.data()) + y * (stride + 1);
-    const int filter = line[0];
-    for (std::size_t x = 0; x < stride; ++x) {
-      const int a = x >= static_cast<std::size_t>(channels) ? row[x - channels] : 0, b = previous[x];
-      const int c = x >= static_cast<std::size_t>(channels) ? previous[x - channels] : 0;
-      int predictor = 0;
-      switch (filter) {
-        case 0: predictor = 0; break;
-        case 1: predictor = a; break;
-        case 2: predictor = b; break;
-        case 3: predictor = (a + b) / 2; break;
-        case 4: {
-          const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
-          predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-          break;
-        }
-        default: throw std::runtime_error("bad PNG filter");
-      }
-      row[x] = static_cast<std::uint8_t>(line[1 + x] + predictor);
-    }
-    for (std::uint32_t x = 0; x < image.width; ++x) {
-      const std::uint8_t* p = row.data() + x * channels;
-      image.pixels.push_back((std::uint32_t(p[0]) << 16) | (std::uint32_t(p[1]) << 8) | p[2]);
-    }
-    previous = row;
-  }
-  return image;
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 TEST(WebPage, DrawsJobsFrontiersAndTimelinesInHeadlessChromium) {
@@ -141,14 +60,9 @@ TEST(WebPage, DrawsJobsFrontiersAndTimelinesInHeadlessChromium) {
 
   TempDir dir;
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
-  const std::string common = "timeout 90 " + chromium +
-                             " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars"
-                             " --user-data-dir=" + (dir.path() / "profile").string() +
-                             " --window-size=1200,900 --virtual-time-budget=3000 ";
-  const auto screenshot = dir.path() / "page.png";
-  run_command(common + "--screenshot=" + screenshot.string() + " " + url + " 2>/dev/null");
-  ASSERT_TRUE(std::filesystem::exists(screenshot)) << "chromium wrote no screenshot";
-  const Image image = decode_png(run_command("cat " + screenshot.string()));
+  const perseus::testing::BrowserRun shot = open_in_chromium(chromium, url, dir.path(), false, 1200, 900, 3000);
+  ASSERT_TRUE(std::filesystem::exists(shot.screenshot)) << "chromium wrote no screenshot (exit " << shot.exit_code << ")";
+  const perseus::testing::Image image = perseus::testing::decode_png(read_file(shot.screenshot));
   EXPECT_EQ(image.width, 1200u);
   EXPECT_EQ(image.height, 900u);
   std::map<std::uint32_t, std::size_t> counts;
@@ -159,7 +73,7 @@ TEST(WebPage, DrawsJobsFrontiersAndTimelinesInHeadlessChromium) {
   EXPECT_GT(image.pixels.size() - background, image.pixels.size() / 20) << "almost every pixel is the background";
   EXPECT_GT(counts[0x3b7dd8] + counts[0x2e9e5b], 0u) << "no frontier or forward/backward colour drawn";
 
-  const std::string dom = run_command(common + "--dump-dom " + url + " 2>/dev/null");
+  const std::string dom = open_in_chromium(chromium, url, dir.path(), true, 1200, 900, 3000).dom;
   ASSERT_NE(dom.find("</html>"), std::string::npos) << dom.substr(0, 500);
   // The frontier: a polyline with many points and the current point marked.
   const std::regex polyline(R"re(<polyline points="([0-9., ]+)"[^>]*class="frontier-line")re");
@@ -204,10 +118,7 @@ TEST(WebPage, FollowsTheServerWithoutReloading) {
 
   TempDir dir;
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
-  const std::string dom = run_command("timeout 90 " + chromium +
-                                      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage"
-                                      " --user-data-dir=" + (dir.path() / "profile").string() +
-                                      " --virtual-time-budget=5000 --dump-dom " + url + " 2>/dev/null");
+  const std::string dom = open_in_chromium(chromium, url, dir.path(), true, 1280, 2000, 5000).dom;
   ASSERT_NE(dom.find("</html>"), std::string::npos) << dom.substr(0, 500);
   EXPECT_GE(polls.load(), 1) << "the page never polled /api/jobs";
   // The page was served with one job; polling brought the second onto it.

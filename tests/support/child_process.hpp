@@ -22,6 +22,8 @@ struct ChildProcessOptions {
   std::string stdout_path;  // empty: /dev/null
   std::string stderr_path;  // empty: kept in memory (see log())
   int pass_fd = -1;         // handed down as fd 3 when >= 0
+  // The child's whole environment ("NAME=value" each); nullopt: this process's.
+  std::optional<std::vector<std::string>> environment;
 };
 
 class ChildProcess {
@@ -36,6 +38,10 @@ class ChildProcess {
     argv.push_back(program.data());
     for (std::string& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> environment = options.environment.value_or(std::vector<std::string>{});
+    std::vector<char*> envp;
+    for (std::string& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
     const int out = ::open(options.stdout_path.empty() ? "/dev/null" : options.stdout_path.c_str(),
                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int err = -1;
@@ -56,7 +62,11 @@ class ChildProcess {
       } else if (options.pass_fd >= 0) {
         ::dup2(options.pass_fd, 3);  // dup2 clears close-on-exec
       }
-      ::execv(program.c_str(), argv.data());
+      if (options.environment) {
+        ::execve(program.c_str(), argv.data(), envp.data());
+      } else {
+        ::execv(program.c_str(), argv.data());
+      }
       ::_exit(127);
     }
     ::close(out);

@@ -116,7 +116,7 @@ Image decode_png(const std::string& png) {
 }
 
 BrowserRun open_in_chromium(const std::string& chromium, const std::string& url, const std::filesystem::path& work_dir,
-                            bool dump_dom, int width, int height) {
+                            bool dump_dom, int width, int height, int virtual_time_ms) {
   static int runs = 0;
   const std::filesystem::path profile = work_dir / ("chromium-profile-" + std::to_string(runs));
   const std::filesystem::path log = work_dir / ("chromium-log-" + std::to_string(runs) + ".txt");
@@ -129,6 +129,7 @@ BrowserRun open_in_chromium(const std::string& chromium, const std::string& url,
                         " --disable-dev-shm-usage --hide-scrollbars --enable-logging=stderr --v=0"
                         " --user-data-dir=" + quoted(profile.string()) +
                         " --window-size=" + std::to_string(width) + "," + std::to_string(height);
+  if (virtual_time_ms > 0) command += " --virtual-time-budget=" + std::to_string(virtual_time_ms);
   command += dump_dom ? " --dump-dom" : " --screenshot=" + quoted(run.screenshot.string());
   command += " " + quoted(url) + " 2>" + quoted(log.string());
   const CommandResult result = run_command(command);

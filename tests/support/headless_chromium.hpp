@@ -35,8 +35,10 @@ struct BrowserRun {
 
 // Opens `url` once in headless Chromium with a fresh profile under `work_dir` (no network
 // services, no sandbox: tests run as root) and either dumps the DOM or takes a screenshot
-// of `width` x `height`. Console messages are read from Chromium's log on stderr.
+// of `width` x `height`. Console messages are read from Chromium's log on stderr. With
+// `virtual_time_ms` > 0 the page's timers run that long (virtual time) before the dump or the
+// screenshot: a page that polls its server shows what the polls brought.
 BrowserRun open_in_chromium(const std::string& chromium, const std::string& url, const std::filesystem::path& work_dir,
-                            bool dump_dom, int width = 1280, int height = 2000);
+                            bool dump_dom, int width = 1280, int height = 2000, int virtual_time_ms = 0);
 
 }  // namespace perseus::testing
