@@ -7,22 +7,9 @@
 #   bash bench/certification_cost_bench.sh [--rounds N] [--csv] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=5
-csv=0
-build=build
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) rounds="$2"; shift 2 ;;
-    --csv) csv=1; shift ;;
-    --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
-  esac
-done
-perseus="$build/perseus"
-[ -x "$perseus" ] || { echo "$perseus not built (bash scripts/build.sh)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source bench/bench_args.sh
+bench_init rounds 5 7 "$@"
+rounds=$count
 
 # profile | p_blocking | unit time (src/perseus/profile/bundled_profiles.hpp)
 profiles=(

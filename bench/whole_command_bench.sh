@@ -6,22 +6,9 @@
 #   bash bench/whole_command_bench.sh [--runs N] [--csv] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=5
-csv=0
-build=build
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) runs="$2"; shift 2 ;;
-    --csv) csv=1; shift ;;
-    --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n 2,6p "$0"; exit 0 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
-  esac
-done
-perseus="$build/perseus"
-[ -x "$perseus" ] || { echo "$perseus not built (bash scripts/build.sh)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source bench/bench_args.sh
+bench_init runs 5 6 "$@"
+runs=$count
 
 # name | profile | microbatches | p_blocking | unit time
 cases=(
