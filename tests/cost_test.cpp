@@ -18,9 +18,12 @@
 
 #include "perseus/cost/operation_options.hpp"
 #include "perseus/model/errors.hpp"
+#include "temp_dir.hpp"
 
 namespace perseus {
 namespace {
+
+using testing::TempFile;
 
 // The profiles and the reference's published fit bundled with the repository (data/).
 const std::string kData = PERSEUS_SOURCE_DIR "/data";
@@ -28,21 +31,6 @@ const std::string kBloom = kData + "/profiles/bloom-176b+a100-sxm.csv";
 const std::string kGoldenFit = kData + "/golden/bloom-176b+a100-sxm+fit.csv";
 constexpr double kA100Blocking = 83.64;
 constexpr double kA40Blocking = 70.38;
-
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& content)
-      : path_(std::filesystem::temp_directory_path() /
-              ("perseus-cost-test-" + std::to_string(::getpid()) + "-" + name)) {
-    std::ofstream out(path_, std::ios::binary);
-    out << content;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 double relative_error(double value, double reference) { return std::abs(value - reference) / std::abs(reference); }
 

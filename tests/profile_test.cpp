@@ -13,30 +13,17 @@
 
 #include "perseus/model/errors.hpp"
 #include "perseus/profile/profile.hpp"
+#include "temp_dir.hpp"
 
 namespace perseus {
 namespace {
+
+using testing::TempFile;
 
 const std::string kData = PERSEUS_SOURCE_DIR "/data";
 const char* const kProfiles[] = {"bloom-176b+a100-sxm", "bloom-176b+a40", "gpt3-175b+a100-sxm", "gpt3-175b+a40"};
 
 std::string profile_path(const std::string& name) { return kData + "/profiles/" + name + ".csv"; }
-
-// A file under the temporary directory, removed when the test ends.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& content)
-      : path_(std::filesystem::temp_directory_path() /
-              ("perseus-profile-test-" + std::to_string(::getpid()) + "-" + name)) {
-    std::ofstream out(path_, std::ios::binary);
-    out << content;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // The InputError message of parsing `text` as "<name>", or "" when it parses.
 std::string parse_error(const std::string& text, const std::string& name = "bad.csv") {

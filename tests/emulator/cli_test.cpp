@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_output.hpp"
+#include "temp_dir.hpp"
 
 namespace perseus {
 namespace {
@@ -28,28 +29,13 @@ const std::string kBloom = PERSEUS_SOURCE_DIR "/data/profiles/bloom-176b+a100-sx
 const std::string kProblem = " --profile " + kBloom + " --microbatches 12 --p-blocking 83.64 --unit-time 0.001";
 
 using CliRun = testing::CommandOutput;
+using testing::TempDir;
 
 // Runs `binary args` in `dir` (default: the test's working directory).
 CliRun perseus(const std::string& args, const std::string& dir = "", const std::string& binary = PERSEUS_BINARY) {
   const std::string cd = dir.empty() ? "" : "cd '" + dir + "' && ";
   return testing::run_command(cd + binary + " " + args);
 }
-
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / ("perseus-cli-test-" + std::to_string(std::random_device{}()))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string read(const std::string& path) {
   std::ifstream in(path);

@@ -17,6 +17,7 @@
 #include "perseus/report/svg.hpp"
 #include "perseus/solver/crawl.hpp"
 #include "perseus/solver/frontier.hpp"
+#include "temp_dir.hpp"
 
 namespace perseus::report {
 namespace {
@@ -26,23 +27,7 @@ using perseus::testing::BrowserRun;
 using perseus::testing::decode_png;
 using perseus::testing::find_chromium;
 using perseus::testing::open_in_chromium;
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("perseus-report-test-" + std::to_string(random()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using perseus::testing::TempDir;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

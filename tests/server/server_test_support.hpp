@@ -15,10 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "perseus/server/service.hpp"
+#include "temp_dir.hpp"
 
 namespace perseus::server::testing {
 
 using json = nlohmann::json;
+using perseus::testing::TempDir;
 
 inline ApiResponse call(Service& service, const std::string& method, const std::string& path,
                         const std::string& body = "", std::map<std::string, std::string> query = {},
@@ -30,27 +32,6 @@ inline ApiResponse call(Service& service, const std::string& method, const std::
 inline json body_of(const ApiResponse& response) {
   return json::parse(response.body, nullptr, false);
 }
-
-// A fresh directory under the system's temporary directory, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "perseus-server-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& content) const {
-    std::ofstream(path_ / name, std::ios::binary) << content;
-    return path_ / name;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline json job_info(int pp, int dp, int tp, json extra = json::object()) {
   json info = {{"job_id", ""}, {"pp_degree", pp}, {"dp_degree", dp}, {"tp_degree", tp},

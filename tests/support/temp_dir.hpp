@@ -26,6 +26,8 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
+  // The path of `name` inside the directory.
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
   // Writes `content` to `name` inside the directory; returns its path.
   std::filesystem::path write(const std::string& name, const std::string& content) const {
     std::ofstream(path_ / name, std::ios::binary) << content;
@@ -33,6 +35,18 @@ class TempDir {
   }
 
  private:
+  std::filesystem::path path_;
+};
+
+// One file holding `content`, named `name`, in a fresh directory of its own; both removed with
+// the object.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& content) : path_(dir_.write(name, content)) {}
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  TempDir dir_;
   std::filesystem::path path_;
 };
 
