@@ -153,6 +153,22 @@ std::vector<double> segment_sums(const FeasibilityOracle& oracle, int n) {
   return sums;
 }
 
+// The smallest i in [first, last] with a split whose stages all lie within [lo, sums[i]]; last
+// if none before it does. Precondition: sums ascending (feasibility only grows with the upper
+// limit). O(log(last - first)) feasibility checks.
+std::size_t smallest_feasible_upper(FeasibilityOracle& oracle, const std::vector<double>& sums, double lo, std::size_t first,
+                                    std::size_t last) {
+  while (first < last) {
+    const std::size_t mid = (first + last) / 2;
+    if (oracle.feasible(lo, sums[mid])) {
+      last = mid;
+    } else {
+      first = mid + 1;
+    }
+  }
+  return first;
+}
+
 }  // namespace
 
 Partition evaluate_partition(std::span<const double> weights, std::vector<int> boundaries) {
@@ -183,17 +199,9 @@ Partition min_max_partition(std::span<const double> weights, int stages) {
   FeasibilityOracle oracle(weights, stages);
   const std::vector<double> sums = segment_sums(oracle, n);
   // The smallest sum U with a split whose stages all stay within [0, U].
-  std::size_t lo = 0, hi = sums.size() - 1;
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    if (oracle.feasible(0.0, sums[mid])) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  oracle.feasible(0.0, sums[lo]);
-  Partition p = evaluate_partition(weights, oracle.recover(0.0, sums[lo]));
+  const std::size_t u = smallest_feasible_upper(oracle, sums, 0.0, 0, sums.size() - 1);
+  oracle.feasible(0.0, sums[u]);
+  Partition p = evaluate_partition(weights, oracle.recover(0.0, sums[u]));
   p.feasibility_checks = oracle.checks();
   return p;
 }
@@ -207,19 +215,7 @@ Partition min_imbalance_partition(std::span<const double> weights, int stages) {
   const double average = oracle.total() / stages;
 
   // The longest stage is at least the min-max optimum U0 and the shortest at most the average.
-  std::size_t u0 = 0;
-  {
-    std::size_t lo = 0, hi = sums.size() - 1;
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (oracle.feasible(0.0, sums[mid])) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    u0 = lo;
-  }
+  const std::size_t u0 = smallest_feasible_upper(oracle, sums, 0.0, 0, sums.size() - 1);
   double best_ratio = std::numeric_limits<double>::infinity();
   double best_lo = 0.0, best_hi = sums[u0];
   std::size_t u_cap = sums.size() - 1;  // U(L) only shrinks as L decreases
@@ -235,15 +231,7 @@ Partition min_imbalance_partition(std::span<const double> weights, int stages) {
     if (limit < u0 || sums[limit] / lo > best_ratio) continue;
     if (!oracle.feasible(lo, sums[limit])) continue;
     // Smallest feasible U in [u0, limit].
-    std::size_t a = u0, b = limit;
-    while (a < b) {
-      const std::size_t mid = (a + b) / 2;
-      if (oracle.feasible(lo, sums[mid])) {
-        b = mid;
-      } else {
-        a = mid + 1;
-      }
-    }
+    const std::size_t a = smallest_feasible_upper(oracle, sums, lo, u0, limit);
     u_cap = a;
     const double ratio = sums[a] / lo;
     if (ratio < best_ratio || (ratio == best_ratio && sums[a] < best_hi)) {
