@@ -8,8 +8,7 @@
 // the emulation plus every file `perseus emulate --out` writes (into a stream that only
 // counts bytes), with the default detail (the notable pipelines' timelines) and with
 // `--trace all`. Target: 131,072 GPUs in under 2 s and 500 MB.
-//   ./build/bench/emulator_bench --benchmark_repetitions=10 \
-//       --benchmark_report_aggregates_only=true
+//   ./build/bench/emulator_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 // (the median is the figure to quote; peak_rss_mb is the whole process's peak so far: the
 // benchmarks run in the order registered, the ones that keep every timeline last).
 #include <sys/resource.h>

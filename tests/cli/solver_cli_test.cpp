@@ -34,7 +34,9 @@ struct CommandResult {
 CommandResult perseus(const std::vector<std::string>& args) {
   testing::TempDir tmp;
   const std::string out_path = (tmp.path() / "stdout").string();
-  testing::ChildProcess child(PERSEUS_BINARY, args, {out_path, "", -1});
+  testing::ChildProcessOptions options;
+  options.stdout_path = out_path;
+  testing::ChildProcess child(PERSEUS_BINARY, args, options);
   const auto status = child.wait(std::chrono::seconds(120));
   CommandResult run;
   run.err = child.log();

@@ -181,7 +181,9 @@ TEST_F(SlurmCluster, TheEnergyStagePacesAJobOnSlurmAndMeasuresItAtFullSpeed) {
       EXPECT_EQ(l.gpu_type, 2);
       // 0.8 of the figure told; later, of the figure measured (2 steps/s up to the noise of
       // 3-s rounds on a busy machine: 0.80-0.87 seen under load).
-      if (paced_leases == 0) EXPECT_NEAR(l.pace, 0.8, 1e-6);
+      if (paced_leases == 0) {
+        EXPECT_NEAR(l.pace, 0.8, 1e-6);
+      }
       EXPECT_GT(l.pace, 0.7);
       EXPECT_LT(l.pace, 0.95);
       ++paced_leases;
@@ -307,7 +309,9 @@ TEST_F(SlurmCluster, AJobMovedBeforeItStartedRunsOnlyWhereItWasMoved) {
   EXPECT_EQ(backend.nodes_of(1), std::vector<std::string>{"n4"});
   wait_for_start(dir_ + "/moved-jobs/job-1");
   for (const JobProgress& p : backend.end_round(0.0))
-    if (p.id == 1) EXPECT_EQ(p.status, JobStatus::kRunning) << p.detail;
+    if (p.id == 1) {
+      EXPECT_EQ(p.status, JobStatus::kRunning) << p.detail;
+    }
   const std::vector<LogLine> log = log_of(dir_ + "/moved-jobs/job-1");
   ASSERT_FALSE(log.empty()) << "job 1 never started on n4";
   for (const LogLine& l : log) EXPECT_EQ(l.node, "n4") << l.event;

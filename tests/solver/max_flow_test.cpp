@@ -145,7 +145,9 @@ TEST_P(FlowNetworkRestart, WarmStartsAfterCapacityChangesMatchAFreshNetwork) {
     cold_starts += warm.cold_starts();
   }
   // The small networks never exhaust the default budget; with none, every cut flow restarts.
-  if (GetParam() > 0) EXPECT_EQ(cold_starts, 0);
+  if (GetParam() > 0) {
+    EXPECT_EQ(cold_starts, 0);
+  }
   else EXPECT_GT(cold_starts, 100);
 }
 

@@ -419,8 +419,12 @@ TEST(LpRelaxation, BoundNeverExceedsTheExactOptimum) {
         EXPECT_GE(up, d - 1e-9);
         for (const Option& o : options) {
           const double t = o.measurement.time_s;
-          if (t <= d + 1e-9) EXPECT_LE(t, down + 1e-12);
-          if (t >= d - 1e-9) EXPECT_GE(t, up - 1e-12);
+          if (t <= d + 1e-9) {
+            EXPECT_LE(t, down + 1e-12);
+          }
+          if (t >= d - 1e-9) {
+            EXPECT_GE(t, up - 1e-12);
+          }
         }
       }
     }
@@ -455,7 +459,9 @@ TEST(SupportingLines, EachSolveBoundsEveryDeadlineAndTouchesAtItsOwn) {
         // equal to the LP optimum where it was solved.
         EXPECT_LE(bound, lp[k] + 1e-6 * lp[k]) << "seed " << seed << " solved " << solved << " at " << k;
         EXPECT_LE(bound, brute.optimum_energy_at(deadline_at(k)) + 1e-6) << "seed " << seed << " at " << k;
-        if (k == solved) EXPECT_NEAR(bound, lp[k], 1e-6 * lp[k]);
+        if (k == solved) {
+          EXPECT_NEAR(bound, lp[k], 1e-6 * lp[k]);
+        }
       }
       // The slope is the optimum's derivative: a small step along it stays within the
       // curvature between two grid deadlines.
@@ -516,7 +522,9 @@ TEST(WarmLpRelaxation, MatchesTheRelaxationInAnyOrderAndItsLinesBoundEveryDeadli
       ASSERT_TRUE(relaxed.has_value());
       const double exact = cold.solve(deadline_at(k))->lower_bound_j;
       EXPECT_NEAR(relaxed->lower_bound_j, exact, 1e-6 * exact) << "seed " << seed << " at " << k;
-      if (k == 8) EXPECT_EQ(started.last_iterations(), 0) << "seed " << seed;
+      if (k == 8) {
+        EXPECT_EQ(started.last_iterations(), 0) << "seed " << seed;
+      }
     }
   }
 }
