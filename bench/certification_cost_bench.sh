@@ -9,7 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/bench_args.sh
 bench_init rounds 5 7 "$@"
-rounds=$count
 
 # profile | p_blocking | unit time (src/perseus/profile/bundled_profiles.hpp)
 profiles=(

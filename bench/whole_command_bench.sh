@@ -8,7 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/bench_args.sh
 bench_init runs 5 6 "$@"
-runs=$count
 
 # name | profile | microbatches | p_blocking | unit time
 cases=(

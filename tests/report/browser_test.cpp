@@ -24,15 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using perseus::testing::BrowserRun;
-using perseus::testing::decode_png;
+using perseus::testing::read_png;
 using perseus::testing::find_chromium;
 using perseus::testing::open_in_chromium;
 using perseus::testing::TempDir;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 void write_file(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -109,7 +104,7 @@ TEST(ReportInChromium, RendersThePlotsWithoutConsoleErrors) {
   // 1. A screenshot: a drawn page, with the plots' colours in it.
   const BrowserRun shot = open_in_chromium(chromium, url, dir.path(), false, 1280, 2400);
   ASSERT_TRUE(fs::exists(shot.screenshot)) << "chromium wrote no screenshot (exit " << shot.exit_code << ")";
-  const auto image = decode_png(read_file(shot.screenshot));
+  const auto image = read_png(shot.screenshot);
   EXPECT_EQ(image.width, 1280u);
   EXPECT_EQ(image.height, 2400u);
   std::map<std::uint32_t, std::size_t> counts;

@@ -3,10 +3,8 @@
 // follow the server's state without being reloaded.
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -25,13 +23,6 @@ using json = nlohmann::json;
 using perseus::testing::find_chromium;
 using perseus::testing::open_in_chromium;
 using testing::TempDir;
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 TEST(WebPage, DrawsJobsFrontiersAndTimelinesInHeadlessChromium) {
   const std::string chromium = find_chromium();
@@ -62,7 +53,7 @@ TEST(WebPage, DrawsJobsFrontiersAndTimelinesInHeadlessChromium) {
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
   const perseus::testing::BrowserRun shot = open_in_chromium(chromium, url, dir.path(), false, 1200, 900, 3000);
   ASSERT_TRUE(std::filesystem::exists(shot.screenshot)) << "chromium wrote no screenshot (exit " << shot.exit_code << ")";
-  const perseus::testing::Image image = perseus::testing::decode_png(read_file(shot.screenshot));
+  const perseus::testing::Image image = perseus::testing::read_png(shot.screenshot);
   EXPECT_EQ(image.width, 1200u);
   EXPECT_EQ(image.height, 900u);
   std::map<std::uint32_t, std::size_t> counts;

@@ -115,6 +115,8 @@ Image decode_png(const std::string& png) {
   return image;
 }
 
+Image read_png(const std::filesystem::path& path) { return decode_png(read_all(path)); }
+
 BrowserRun open_in_chromium(const std::string& chromium, const std::string& url, const std::filesystem::path& work_dir,
                             bool dump_dom, int width, int height, int virtual_time_ms) {
   static int runs = 0;

@@ -25,6 +25,8 @@ struct Image {
 };
 // Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes); throws otherwise.
 Image decode_png(const std::string& png);
+// The PNG file at `path` decoded (a screenshot): decode_png of its bytes.
+Image read_png(const std::filesystem::path& path);
 
 struct BrowserRun {
   int exit_code = -1;
