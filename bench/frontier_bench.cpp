@@ -127,6 +127,15 @@ int main(int argc, char** argv) {
   app.add_option("--certify-polish-points", defaults.certify_polish_points,
                  "Points polished last with an LP solve each (FrontierOptions::certify_polish_points; 0: none)")
       ->capture_default_str();
+  app.add_option("--certify-carry-down-share", defaults.certify_carry_down_share,
+                 "Budget share of the repairs carrying slower plans to faster points (FrontierOptions::certify_carry_down_share; 0: none)")
+      ->capture_default_str();
+  app.add_option("--certify-carry-down-gap", defaults.certify_carry_down_gap,
+                 "Carried down where a point's gap exceeds its slower neighbour's by this (FrontierOptions::certify_carry_down_gap)")
+      ->capture_default_str();
+  app.add_option("--certify-carry-down-max-nodes", defaults.certify_carry_down_max_nodes,
+                 "Largest DAG carried down (FrontierOptions::certify_carry_down_max_nodes)")
+      ->capture_default_str();
   app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
                  "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")
       ->capture_default_str();

@@ -148,6 +148,7 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   none.certify_search_points = 0;
   none.certify_worst_solves = 0;
   none.certify_polish_points = 0;
+  none.certify_carry_down_share = 0.0;
   FrontierOptions never = none;
   never.certify_worst_solves = FrontierOptions{}.certify_worst_solves;
   never.certify_worst_gap = 1.0;
@@ -176,6 +177,7 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   off.certify_worst_gap = 0.0;    // every point far: the solves go to the widest
   off.certify_chain_repairs = 0;
   off.certify_polish_points = 0;  // its chains count too
+  off.certify_carry_down_share = 0.0;  // carries to faster points of its own
   FrontierOptions on = off;
   on.certify_chain_repairs = 16;
   on.certify_chain_min_saving = 0.0;
@@ -204,6 +206,7 @@ TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
   const auto& [problem, crawl] = certification_case();
   FrontierOptions off;
   off.certify_polish_points = 0;
+  off.certify_carry_down_share = 0.0;  // the polish alone
   FrontierOptions on = off;
   on.certify_polish_points = 4;
   on.certify_polish_min_nodes = 0;  // this case has 128 nodes
@@ -225,6 +228,44 @@ TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
   EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
   EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
   expect_bounds_hold_both_ways(problem, a, b);
+}
+
+// The carry down, the certification's last step: where a point lies further above its bound
+// than its slower neighbour, it takes that neighbour's plan repaired to its time. Some points
+// carried; at every deadline of the frontier without it, a plan no dearer; the worst and mean
+// gaps no higher; every bound still below the other frontier's plans and every point's
+// figures its plan's; and on a DAG above the step's size, the frontier without it exactly.
+TEST(Frontier, FasterPointsTakeTheirSlowerNeighboursPlanWhereItLiesCloserToItsBound) {
+  const auto& [problem, crawl] = certification_case();
+  FrontierOptions off;
+  off.certify_carry_down_share = 0.0;
+  FrontierOptions on;
+  ASSERT_GT(on.certify_carry_down_share, 0.0);
+  FrontierOptions too_large = on;
+  too_large.certify_carry_down_max_nodes = problem.dag.num_nodes() - 1;
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, on);
+  const Frontier c = build_frontier(problem, crawl, too_large);
+  EXPECT_EQ(a.certify_carried_down, 0u);
+  EXPECT_GT(b.certify_carried_down, 0u);
+  EXPECT_EQ(c.certify_carried_down, 0u);
+  expect_same_plans_and_bounds(a, c);
+  for (const FrontierPoint& q : a.points) {
+    const FrontierPoint* p = select_for_deadline(b, q.measured.time_s);
+    ASSERT_NE(p, nullptr) << "no plan as fast as " << q.measured.time_s << " s";
+    EXPECT_LE(energy_at(problem, *p, q.measured.time_s), energy_at(problem, q, q.measured.time_s) + 1e-9);
+  }
+  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
+            << b.certify_carried_down << " points carried down; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
+            << 100 * mean_of(gaps_of(b)) << "%\n";
+  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
+  expect_bounds_hold_both_ways(problem, a, b);
+  for (const FrontierPoint& point : b.points) {
+    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
+    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
+    EXPECT_DOUBLE_EQ(again.time_s, point.measured.time_s);
+  }
 }
 
 // The worst-gap and polish solves, each target's solve made ahead on the helper thread while
@@ -309,6 +350,7 @@ TEST(Frontier, LocalSearchAtTheWidestGapsLowersThem) {
   off.certify_worst_solves = 0;
   off.certify_search_points = 0;
   off.certify_polish_points = 0;  // the search alone
+  off.certify_carry_down_share = 0.0;
   FrontierOptions on = off;
   on.certify_search_points = 4;
   on.certify_search_share = 4.0;  // enough for all four

@@ -410,7 +410,8 @@ void add_solver_commands(CLI::App& app) {
                   "Seconds to spend beyond the default on proving lower bounds (LP solves where plans are furthest "
                   "from theirs; each also offers a better plan there, and plans interpolated between solves are "
                   "tried where points stay furthest above; the LP sweep gets 8 times its budget, local search reaches up to 32 of the "
-                  "widest gaps, both also on 1,536-node DAGs): "
+                  "widest gaps, slower plans are carried down to faster points within 10 times their budget, all "
+                  "also on 1,536-node DAGs): "
                   "tighter gaps, often cheaper plans, and never a dearer one than the default's at any deadline (the "
                   "default effort's frontier is also built, from the same crawl, and its plans kept where cheaper)")
       ->check(CLI::Range(0.0, 86400.0));

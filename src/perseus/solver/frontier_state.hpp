@@ -320,9 +320,11 @@ struct FrontierBuilder::State {
   // point's bound from the supporting lines of LP solves, more solves where the plans are
   // furthest above it (each offering its rounded plan there, which in the frontier's middle is
   // often cheaper than the crawl's, by up to 1.5% on 8 x 12 pipelines), then the interpolated
-  // relaxations, the LP sweep and the local search at the widest gaps, and last every point
-  // inheriting its faster neighbour's plan, slack reclaimed, where that is cheaper. The solves
-  // are counted (certify_solves), the rest bounded by shares of the refinement's budget.
+  // relaxations, the LP sweep and the local search at the widest gaps, every point
+  // inheriting its faster neighbour's plan, slack reclaimed, where that is cheaper, the final
+  // polish, and last the carry down (a slower neighbour's plan repaired to a point's time
+  // where that neighbour lies closer to its bound). The solves are counted (certify_solves),
+  // the rest bounded by shares of the refinement's budget.
   // `frontier.points` are the refined points; `refiner` is the builder's own. Without
   // FrontierOptions::certify, only settle().
   void certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl);
