@@ -61,6 +61,19 @@ void expect_bounds_hold_both_ways(const EnergyProblem& problem, const Frontier& 
   }
 }
 
+// b, a frontier built with one more certification step, against a, built without it: the
+// worst gap no higher, the mean lower, and every bound still below the other's plans (printed
+// with the `count` points the step `did`).
+void expect_gaps_narrowed(const EnergyProblem& problem, const Frontier& a, const Frontier& b, std::size_t count,
+                          const char* did) {
+  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
+            << count << " points " << did << "; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
+            << 100 * mean_of(gaps_of(b)) << "%\n";
+  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
+  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
+  expect_bounds_hold_both_ways(problem, a, b);
+}
+
 // The certification tests' case: a 4 x 16 synthetic pipeline (128 nodes, beyond the small
 // DAGs' local search) and its crawl, made once.
 struct CertificationCase {
@@ -186,12 +199,7 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   EXPECT_EQ(a.certify_chained, 0u);
   EXPECT_GT(b.certify_chained, 0u);
   EXPECT_LE(b.certify_chained, 16u);
-  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
-            << b.certify_chained << " points chained; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
-            << 100 * mean_of(gaps_of(b)) << "%\n";
-  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
-  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
-  expect_bounds_hold_both_ways(problem, a, b);
+  expect_gaps_narrowed(problem, a, b, b.certify_chained, "chained");
   for (const FrontierPoint& point : b.points) {
     const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
     EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
@@ -222,12 +230,7 @@ TEST(Frontier, TheFinalPolishMendsTheWidestGapsLeft) {
   EXPECT_EQ(c.certify_solves, a.certify_solves);
   ASSERT_LT(problem.dag.num_nodes(), FrontierOptions{}.certify_polish_min_nodes);
   EXPECT_EQ(build_frontier(problem, crawl, FrontierOptions{}).certify_polished, 0u);
-  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
-            << b.certify_polished << " points polished; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
-            << 100 * mean_of(gaps_of(b)) << "%\n";
-  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
-  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
-  expect_bounds_hold_both_ways(problem, a, b);
+  expect_gaps_narrowed(problem, a, b, b.certify_polished, "polished");
 }
 
 // The carry down, the certification's last step: where a point lies further above its bound
@@ -255,12 +258,7 @@ TEST(Frontier, FasterPointsTakeTheirSlowerNeighboursPlanWhereItLiesCloserToItsBo
     ASSERT_NE(p, nullptr) << "no plan as fast as " << q.measured.time_s << " s";
     EXPECT_LE(energy_at(problem, *p, q.measured.time_s), energy_at(problem, q, q.measured.time_s) + 1e-9);
   }
-  std::cout << "worst gap: " << 100 * worst_of(gaps_of(a)) << "% without, " << 100 * worst_of(gaps_of(b)) << "% with "
-            << b.certify_carried_down << " points carried down; mean " << 100 * mean_of(gaps_of(a)) << "% -> "
-            << 100 * mean_of(gaps_of(b)) << "%\n";
-  EXPECT_LE(worst_of(gaps_of(b)), worst_of(gaps_of(a)) + 1e-12);
-  EXPECT_LT(mean_of(gaps_of(b)), mean_of(gaps_of(a)));
-  expect_bounds_hold_both_ways(problem, a, b);
+  expect_gaps_narrowed(problem, a, b, b.certify_carried_down, "carried down");
   for (const FrontierPoint& point : b.points) {
     const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
     EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
