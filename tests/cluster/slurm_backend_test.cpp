@@ -242,9 +242,15 @@ TEST_F(SlurmCluster, ARestoredSchedulerTakesOverTheJobsAnotherLeftRunning) {
     for (std::size_t k = 0; k < log.size(); ++k) {
       if (log[k].event != "start") continue;
       ++starts;
-      // Every start but the first follows a clean stop, and resumes at its checkpoint.
+      // Every start but the first follows the end of the copy before it, and resumes at its
+      // checkpoint. The end is a clean stop, or the job's own finish where a preemption raced
+      // its last step: Slurm requeues a job that is exiting all the same, and the copy it starts
+      // resumes at the end and does no work (seen once, under a loaded ctest -j2).
       if (k == 0) continue;
-      EXPECT_EQ(log[k - 1].event, "stop") << "job " << j.id << " line " << k << ": two copies ran at once";
+      const bool after_stop = log[k - 1].event == "stop";
+      const bool after_finish = log[k - 1].event == "done" && log[k].steps == 16.0;
+      EXPECT_TRUE(after_stop || after_finish) << "job " << j.id << " line " << k << " follows '" << log[k - 1].event
+                                              << "': two copies ran at once";
       EXPECT_DOUBLE_EQ(log[k].steps, log[k - 1].steps) << "job " << j.id << " line " << k;
     }
     if (saved[static_cast<std::size_t>(j.id)].status == JobStatus::kRunning) {
