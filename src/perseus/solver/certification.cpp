@@ -185,23 +185,9 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
   // saves at least certify_chain_min_saving of the point's energy (it is kept if cheaper at
   // all), at most certify_chain_repairs in all.
   int chain_left = options.certify_chain_repairs;
-  const double chain_step = options.certify_chain_step_share * span;
   const auto chain_repairs = [&](std::size_t from) {
-    OptionChoice carried = points[from].option_choice();
-    double last_t = points[from].measured.time_s;
-    for (std::size_t k = from; k-- > 0 && chain_left > 0;) {
-      const double t = points[k].measured.time_s;
-      if (last_t - t < chain_step) continue;
-      --chain_left;
-      auto repaired = refiner.repair(carried, t);
-      if (!repaired) break;
-      const double saved = points[k].effective_energy_j - refiner.effective_energy(*repaired);
-      replace(points, k, repaired);
-      frontier.certify_chained += saved > 0 ? 1 : 0;
-      if (saved < options.certify_chain_min_saving * points[k].measured.energy_j) break;
-      carried = std::move(*repaired);
-      last_t = t;
-    }
+    frontier.certify_chained += s.carry_to_faster(
+        refiner, crawl, points, from, {options.certify_chain_step_share * span, options.certify_chain_min_saving, &chain_left});
   };
   // The worst-gap and polish loops take one target at a time, each chosen after the last was
   // offered, chained and carried. With a second thread, the next target as it stands once a
@@ -526,12 +512,7 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
     for (const auto& step : steps) {
       if (refiner.out_of_work()) break;
       if (!step_in_gap(step.second)) continue;  // a carry from a larger step has mended it
-      for (std::size_t i = step.second + 1; i-- > 0 && !refiner.out_of_work();) {
-        const double was = points[i].effective_energy_j;
-        replace(points, i, refiner.repair(points[i + 1].option_choice(), points[i].measured.time_s));
-        if (points[i].effective_energy_j >= was) break;
-        ++frontier.certify_carried_down;
-      }
+      frontier.certify_carried_down += s.carry_to_faster(refiner, crawl, points, step.second + 1, {});
     }
     refiner.set_work_limit(std::numeric_limits<double>::infinity());
   }

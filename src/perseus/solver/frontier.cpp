@@ -379,6 +379,33 @@ void FrontierBuilder::State::carry_to_slower(const PlanRefiner& refiner, const C
   }
 }
 
+std::size_t FrontierBuilder::State::carry_to_faster(const PlanRefiner& refiner, const CrawlResult& crawl,
+                                                    std::vector<FrontierPoint>& points, std::size_t i,
+                                                    const FasterCarry& how) const {
+  OptionChoice carried = points[i].option_choice();
+  double last_t = points[i].measured.time_s;
+  std::size_t cheaper = 0;
+  for (std::size_t k = i; k-- > 0 && !refiner.out_of_work();) {
+    const double t = points[k].measured.time_s;
+    if (last_t - t < how.min_step_s) continue;
+    if (how.repairs_left) {
+      if (*how.repairs_left <= 0) break;
+      --*how.repairs_left;
+    }
+    std::optional<OptionChoice> repaired = refiner.repair(carried, t);
+    if (!repaired) break;
+    const double was = points[k].effective_energy_j;
+    const double saved = was - refiner.effective_energy(*repaired);
+    replace_if_cheaper(refiner, crawl, points, k, repaired);
+    if (points[k].effective_energy_j >= was) break;
+    ++cheaper;
+    if (saved < how.min_saving * points[k].measured.energy_j) break;
+    carried = std::move(*repaired);
+    last_t = t;
+  }
+  return cheaper;
+}
+
 std::optional<double> FrontierBuilder::State::best_bound(double t) const {
   auto bound = lines.energy_at(t);
   if (const auto crawled = crawl_lines.energy_at(t)) bound = std::max(bound.value_or(*crawled), *crawled);
@@ -728,15 +755,11 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   // repaired down to their time, as long as that is cheaper.
   share_of_rest(kLooseShare);
   // Point i's searched plan handed on: slower points take it with their slack reclaimed,
-  // faster ones repaired down to their time, each direction while it is cheaper.
+  // faster ones repaired down to their time (each from the last), each direction while it is
+  // cheaper.
   const auto hand_on = [&](std::vector<FrontierPoint>& points, std::size_t i) {
     s.carry_to_slower(refiner, crawl, points, i);
-    const OptionChoice found = points[i].option_choice();
-    for (std::size_t j = i; j-- > 0 && !refiner.out_of_work();) {
-      const double was = points[j].effective_energy_j;
-      replace_if_cheaper(points, j, refiner.repair(found, points[j].measured.time_s));
-      if (points[j].effective_energy_j >= was) break;
-    }
+    s.carry_to_faster(refiner, crawl, points, i, {});
   };
   // The points furthest above their bound first, each at least `spacing` from every one
   // searched before (listed in `searched`), while the work lasts and a point is more than

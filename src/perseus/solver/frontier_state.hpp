@@ -304,6 +304,22 @@ struct FrontierBuilder::State {
   // first it is not or when the refiner is out of work.
   void carry_to_slower(const PlanRefiner& refiner, const CrawlResult& crawl, std::vector<FrontierPoint>& points,
                        std::size_t i, int sweeps = 8) const;
+  // How carry_to_faster steps and stops: it repairs only points at least `min_step_s` faster
+  // than the last one repaired, stops at the first repair that fails or saves less than
+  // `min_saving` of the point's energy (at 0: that is not cheaper), and, where
+  // `repairs_left` is given, once that count of repairs is spent.
+  struct FasterCarry {
+    double min_step_s = 0.0;
+    double min_saving = 0.0;
+    int* repairs_left = nullptr;
+  };
+  // The points faster than point i take its plan repaired down to their time (a minimum-cut
+  // speed-up on the measured options, PlanRefiner::repair), each repair from the one before,
+  // fastest last, as `how` says, or until the refiner is out of work. The mirror of
+  // carry_to_slower: a plan found at one point mends the stretch below it, whose own plans
+  // the crawl or a quantised solve left dearer. Returns how many points it made cheaper.
+  std::size_t carry_to_faster(const PlanRefiner& refiner, const CrawlResult& crawl, std::vector<FrontierPoint>& points,
+                              std::size_t i, const FasterCarry& how) const;
   // The best bound known at t: the LP solves' lines and the hull crawl's, whichever is higher.
   std::optional<double> best_bound(double t) const;
   // The bound a point finally carries: best_bound's, or the crawl's flows' lines where higher
