@@ -11,6 +11,7 @@
 #include "brute_force.hpp"
 #include "perseus/solver/exact_milp.hpp"
 #include "perseus/solver/frontier.hpp"
+#include "perseus/solver/relaxation.hpp"
 #include "synthetic.hpp"
 
 namespace perseus {
@@ -264,6 +265,46 @@ TEST(Frontier, FasterPointsTakeTheirSlowerNeighboursPlanWhereItLiesCloserToItsBo
     EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
     EXPECT_DOUBLE_EQ(again.time_s, point.measured.time_s);
   }
+}
+
+// The bound-only solves: where the bound may lie furthest below the LP optimum (under the
+// chord between solved deadlines and under the plan, over the lines), the LP solved. With the
+// other bound sources cut down the bounds lie well below the LP optimum at first; after, every
+// point's bound is within certify_sandwich_gap of its energy of the optimum (solved here at
+// every point), never above it, and the plans are untouched.
+TEST(Frontier, BoundOnlySolvesBringEveryBoundWithinTheirGapOfTheLpOptimum) {
+  const auto& [problem, crawl] = certification_case();
+  FrontierOptions off;
+  off.bound_crawl_node_steps = 0.0;
+  off.certify_sweep_share = 0.0;
+  off.certify_solves = 2;
+  off.certify_sandwich_solves = 0;
+  FrontierOptions on = off;
+  on.certify_sandwich_solves = 64;
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, on);
+  EXPECT_EQ(a.certify_sandwich_solves, 0u);
+  EXPECT_GT(b.certify_sandwich_solves, 0u);
+  EXPECT_LT(b.certify_sandwich_solves, 64u) << "the windows never closed";
+  EXPECT_EQ(b.certify_solves, a.certify_solves + b.certify_sandwich_solves);
+  ASSERT_EQ(a.points.size(), b.points.size());
+  LpRelaxation lp(problem);
+  double loosest_before = 0.0, loosest_after = 0.0;  // (LP optimum - bound) / energy
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    const FrontierPoint& p = b.points[i];
+    EXPECT_EQ(p.choice, a.points[i].choice) << "point " << i;
+    ASSERT_TRUE(p.lower_bound_j && a.points[i].lower_bound_j) << "point " << i;
+    EXPECT_GE(*p.lower_bound_j, *a.points[i].lower_bound_j) << "point " << i;
+    const std::optional<RelaxedSolution> optimum = lp.solve(p.measured.time_s);
+    ASSERT_TRUE(optimum) << "point " << i;
+    EXPECT_LE(*p.lower_bound_j, optimum->lower_bound_j + 1e-6) << "point " << i << ": above the LP optimum";
+    loosest_before = std::max(loosest_before, (optimum->lower_bound_j - *a.points[i].lower_bound_j) / p.measured.energy_j);
+    loosest_after = std::max(loosest_after, (optimum->lower_bound_j - *p.lower_bound_j) / p.measured.energy_j);
+  }
+  std::cout << "bound below the LP optimum: at most " << 100 * loosest_before << "% of the energy without, "
+            << 100 * loosest_after << "% with " << b.certify_sandwich_solves << " solves\n";
+  EXPECT_GT(loosest_before, 2 * on.certify_sandwich_gap);
+  EXPECT_LE(loosest_after, on.certify_sandwich_gap + 1e-9);
 }
 
 // The worst-gap and polish solves, each target's solve made ahead on the helper thread while

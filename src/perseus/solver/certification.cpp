@@ -516,6 +516,48 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
     }
     refiner.set_work_limit(std::numeric_limits<double>::infinity());
   }
+  sandwich(frontier, refiner);
+}
+
+void FrontierBuilder::State::sandwich(Frontier& frontier, const PlanRefiner& refiner) {
+  const std::vector<FrontierPoint>& points = frontier.points;
+  const double blocking_w = problem.p_blocking * problem.num_gpus();
+  for (int made = 0; made < options.certify_sandwich_solves && !points.empty(); ++made) {
+    // The LP optimum where it is known exactly: at every solved deadline, by time.
+    std::vector<std::pair<double, double>> known;  // (deadline, v)
+    for (const SupportingLine& line : lines.lines()) known.emplace_back(line.at_s, line.effective_j);
+    std::sort(known.begin(), known.end());
+    // The widest window at a point, relative to its energy.
+    double widest = options.certify_sandwich_gap;
+    std::optional<double> target;
+    for (const FrontierPoint& point : points) {
+      const double t = point.measured.time_s;
+      const auto bound = final_bound(t);
+      if (!bound) continue;
+      double above = point.effective_energy_j;  // v(t) at most: the plan is a point of the LP
+      // The first solved at t or later, and the last before it.
+      const auto after = std::lower_bound(known.begin(), known.end(),
+                                          std::pair{t - kTimeEpsilon, -std::numeric_limits<double>::infinity()});
+      if (after != known.end() && after->first <= t + kTimeEpsilon) {
+        above = std::min(above, after->second);  // solved here
+      } else if (after != known.begin()) {
+        const auto& [a, va] = *std::prev(after);
+        // Under the chord to the next solve; past the last, no higher than there (v does
+        // not rise with the deadline).
+        above = std::min(above, after == known.end() ? va : va + (after->second - va) * (t - a) / (after->first - a));
+      }
+      const double window = (above + blocking_w * t - *bound) / point.measured.energy_j;
+      if (window > widest) {
+        widest = window;
+        target = t;
+      }
+    }
+    if (!target) break;
+    refiner.add_work(lp_work);
+    ++frontier.certify_solves;
+    ++frontier.certify_sandwich_solves;
+    if (!solve_relaxation(*target)) break;  // none meets it: cannot happen at a plan's time
+  }
 }
 
 void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refiner) {

@@ -338,8 +338,9 @@ struct FrontierBuilder::State {
   // often cheaper than the crawl's, by up to 1.5% on 8 x 12 pipelines), then the interpolated
   // relaxations, the LP sweep and the local search at the widest gaps, every point
   // inheriting its faster neighbour's plan, slack reclaimed, where that is cheaper, the final
-  // polish, and last the carry down (a slower neighbour's plan repaired to a point's time
-  // where that neighbour lies closer to its bound). The solves are counted (certify_solves),
+  // polish, the carry down (a slower neighbour's plan repaired to a point's time where that
+  // neighbour lies closer to its bound), and last solves for the bound alone where it may lie
+  // furthest below the LP optimum (sandwich()). The solves are counted (certify_solves),
   // the rest bounded by shares of the refinement's budget.
   // `frontier.points` are the refined points; `refiner` is the builder's own. Without
   // FrontierOptions::certify, only settle().
@@ -347,6 +348,9 @@ struct FrontierBuilder::State {
   // The certification's solves, sweeps, searches and repairs (all of certify() but settle()).
   void tighten(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl,
                std::chrono::steady_clock::time_point started);
+  // tighten()'s last step: LP solves for the bound alone, where it may lie furthest below the
+  // LP optimum (FrontierOptions::certify_sandwich_solves). O(points log lines) a solve.
+  void sandwich(Frontier& frontier, const PlanRefiner& refiner);
   // The plans every frontier gets last (the iso-time relaxation's, its local search on small
   // DAGs, the exact MILP's when asked for, those offered from outside) and every point's
   // final bound from the lines proven so far.

@@ -72,6 +72,8 @@ class SupportingLines {
   void add(const SupportingLine& line) { lines_.push_back(line); }
   bool empty() const { return lines_.empty(); }
   std::size_t size() const { return lines_.size(); }
+  // The lines in the order added.
+  const std::vector<SupportingLine>& lines() const { return lines_; }
   // nullopt when no line is known.
   std::optional<double> energy_at(double time_s) const;
 
