@@ -318,6 +318,8 @@ struct FrontierBuilder::State {
   // fastest last, as `how` says, or until the refiner is out of work. The mirror of
   // carry_to_slower: a plan found at one point mends the stretch below it, whose own plans
   // the crawl or a quantised solve left dearer. Returns how many points it made cheaper.
+  // Requires `points` by time, fastest first, and i < points.size(). One repair per point it
+  // reaches, each O(cuts x (nodes + edges + a warm max flow)), counted as the refiner's work.
   std::size_t carry_to_faster(const PlanRefiner& refiner, const CrawlResult& crawl, std::vector<FrontierPoint>& points,
                               std::size_t i, const FasterCarry& how) const;
   // The best bound known at t: the LP solves' lines and the hull crawl's, whichever is higher.
