@@ -353,8 +353,9 @@ TEST_F(SlurmCluster, RunsJobsThroughPreemptionAndANodeFailure) {
   };
   // Long enough that jobs hold a lease for a timed round (one after a round with steps) even
   // on a loaded machine. The speeds are measured mostly once few jobs are left, each alone on
-  // a renewed lease. With large jobs of 36 steps, 1 of 9 runs beside a busy benchmark ended
-  // before any was (5 measurements in the others); with 54, 3 such runs measured 6-7 each.
+  // a renewed lease. With large jobs of 36 steps, 1 of 12 runs beside a busy benchmark ended
+  // before any was (the 3 whose counts were printed measured 5 each); with 54, 3 such runs
+  // measured 6-7 each.
   for (int i = 0; i < 5; ++i) scheduler.submit({0, 18.0, 1.0, Job::kNoSlo, 0, command("small")});
   for (int i = 0; i < 2; ++i) scheduler.submit({1, 54.0, 1.0, Job::kNoSlo, 0, command("large")});
 
