@@ -62,6 +62,15 @@ void expect_bounds_hold_both_ways(const EnergyProblem& problem, const Frontier& 
   }
 }
 
+// Each point's figures are its plan's, evaluated again.
+void expect_figures_are_their_plans(const EnergyProblem& problem, const Frontier& frontier) {
+  for (const FrontierPoint& point : frontier.points) {
+    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
+    EXPECT_DOUBLE_EQ(again.time_s, point.measured.time_s);
+    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
+  }
+}
+
 // b, a frontier built with one more certification step, against a, built without it: the
 // worst gap no higher, the mean lower, and every bound still below the other's plans (printed
 // with the `count` points the step `did`).
@@ -201,10 +210,7 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   EXPECT_GT(b.certify_chained, 0u);
   EXPECT_LE(b.certify_chained, 16u);
   expect_gaps_narrowed(problem, a, b, b.certify_chained, "chained");
-  for (const FrontierPoint& point : b.points) {
-    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
-    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
-  }
+  expect_figures_are_their_plans(problem, b);
 }
 
 // The final polish: LP solves where the plans are still furthest above their bounds, their
@@ -260,11 +266,7 @@ TEST(Frontier, FasterPointsTakeTheirSlowerNeighboursPlanWhereItLiesCloserToItsBo
     EXPECT_LE(energy_at(problem, *p, q.measured.time_s), energy_at(problem, q, q.measured.time_s) + 1e-9);
   }
   expect_gaps_narrowed(problem, a, b, b.certify_carried_down, "carried down");
-  for (const FrontierPoint& point : b.points) {
-    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
-    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
-    EXPECT_DOUBLE_EQ(again.time_s, point.measured.time_s);
-  }
+  expect_figures_are_their_plans(problem, b);
 }
 
 // The bound-only solves: where the bound may lie furthest below the LP optimum (under the
@@ -484,12 +486,7 @@ TEST(Frontier, IsParetoOptimalAndSpansAllMaxToAllSlowest) {
     EXPECT_GE(point.measured.energy_j, frontier.least_energy_point().measured.energy_j);
   }
   EXPECT_LE(frontier.least_energy_point().measured.time_s, frontier.t_star_point().measured.time_s);
-  // Each point's figures are its plan's.
-  for (const FrontierPoint& point : frontier.points) {
-    const MeasuredFigures again = evaluate_measured(problem, point.option_choice());
-    EXPECT_DOUBLE_EQ(again.time_s, point.measured.time_s);
-    EXPECT_DOUBLE_EQ(again.energy_j, point.measured.energy_j);
-  }
+  expect_figures_are_their_plans(problem, frontier);
 }
 
 TEST(Frontier, RefiningNeverHurts) {
