@@ -210,6 +210,12 @@ int main(int argc, char** argv) {
   app.add_option("--certify-sandwich-gap", defaults.certify_sandwich_gap,
                  "Solved where that window is wider than this share of the energy (FrontierOptions::certify_sandwich_gap)")
       ->capture_default_str();
+  app.add_option("--certify-exact-share", defaults.certify_exact_share,
+                 "Share of --certify's seconds for the exact MILP at the widest gaps (FrontierOptions::certify_exact_share; 0: none)")
+      ->capture_default_str();
+  app.add_option("--certify-exact-point-seconds", defaults.certify_exact_point_seconds,
+                 "Least seconds of each of those MILP solves (FrontierOptions::certify_exact_point_seconds)")
+      ->capture_default_str();
   app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
                  "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")
       ->capture_default_str();

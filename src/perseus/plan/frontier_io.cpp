@@ -104,6 +104,11 @@ nlohmann::json certification_json(const Frontier& frontier) {
           {"crawl_sweep_solves", frontier.crawl_sweep_solves},
           {"crawl_sweep_improved_points", frontier.crawl_sweep_improved},
           {"searched_points", frontier.certify_searches},
+          // With --certify's seconds: the exact MILP where the gaps stayed widest.
+          {"exact_milp_solves", frontier.certify_exact_solves},
+          {"exact_milp_seconds", frontier.certify_exact_seconds},
+          {"exact_milp_cheaper_plans", frontier.certify_exact_improved},
+          {"exact_milp_raised_bounds", frontier.certify_exact_raised},
           {"default_effort_points", frontier.default_effort_points}};
 }
 

@@ -39,7 +39,7 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   refiner.set_work_limit(std::numeric_limits<double>::infinity());
   frontier.certified = options.certify;
   if (options.certify) tighten(frontier, refiner, crawl, started);
-  settle(frontier, refiner);
+  settle(frontier, refiner, started);
   frontier.certify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
@@ -165,7 +165,7 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
     // The next round: what is left of the counted solves (two at most), then pairs while
     // --certify's seconds last.
     const int left = made < counted_solves ? static_cast<int>(counted_solves) - made
-                                           : (elapsed() < options.certify_seconds ? 2 : 0);
+                                           : (elapsed() < (1.0 - exact_share()) * options.certify_seconds ? 2 : 0);
     targets.clear();
     if (left == 0) break;
     if (const auto next = widest_unsolved(std::nullopt)) {
@@ -560,7 +560,8 @@ void FrontierBuilder::State::sandwich(Frontier& frontier, const PlanRefiner& ref
   }
 }
 
-void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refiner) {
+void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refiner,
+                                   std::chrono::steady_clock::time_point started) {
   State& s = *this;
   std::vector<FrontierPoint>& points = frontier.points;
   // Last, the relaxation's plan at the all-max plan's time (solved beside the crawl, its
@@ -602,8 +603,9 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
   // Then, asked for, the exact MILP at iso-time from the cheapest plan there
   // (FrontierOptions::exact_iso_seconds): its plan, and its bound in effective energy, which
   // bounds every point as fast as iso-time too.
-  std::optional<double> exact_effective_bound;
-  double exact_deadline = 0.0;
+  // The exact solves' bounds, (deadline, effective energy): each holds at every point as fast.
+  std::vector<std::pair<double, double>> exact_bounds;
+  const double blocking_w = problem.p_blocking * problem.num_gpus();
   if (options.exact_iso_seconds > 0.0 && s.iso_time > 0.0) {
     if (const FrontierPoint* start = cheapest_at_iso_time()) {
       const double deadline = std::max(s.iso_time, start->measured.time_s);
@@ -613,8 +615,7 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
         frontier.exact_seconds = exact->seconds;
         if (std::isfinite(exact->lower_bound_j)) {
           frontier.exact_lower_bound_j = exact->lower_bound_j;
-          exact_effective_bound = exact->lower_bound_j - problem.p_blocking * problem.num_gpus() * deadline;
-          exact_deadline = deadline;
+          exact_bounds.emplace_back(deadline, exact->lower_bound_j - blocking_w * deadline);
         }
         if (exact->improved) {
           frontier.exact_improved = true;
@@ -639,13 +640,70 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
           !std::binary_search(own.begin(), own.end(), std::pair{point.measured.time_s, point.effective_energy_j});
     }
   }
+  // The best exact bound at t (none where no exact solve's deadline is as slow).
+  const auto exact_bound_at = [&](double t) {
+    std::optional<double> bound;
+    for (const auto& [deadline, effective] : exact_bounds) {
+      if (t <= deadline && (!bound || effective + blocking_w * t > *bound)) bound = effective + blocking_w * t;
+    }
+    return bound;
+  };
+  const auto bound_at = [&](double t) {
+    std::optional<double> bound = final_bound(t);
+    if (const auto exact = exact_bound_at(t); exact && (!bound || *exact > *bound)) bound = exact;
+    return bound;
+  };
+  // Then, with --certify's seconds (FrontierOptions::certify_exact_share), the exact MILP
+  // where a point is still furthest above its bound, widest first, a 64th of the span apart,
+  // while those seconds last: CBC's plan where cheaper, its bound for every point as fast.
+  if (exact_share() > 0.0 && points.size() > 1) {
+    const auto left = [&] {
+      return options.certify_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
+    const double spacing = (points.back().measured.time_s - points.front().measured.time_s) / 64.0;
+    std::vector<double> solved;
+    // Below half a second CBC's root LP on a few hundred operations is barely done.
+    while (left() >= 0.5) {
+      std::optional<std::size_t> widest;
+      double widest_gap = options.certify_target_gap;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const double t = points[i].measured.time_s;
+        if (std::any_of(solved.begin(), solved.end(), [&](double d) { return std::abs(d - t) < spacing; })) continue;
+        const auto bound = bound_at(t);
+        if (!bound || *bound <= 0.0) continue;
+        if (const double gap = points[i].measured.energy_j / *bound - 1.0; gap > widest_gap) {
+          widest_gap = gap;
+          widest = i;
+        }
+      }
+      if (!widest) break;
+      const double deadline = points[*widest].measured.time_s;
+      solved.push_back(deadline);
+      const double seconds = std::min(left(), std::max(options.certify_exact_point_seconds, left() / 3.0));
+      std::optional<ExactSolution> exact;
+      try {
+        exact = solve_exact(problem, deadline, {.time_limit_s = seconds, .start = points[*widest].option_choice()});
+      } catch (const InputError&) {
+        break;  // CBC cannot be loaded, or the model is larger than it is allowed to be
+      }
+      ++frontier.certify_exact_solves;
+      if (!exact) continue;
+      frontier.certify_exact_seconds += exact->seconds;
+      if (std::isfinite(exact->lower_bound_j)) exact_bounds.emplace_back(deadline, exact->lower_bound_j - blocking_w * deadline);
+      if (exact->improved) {
+        ++frontier.certify_exact_improved;
+        points.push_back(make_point(problem, exact->choice));
+        points = pareto_filter(std::move(points));
+      }
+    }
+  }
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.
     auto bound = final_bound(point.measured.time_s);
-    if (exact_effective_bound && point.measured.time_s <= exact_deadline) {  // no slower: the bound holds
-      const double exact = *exact_effective_bound + problem.p_blocking * problem.num_gpus() * point.measured.time_s;
-      if (!bound || exact > *bound) bound = exact;
+    if (const auto exact = exact_bound_at(point.measured.time_s); exact && (!bound || *exact > *bound)) {
+      bound = exact;  // an exact solve's, at a deadline no faster
+      ++frontier.certify_exact_raised;
     }
     if (bound) bound = std::min(*bound, point.measured.energy_j);
     if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
@@ -654,7 +712,7 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
   // line's there, mostly the crawl's flows'; and the exact MILP's, where it is higher.
   if (!points.empty() && points.front().measured.time_s <= t_min + kTimeEpsilon && points.front().lower_bound_j &&
       (!frontier.t_min_lower_bound_j ||
-       (exact_effective_bound && *points.front().lower_bound_j > *frontier.t_min_lower_bound_j))) {
+       (!exact_bounds.empty() && *points.front().lower_bound_j > *frontier.t_min_lower_bound_j))) {
     frontier.t_min_lower_bound_j = points.front().lower_bound_j;
   }
 }

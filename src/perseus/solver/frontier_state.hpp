@@ -356,7 +356,15 @@ struct FrontierBuilder::State {
   // The plans every frontier gets last (the iso-time relaxation's, its local search on small
   // DAGs, the exact MILP's when asked for, those offered from outside) and every point's
   // final bound from the lines proven so far.
-  void settle(Frontier& frontier, const PlanRefiner& refiner);
+  // `started`: when the certification began (certify_seconds counts from then).
+  void settle(Frontier& frontier, const PlanRefiner& refiner, std::chrono::steady_clock::time_point started);
+  // The share of certify_seconds the exact MILP at the widest gaps gets on this DAG
+  // (FrontierOptions::certify_exact_share; 0 where it does not run).
+  double exact_share() const {
+    return options.certify && options.certify_seconds > 0.0 && problem.dag.num_nodes() <= options.certify_exact_max_nodes
+               ? std::clamp(options.certify_exact_share, 0.0, 1.0)
+               : 0.0;
+  }
 
   // Relaxed durations rounded down to options (no path longer, so it meets `deadline`), slack
   // reclaimed at `deadline`: the sweeps' plans, a few passes, no repair.
