@@ -13,6 +13,21 @@
 namespace perseus {
 namespace {
 
+// Little refinement: the crawl's plans, slack reclaimed, and a few LP solves, leaving gaps for
+// the MILP to close. Applied after certify_for, it takes back the shares that raised.
+FrontierOptions with_little_refinement(FrontierOptions options) {
+  options.local_search_max_nodes = 0;
+  options.iso_search_rounds = 0;
+  options.bound_crawl_node_steps = 0;
+  options.certify_sweep_share = 0;
+  options.certify_worst_solves = 0;
+  options.certify_polish_points = 0;
+  options.certify_search_points = 0;
+  options.certify_chain_repairs = 0;
+  options.certify_carry_down_share = 0;
+  return options;
+}
+
 TEST(ExactMilp, IsTheBruteForceOptimumOnTinyPipelines) {
   int solves = 0;
   for (std::uint32_t seed = 1; seed <= 4; ++seed) {
@@ -88,16 +103,8 @@ TEST(ExactMilp, AtIsoTimeTheFrontiersPlanAndBoundBecomeTheOptimum) {
   for (std::uint32_t seed = 1; seed <= 6; ++seed) {
     const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 4, 1, false}, 10, seed, 0.0005);
     const CrawlResult crawl = crawl_frontier(problem);
-    FrontierOptions options;
-    // Little refinement: the crawl's plans, slack reclaimed, and a few LP solves, which the
-    // MILP improves at iso-time on most of these pipelines.
-    options.local_search_max_nodes = 0;
-    options.iso_search_rounds = 0;
-    options.bound_crawl_node_steps = 0;
-    options.certify_sweep_share = 0;
-    options.certify_worst_solves = 0;
-    options.certify_polish_points = 0;
-    options.certify_search_points = 0;
+    // The MILP improves these plans at iso-time on most of these pipelines.
+    FrontierOptions options = with_little_refinement({});
     const Frontier plain = build_frontier(problem, crawl, options);
     options.exact_iso_seconds = 30.0;
     const Frontier exact = build_frontier(problem, crawl, options);
@@ -138,18 +145,8 @@ TEST(ExactMilp, CertifySecondsCloseTheWidestGapsWithValidBounds) {
     const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 2, 2, 1, false}, 6, seed, 0.0005);
     const testing::BruteForce brute(problem);
     const CrawlResult crawl = crawl_frontier(problem);
-    // Little refinement (as above), so that gaps are left for the MILP.
-    FrontierOptions options;
-    options.local_search_max_nodes = 0;
-    options.iso_search_rounds = 0;
-    options.bound_crawl_node_steps = 0;
-    options.certify_for(2.0);
-    options.certify_sweep_share = 0;
-    options.certify_worst_solves = 0;
-    options.certify_polish_points = 0;
-    options.certify_search_points = 0;
-    options.certify_chain_repairs = 0;
-    options.certify_carry_down_share = 0;
+    // Gaps left for the MILP: --certify 2's seconds, its raised shares taken back.
+    FrontierOptions options = with_little_refinement(FrontierOptions{}.certify_for(2.0));
     options.default_effort.reset();  // this frontier alone
     FrontierOptions without = options;
     without.certify_exact_share = 0.0;
