@@ -450,6 +450,22 @@ TEST(HtmlReport, IsOneSelfContainedPageWithEverySection) {
   EXPECT_NE(html.find("a&lt;b&gt;.csv"), std::string::npos);
   EXPECT_NE(html.find("switches &lt;late&gt;"), std::string::npos);
   EXPECT_EQ(html.find("<late>"), std::string::npos);
+  // The summary gives T*'s plan and the plan of least energy per iteration apart, each with
+  // its own time and energy (the fixture's two are different points).
+  const MethodCurve& perseus = f.comparison.method(kPerseus);
+  const MethodPoint& least = *std::min_element(perseus.points.begin(), perseus.points.end(),
+                                               [](const MethodPoint& a, const MethodPoint& b) { return a.energy_j < b.energy_j; });
+  const MethodPoint& t_star = *std::find_if(perseus.points.begin(), perseus.points.end(),
+                                            [&](const MethodPoint& p) { return p.time_s == f.comparison.t_star_s; });
+  ASSERT_NE(least.time_s, t_star.time_s);
+  const auto summary_row = [&](const std::string& label) {
+    const std::size_t at = html.find("<td>" + label + "</td><td>");
+    return at == std::string::npos ? std::string() : html.substr(at, html.find("</tr>", at) - at);
+  };
+  const std::string t_star_row = summary_row("Perseus at T*, per iteration");
+  EXPECT_NE(t_star_row.find(fmt::format("{:.1f} J at {:.4f} s", t_star.energy_j, t_star.time_s)), std::string::npos) << t_star_row;
+  const std::string least_row = summary_row("Perseus&#39;s least energy per iteration");
+  EXPECT_NE(least_row.find(fmt::format("{:.1f} J at {:.4f} s", least.energy_j, least.time_s)), std::string::npos) << least_row;
   EXPECT_THROW(html_report(ReportInput{}), InputError);
 
   // A further section comes last, its title escaped, its figures whole.
