@@ -142,7 +142,7 @@ struct LargeScaleRow {
   double perseus_time_s = 0.0;       // Perseus at iso-time (its least energy within T)
   double perseus_energy_j = 0.0;     // over the same window
   double savings_fraction = 0.0;
-  double t_star_time_s = 0.0;        // Perseus at T*, for reference: slower, least energy
+  double t_star_time_s = 0.0;        // Perseus at T*, for reference: slower, least effective energy
   double t_star_energy_j = 0.0;
   double t_star_savings_fraction = 0.0;
 };

@@ -287,7 +287,7 @@ std::string large_scale_plot(const std::vector<LargeScaleRow>& rows, const std::
 std::string large_scale_svg(const std::vector<LargeScaleRow>& rows) {
   static constexpr LargeScaleSeries kSeries[] = {
       {"iso-time", "iso-time (as fast as AllMax)", [](const LargeScaleRow& r) { return 100 * r.savings_fraction; }, 2.0, ""},
-      {"t-star", "at T* (slower, least energy)", [](const LargeScaleRow& r) { return 100 * r.t_star_savings_fraction; }, 1.2,
+      {"t-star", "at T* (slower, least effective energy)", [](const LargeScaleRow& r) { return 100 * r.t_star_savings_fraction; }, 1.2,
        "4,3"}};
   return large_scale_plot(rows, "large-scale-savings", "Perseus's savings without stragglers, strong scaling",
                           "savings (% of AllMax's energy)", "%", 0.0, kSeries);
