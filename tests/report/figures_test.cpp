@@ -202,6 +202,11 @@ TEST(GeoFigures, EveryFigureAndTheSection) {
   for (const auto& [name, svg] : figures) EXPECT_GT(parse_xml(svg).size(), 10u) << name;
   // Fig. 8: three baselines at two M for each model.
   EXPECT_EQ(count_class(parse_xml(figures[0].second), "g", "series"), 6);
+  // Fig. 10's x is a count of datacentres (1 and 2 here): its ticks are whole numbers only.
+  ASSERT_EQ(figures[4].first, "fig10_dc_set_1");
+  EXPECT_NE(figures[4].second.find(R"(text-anchor="middle">1</text>)"), std::string::npos);
+  EXPECT_NE(figures[4].second.find(R"(text-anchor="middle">2</text>)"), std::string::npos);
+  EXPECT_EQ(figures[4].second.find(R"(text-anchor="middle">1.5</text>)"), std::string::npos);
   const ReportSection section = geo_section(e);
   EXPECT_EQ(section.figures.size(), 9u);
   for (const char* policy : {"none", "fill", "slow", "mixed"})

@@ -40,7 +40,7 @@ struct Frame {
 
 Frame open_frame(const std::string& cls, const std::string& title, double w, double h, double right,
                  std::pair<double, double> xs, std::pair<double, double> ys, const std::string& x_title,
-                 const std::string& y_title, bool x_ticks = true) {
+                 const std::string& y_title, bool x_ticks = true, bool integer_x = false) {
   const double left = 64, top = 34, bottom = 50;
   Frame f{w, h, left, right, top, bottom, LinearScale(xs.first, xs.second, left, w - right),
           LinearScale(ys.first, ys.second, h - bottom, top), {}};
@@ -58,8 +58,12 @@ Frame open_frame(const std::string& cls, const std::string& title, double w, dou
                          tick_label(v, y_step));
   }
   if (x_ticks) {
-    const auto xt = nice_ticks(f.x.lo(), f.x.hi(), 7);
-    const double x_step = xt.size() > 1 ? xt[1] - xt[0] : 1.0;
+    auto xt = nice_ticks(f.x.lo(), f.x.hi(), 7);
+    double x_step = xt.size() > 1 ? xt[1] - xt[0] : 1.0;
+    if (integer_x && x_step < 1.0) {  // a count: no tick between two whole numbers
+      std::erase_if(xt, [](double v) { return std::abs(v - std::round(v)) > 1e-9; });
+      x_step = 1.0;
+    }
     for (double v : xt) {
       f.svg += fmt::format(R"(<line class="grid" x1="{0}" x2="{0}" y1="{1}" y2="{2}"/>)", px(f.x(v)), px(top), px(h - bottom));
       f.svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", px(f.x(v)), px(h - bottom + 16),
@@ -337,7 +341,8 @@ std::string line_chart_svg(const LineChart& chart) {
   const double legend = std::max(200.0, 48.0 + 7.0 * static_cast<double>(longest));
   const double w = 520 + legend, h = 400;
   Frame f = open_frame(chart.css_class, chart.title, w, h, legend, padded(x_lo, x_hi, 0.04),
-                       padded(y_lo, y_hi, chart.y_from_zero ? 0.0 : 0.06), chart.x_label, chart.y_label);
+                       padded(y_lo, y_hi, chart.y_from_zero ? 0.0 : 0.06), chart.x_label, chart.y_label, true,
+                       chart.integer_x);
   std::string out = std::move(f.svg);
   double legend_y = f.top + 8;
   for (std::size_t k = 0; k < chart.series.size(); ++k) {

@@ -59,6 +59,7 @@ struct LineChart {
   bool y_from_zero = false;
   bool mark_first_only = false;  // one marker per series, at its smallest x (a frontier's fastest point)
   bool markers = true;           // false: lines only (dense series)
+  bool integer_x = false;        // x is a count: ticks at whole numbers only
 };
 // Lines with a marker at each point (or the first) and a legend on the right. Throws InputError
 // for no points.

@@ -39,6 +39,7 @@ std::string scale_chart(const std::vector<geo::ScalePoint>& points, int dc_set) 
                   "throughput (microbatches/s)",
                   {},
                   true};
+  chart.integer_x = true;
   for (int ratio : {2, 3}) {
     ChartSeries varuna{fmt::format("Varuna C={}", ratio), {}, ratio == 3, 0};
     ChartSeries atlas{fmt::format("Atlas C={}", ratio), {}, ratio == 3, 1};
