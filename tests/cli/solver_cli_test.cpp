@@ -127,6 +127,7 @@ TEST(Cli, OptimizeWritesTheFrontierAndSelectPicksFromIt) {
   const CommandResult again = perseus(optimize_args(kBloom, out));
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find("crawling"), std::string::npos) << "refused only after solving: " << again.err;
   EXPECT_EQ(read_text_file(out / "frontier.csv"), before);
   EXPECT_EQ(perseus(with(optimize_args(kBloom, out), {"--force", "-q"})).exit_code, 0);
   // A deadline faster than T_min is an error, not a plan.

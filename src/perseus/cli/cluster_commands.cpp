@@ -327,8 +327,7 @@ void run_simulate(const SimulateArgs& a) {
                  p.window_finished, p.window_size);
     };
   // Fail before a long run, not after it (write_directory_atomically checks it all again).
-  if (!a.out.empty() && !a.force && std::filesystem::exists(a.out))
-    throw InputError(fmt::format("{} exists: give --force to replace it", a.out));
+  if (!a.out.empty()) check_output_directory(a.out, a.force);
   const auto runs = run_experiment(spec, matrix);
   if (terminal) fmt::print(stderr, "\n");
 

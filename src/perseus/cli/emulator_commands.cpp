@@ -574,6 +574,7 @@ void run_emulate(EmulateArgs a, const ProblemOptions& given) {
     defaults_from_frontier(a, *index, given);
   }
   if (a.problem.p_blocking <= 0.0 && !given.p_blocking->count()) throw InputError("give --p-blocking");
+  if (!a.out.empty()) check_output_directory(a.out, a.force, {a.problem.profile, a.frontier});
   const Loaded loaded = load_problem(a.problem);
   const EnergyProblem& problem = loaded.problem;
   const auto clocks = std::make_shared<const FrequencyTable>(FrequencyTable::from_profile(problem, loaded.profile));
@@ -800,6 +801,7 @@ void run_compare(const CompareArgs& a) {
   const Progress progress = progress_printer(a.quiet);
   // Found first: a missing bundled profile is an error before minutes of solving.
   const auto large = a.large_scale ? large_scale_profiles(a) : std::vector<LargeScaleProfile>{};
+  if (!a.out.empty()) check_output_directory(a.out, a.force, {a.problem.profile});  // not after minutes of solving
   const Solved solved = solve_and_compare(a, progress);
   const Comparison& c = solved.comparison;
   const std::vector<LargeScaleRow> rows = large_scale_rows(a, large, progress);
@@ -846,6 +848,8 @@ void run_report(const ReportArgs& r) {
   // Checked before anything is solved or written.
   std::vector<report::ImageFormat> formats;
   for (const std::string& f : r.figure_formats) formats.push_back(report::parse_image_format(f));
+  check_replaceable_file(a.out, true, {a.problem.profile});
+  if (!r.assets.empty()) check_output_directory(r.assets, a.force, {a.problem.profile});
   const Progress progress = progress_printer(a.quiet);
   const auto large = a.large_scale ? large_scale_profiles(a) : std::vector<LargeScaleProfile>{};
   const Solved solved = solve_and_compare(a, progress);

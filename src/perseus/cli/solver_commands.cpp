@@ -56,6 +56,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 void run_optimize(const OptimizeArgs& args) {
   const auto started = Clock::now();
   const PyFiles py = parse_py_files(args.py, "--py");
+  check_output_directory(args.out, args.force, {args.profile, args.coefficients});  // before the solve, not after
   const Profile profile = Profile::read_csv(args.profile);
   const double read_seconds = seconds_since(started);
   SolveRequest request;

@@ -63,8 +63,8 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
-// Refuses an output directory path that can never be replaced safely, and an existing one that
-// perseus did not write; returns whether it exists.
+}  // namespace
+
 bool check_output_directory(const fs::path& dir, bool force, const std::vector<fs::path>& inputs) {
   if (dir.empty()) throw InputError("the output directory is an empty path: give the directory to write");
   const std::string name = dir.lexically_normal().filename().string();
@@ -93,6 +93,8 @@ bool check_output_directory(const fs::path& dir, bool force, const std::vector<f
   }
   return true;
 }
+
+namespace {
 
 // A run killed mid-write (SIGKILL, a power cut) leaves its staging or retired copy beside the
 // output, named with its pid: the next run writing the same output removes those of dead runs.

@@ -32,6 +32,10 @@ inline constexpr std::string_view kOutputMarker = ".perseus-output";
 void write_directory_atomically(const std::filesystem::path& dir, bool force,
                                 const std::function<void(const std::filesystem::path& staging)>& fill,
                                 const std::vector<std::filesystem::path>& inputs = {});
+// The refusals of write_directory_atomically that need no writing, for a command to make
+// before long work rather than after it; returns whether `dir` exists (and may be replaced).
+bool check_output_directory(const std::filesystem::path& dir, bool force,
+                            const std::vector<std::filesystem::path>& inputs = {});
 // The same with the files given as (name, content) pairs; a name may hold subdirectories.
 void write_directory_atomically(const std::filesystem::path& dir, bool force,
                                 const std::vector<std::pair<std::string, std::string>>& files,
