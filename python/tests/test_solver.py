@@ -158,6 +158,13 @@ def test_stored_frontier_reads_one_plan_at_a_time(frontier, tmp_path):
     assert not list(out.glob("freqs_pipeline_*.py"))
     stored = perseus.load_frontier(out)
     assert len(stored) == len(frontier)
+    # Both say what they hold when printed: points, T_min and T* with their energies.
+    for shown in (frontier, stored):
+        text = repr(shown)
+        assert f"{len(frontier)} points" in text, text
+        assert f"T_min {frontier.t_min:.4f} s ({frontier.energies[0]:.1f} J)" in text, text
+        assert f"T* {frontier.t_star:.4f} s ({frontier.energies[-1]:.1f} J)" in text, text
+    assert str(out) in repr(stored)
     assert isinstance(stored.times, np.ndarray) and stored.times.dtype == np.float64
     np.testing.assert_allclose(stored.times, frontier.times, rtol=1e-12)
     np.testing.assert_allclose(stored.energies, frontier.energies, rtol=1e-12)

@@ -253,6 +253,13 @@ PYBIND11_MODULE(_perseus, m) {
   py::class_<SolvedFrontier, std::shared_ptr<SolvedFrontier>>(
       m, "Frontier", "The iteration time-energy Pareto frontier: points fastest (T_min) first, each a plan")
       .def("__len__", [](const SolvedFrontier& f) { return f.frontier.points.size(); })
+      .def("__repr__",
+           [](const SolvedFrontier& f) {
+             const FrontierPoint &fastest = f.frontier.points.front(), &slowest = f.frontier.points.back();
+             return fmt::format("<perseus.Frontier: {} points, T_min {:.4f} s ({:.1f} J), T* {:.4f} s ({:.1f} J)>",
+                                f.frontier.points.size(), fastest.measured.time_s, fastest.measured.energy_j,
+                                slowest.measured.time_s, slowest.measured.energy_j);
+           })
       .def_property_readonly("times",
                              [](const SolvedFrontier& f) {
                                py::array_t<double> out(static_cast<py::ssize_t>(f.times.size()));
@@ -393,6 +400,13 @@ PYBIND11_MODULE(_perseus, m) {
                             "A directory written by `perseus optimize` (or Frontier.write): frontier.csv and "
                             "summary.json read at once, each plan read from plans.bin only when asked for")
       .def("__len__", [](const FrontierIndex& index) { return index.entries.size(); })
+      .def("__repr__",
+           [](const FrontierIndex& index) {
+             const FrontierEntry &fastest = index.entries.front(), &slowest = index.entries.back();
+             return fmt::format("<perseus.StoredFrontier {}: {} points, T_min {:.4f} s ({:.1f} J), T* {:.4f} s ({:.1f} J)>",
+                                index.directory.string(), index.entries.size(), fastest.time_s, fastest.energy_j,
+                                slowest.time_s, slowest.energy_j);
+           })
       .def_property_readonly("directory", [](const FrontierIndex& index) { return index.directory; })
       .def_property_readonly("times", stored_figure(&FrontierEntry::time_s),
                              "Iteration time of each point, s (a float64 numpy array, fastest first)")
