@@ -281,8 +281,8 @@ PlanReport plan_training(const PlanRequest& request) {
                                    fmt::format("synthetic {} on {} ({})", model.name, gpu.name, describe(config)));
   std::string calibration = gpu.calibrated ? "calibrated on measured profiles" : gpu.calibration;
   if (request.time_model == TimeModel::kPublishedRuns && gpu.published_fit) {
-    calibration = fmt::format("times fitted to {}, power to {}", gpu.published_fit_source,
-                              gpu.calibrated ? "measured profiles" : gpu.calibration);
+    calibration = fmt::format("times fitted to {}; power {}", gpu.published_fit_source,
+                              gpu.calibrated ? "fitted to measured profiles" : gpu.calibration);
   }
   out.reasons.push_back(fmt::format("profile synthesised from {}'s energy model, {}", gpu.name, calibration));
   out.schedule = ScheduleSpec{core_schedule_kind(config.schedule), config.pipeline, config.microbatches, config.chunks,
