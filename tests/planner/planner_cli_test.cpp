@@ -3,12 +3,14 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "perseus/planner/energy_model.hpp"
@@ -170,6 +172,14 @@ TEST(PlannerCli, PlanWritesTheFrontierAndExplainsItself) {
   ASSERT_EQ(human.exit_code, 0) << human.err;
   EXPECT_NE(human.out.find("Why:"), std::string::npos);
   EXPECT_NE(human.out.find("at T_min"), std::string::npos);
+  // T_min beside the estimate: how far apart, against the estimate's pipeline part.
+  const double t_min = plan.at("frontier").at("t_min_s").get<double>();
+  const double pipeline_s = c.at("pipeline_s").get<double>();
+  EXPECT_NE(human.out.find(fmt::format("{:.1f}% {} the estimate's pipeline time ({:.3f} s)",
+                                       100.0 * std::abs(t_min / pipeline_s - 1.0), t_min <= pipeline_s ? "below" : "above",
+                                       pipeline_s)),
+            std::string::npos)
+      << human.out;
   // Refuses to replace the directory.
   EXPECT_EQ(perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--out", out.string(), "-q"})
                 .exit_code,
