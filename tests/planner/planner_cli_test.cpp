@@ -184,6 +184,23 @@ TEST(PlannerCli, PlanWritesTheFrontierAndExplainsItself) {
   EXPECT_EQ(perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--out", out.string(), "-q"})
                 .exit_code,
             2);
+  // Without the solve too, the output is a directory of its own, put in place whole; a
+  // directory of the user's is never written into, even with --force.
+  const fs::path unsolved = tmp.path() / "unsolved";
+  ASSERT_EQ(perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--no-solve", "--out",
+                     unsolved.string(), "-q"})
+                .exit_code,
+            0);
+  for (const char* file : {"profile.csv", "plan.json"}) EXPECT_TRUE(fs::exists(unsolved / file)) << file;
+  const fs::path users = tmp.path() / "users";
+  fs::create_directories(users);
+  std::ofstream(users / "profile.csv") << "mine\n";
+  const CommandRun refused = perseus({"plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm", "--gpus", "8", "--no-solve",
+                                      "--out", users.string(), "--force", "-q"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("perseus did not write it"), std::string::npos) << refused.err;
+  EXPECT_EQ(slurp(users / "profile.csv"), "mine\n");
+  EXPECT_FALSE(fs::exists(users / "plan.json"));
 }
 
 TEST(PlannerCli, PipeDream2BwBeatsOneFOneBAndRefinementCanBeSkipped) {

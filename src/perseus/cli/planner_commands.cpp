@@ -667,25 +667,26 @@ void run_plan(PlanArgs& a) {
     }
   }
   request.solve = !a.no_solve;
-  if (!a.out.empty() && fs::exists(a.out) && !a.force) {
-    throw InputError(a.out + " exists; pass --force to replace it");
-  }
+  if (!a.out.empty()) check_output_directory(a.out, a.force);  // before the sweep and the solve
   if (!a.quiet) request.progress = [](const std::string& message) { fmt::print(stderr, "perseus: {}\n", message); };
   const PlanReport r = plan_training(request);
   const json summary = plan_json(r);
 
   if (!a.out.empty()) {
+    // One rename puts the whole directory in place: the frontier (when solved) and its plans,
+    // the synthetic profile and the plan's summary.
+    std::vector<std::pair<std::string, std::string>> files = {{"profile.csv", profile_to_csv(r.profile)},
+                                                               {"plan.json", summary.dump(2) + "\n"}};
     if (r.solved) {
       RunInfo info{"(synthetic) " + r.profile.source(), r.schedule, 0.0, r.warnings};
       OutputOptions output;
       output.force = a.force;
       output.max_plans = a.max_plans;
+      output.extra_files = std::move(files);
       write_frontier_directory(a.out, *r.problem, r.crawl, r.frontier, info, output);
     } else {
-      fs::create_directories(a.out);
+      write_directory_atomically(a.out, a.force, files);
     }
-    write_file_atomically(fs::path(a.out) / "profile.csv", profile_to_csv(r.profile));
-    write_file_atomically(fs::path(a.out) / "plan.json", summary.dump(2) + "\n");
   }
   if (a.json) return print_json(summary);
 

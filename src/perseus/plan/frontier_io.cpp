@@ -304,6 +304,7 @@ void write_directory_contents(const fs::path& dir, const EnergyProblem& problem,
                       {"problem_digest", layout.problem_digest},
                       {"freqs_pipeline_files", py_files}};
   write_file(dir / "summary.json", summary.dump(2) + "\n");
+  for (const auto& [name, content] : options.extra_files) write_file(dir / name, content);
 }
 
 }  // namespace

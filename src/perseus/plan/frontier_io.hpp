@@ -60,6 +60,9 @@ struct OutputOptions {
   // Files the run read, which the output must never replace (RunInfo::profile is one too).
   std::vector<std::filesystem::path> inputs;
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // More files (name, content) that go into the directory with the rest, in the same rename:
+  // a caller's own (`perseus plan`'s profile.csv and plan.json).
+  std::vector<std::pair<std::string, std::string>> extra_files;
 };
 
 // What plans.bin records for `problem`: its instructions per stage, every clock its options
