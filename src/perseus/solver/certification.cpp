@@ -648,8 +648,8 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
     }
     return bound;
   };
-  const auto bound_at = [&](double t) {
-    std::optional<double> bound = final_bound(t);
+  // The higher of `bound` (the lines' at t) and the exact solves'.
+  const auto with_exact = [&](double t, std::optional<double> bound) {
     if (const auto exact = exact_bound_at(t); exact && (!bound || *exact > *bound)) bound = exact;
     return bound;
   };
@@ -669,7 +669,7 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
       for (std::size_t i = 0; i < points.size(); ++i) {
         const double t = points[i].measured.time_s;
         if (std::any_of(solved.begin(), solved.end(), [&](double d) { return std::abs(d - t) < spacing; })) continue;
-        const auto bound = bound_at(t);
+        const auto bound = with_exact(t, final_bound(t));
         if (!bound || *bound <= 0.0) continue;
         if (const double gap = points[i].measured.energy_j / *bound - 1.0; gap > widest_gap) {
           widest_gap = gap;
@@ -700,11 +700,9 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
   for (FrontierPoint& point : points) {
     // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
     // lines (thousands of joules, cancelling) can leave it a hair above.
-    auto bound = final_bound(point.measured.time_s);
-    if (const auto exact = exact_bound_at(point.measured.time_s); exact && (!bound || *exact > *bound)) {
-      bound = exact;  // an exact solve's, at a deadline no faster
-      ++frontier.certify_exact_raised;
-    }
+    const auto lines = final_bound(point.measured.time_s);
+    auto bound = with_exact(point.measured.time_s, lines);
+    if (bound && (!lines || *bound > *lines)) ++frontier.certify_exact_raised;  // an exact solve's, at a deadline no faster
     if (bound) bound = std::min(*bound, point.measured.energy_j);
     if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
   }
