@@ -229,8 +229,9 @@ TEST(Cli, NoHullCrawlNoLpSweepAndNoCertifySkipWhatTheySay) {
   EXPECT_FALSE(fs::exists(tmp.path() / "both"));
 }
 
-// --timings with --json: every part of the command, the parts within the total, and the
-// certification (the frontier's last part) within the frontier's time.
+// --timings with --json: every part of the command, the parts within the total, the
+// certification (the frontier's last part) within the frontier's time, and the CPU time the
+// process spent before the command began (loading the program at least).
 TEST(Cli, TimingsAddUpAndPlaceTheCertificationWithinTheFrontier) {
   testing::TempDir tmp;
   const CommandResult run = perseus(with(optimize_args(kBloom, tmp.path() / "bloom"), {"--json", "--timings"}));
@@ -245,6 +246,7 @@ TEST(Cli, TimingsAddUpAndPlaceTheCertificationWithinTheFrontier) {
   EXPECT_LE(parts, timings.at("total_s").get<double>());
   EXPECT_GT(timings.at("certification_s").get<double>(), 0.0);
   EXPECT_LE(timings.at("certification_s").get<double>(), timings.at("frontier_s").get<double>());
+  EXPECT_GT(timings.at("process_start_s").get<double>(), 0.0);
 }
 
 TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
@@ -252,7 +254,8 @@ TEST(Cli, PlansAreStoredOnceAndExportedOnDemand) {
   const fs::path out = tmp.path() / "bloom";
   const CommandResult run = perseus(with(optimize_args(kBloom, out), {"--timings", "-q"}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.out.find("Timings (s): profile_read"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("Timings (s): process_start "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" profile_read "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find(" certification "), std::string::npos) << run.out;
   const FrontierIndex index = read_frontier_directory(out);
   const std::size_t points = index.entries.size();
