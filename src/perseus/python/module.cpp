@@ -359,8 +359,9 @@ PYBIND11_MODULE(_perseus, m) {
         py::arg("refine") = true, py::arg("coefficients") = "", py::arg("stages") = 0,
         py::arg("certify_seconds") = 0.0, py::arg("certify") = true,  // releases the GIL for the solve itself
         "Computes the frontier of `profile` for a pipeline schedule (stages: the profile's unless given); "
-        "certify_seconds: time beyond the default spent proving lower bounds (lower_bounds); its plans are "
-        "never dearer than the default's at any deadline. certify=False skips the certification (faster; "
+        "certify_seconds: seconds the frontier may take after the crawl, beyond the default, for tighter lower "
+        "bounds (lower_bounds) and cheaper plans (the default effort's frontier is built first and kept where "
+        "better: no plan dearer, no bound looser than the default's at any deadline). certify=False skips the certification (faster; "
         "bounds only from the LP solves made anyway); certify_seconds > 0 implies it.");
 
   m.def("read_frontier",

@@ -501,6 +501,13 @@ void FrontierBuilder::offer(std::vector<FrontierPoint> points) {
   std::move(points.begin(), points.end(), std::back_inserter(state_->offered));
 }
 
+void FrontierBuilder::offer(Frontier other) {
+  offer(std::move(other.points));
+  std::move(other.bound_lines.begin(), other.bound_lines.end(), std::back_inserter(state_->offered_lines));
+}
+
+void FrontierBuilder::certify_by(std::chrono::steady_clock::time_point deadline) { state_->certify_deadline = deadline; }
+
 Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   State& s = *state_;
   const EnergyProblem& problem = s.problem;

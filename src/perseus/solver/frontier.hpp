@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "perseus/solver/crawl.hpp"
 #include "perseus/solver/problem.hpp"
 #include "perseus/solver/refine.hpp"
+#include "perseus/solver/relaxation.hpp"
 
 namespace perseus {
 
@@ -107,6 +109,10 @@ struct Frontier {
   // With more certification effort (FrontierOptions::default_effort): the points whose plan
   // came from the frontier of the default effort, cheaper there (FrontierBuilder::offer).
   std::size_t default_effort_points = 0;
+  // The supporting lines of the LP relaxation behind the bounds (its solves', the hull
+  // crawl's, the crawl's flows'): each bounds the energy at every deadline, so another
+  // frontier of the same problem may take them (FrontierBuilder::offer).
+  std::vector<SupportingLine> bound_lines;
 
   const FrontierPoint& t_min_point() const { return points.front(); }
   // The slowest point: the least effective energy, the minimum-energy schedule of T*, what a
@@ -236,6 +242,13 @@ struct FrontierOptions {
   // gpt3-175b over 1,024 A100s: 24,576 nodes, 130 budgets), and T_min keeps the crawl's
   // plans repaired to it; T*'s solve, fast there, still bounds every point. Infinity: always.
   double t_min_relaxation_budgets = 2.0;
+  // Seconds beyond the default effort (certify_for): timed, not counted. The certification's
+  // LP rounds get up to a quarter of them, its other raised steps (the worst-gap solves, the
+  // interpolations, the sweep, the searches, the polish, the carry down and the bound-only
+  // solves) stop once half are gone, and the exact MILP takes the rest (certify_exact_share;
+  // where it does not run, the LP side has them all). They count from the certification's
+  // start, or end where FrontierBuilder::certify_by says (solve(): these seconds after the
+  // crawl).
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
   // Of certify_seconds, on DAGs of at most certify_exact_max_nodes, this share goes to the
@@ -374,7 +387,8 @@ struct FrontierOptions {
   std::function<void(std::size_t done, std::size_t total)> progress;
   // Set by certify_for: the options as they were before it raised the effort. solve() also
   // builds that frontier from the same crawl and keeps the cheaper plan at every deadline
-  // (FrontierBuilder::offer). The certification's steps are greedy, each choosing its targets from
+  // (FrontierBuilder::offer), and the offered plans' bounds hold for every point as fast, so
+  // no bound is looser than the default's either. The certification's steps are greedy, each choosing its targets from
   // what the last left, so more effort is not cheaper everywhere: alone, `--certify 1` had
   // dearer plans than the default at 9-38% of the deadlines, by up to 0.1-0.4%, on four
   // published cases, and `--certify 3` on gpt3-175b A40 8 x 96 at 9%, by up to 1.7%.
@@ -453,6 +467,16 @@ class FrontierBuilder {
   // where one is cheaper than the frontier's plan at its deadline, it stays
   // (Frontier::default_effort_points counts those). Before finish().
   void offer(std::vector<FrontierPoint> points);
+  // Another frontier of this problem: its points as above, and its bound_lines, which join
+  // this frontier's final bounds (no point's bound is then looser than that frontier's at
+  // its time).
+  void offer(Frontier other);
+  // With FrontierOptions::certify_seconds: when the certification must be done, instead of
+  // certify_seconds after it begins. solve() sets it to certify_seconds after the crawl, so
+  // that the default effort's frontier (built after the crawl to keep its plans where
+  // cheaper), the raised effort's refinement and its certification all fit in --certify's
+  // seconds. Before finish().
+  void certify_by(std::chrono::steady_clock::time_point deadline);
   // After the crawl's last step: the frontier. Rethrows what the second thread threw.
   Frontier finish(const CrawlResult& crawl);
 

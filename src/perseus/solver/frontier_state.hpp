@@ -343,7 +343,8 @@ struct FrontierBuilder::State {
   // polish, the carry down (a slower neighbour's plan repaired to a point's time where that
   // neighbour lies closer to its bound), and last solves for the bound alone where it may lie
   // furthest below the LP optimum (sandwich()). The solves are counted (certify_solves),
-  // the rest bounded by shares of the refinement's budget.
+  // the rest bounded by shares of the refinement's budget, and with --certify's seconds by
+  // those too (lp_deadline).
   // `frontier.points` are the refined points; `refiner` is the builder's own. Without
   // FrontierOptions::certify, only settle().
   void certify(Frontier& frontier, const PlanRefiner& refiner, const CrawlResult& crawl);
@@ -360,6 +361,14 @@ struct FrontierBuilder::State {
   void settle(Frontier& frontier, const PlanRefiner& refiner, std::chrono::steady_clock::time_point started);
   // The share of certify_seconds the exact MILP at the widest gaps gets on this DAG
   // (FrontierOptions::certify_exact_share; 0 where it does not run).
+  // With certify_seconds: the end certify_by set (if any), the seconds the certification has
+  // from its start to that end (certify_seconds without one), and when its LP side stops
+  // (FrontierOptions::certify_seconds); unset at the default effort, whose steps are counted,
+  // not timed, so that the same input gets the same plans.
+  std::optional<std::chrono::steady_clock::time_point> certify_deadline;
+  double certify_budget_s = 0.0;
+  std::optional<std::chrono::steady_clock::time_point> lp_deadline;
+  bool past_lp_deadline() const { return lp_deadline && std::chrono::steady_clock::now() >= *lp_deadline; }
   double exact_share() const {
     return options.certify && options.certify_seconds > 0.0 && problem.dag.num_nodes() <= options.certify_exact_max_nodes
                ? std::clamp(options.certify_exact_share, 0.0, 1.0)
@@ -594,6 +603,7 @@ struct FrontierBuilder::State {
   std::optional<FrontierPoint> iso_point;
   // FrontierBuilder::offer's points, for the certification's last Pareto filter.
   std::vector<FrontierPoint> offered;
+  std::vector<SupportingLine> offered_lines;  // the offered frontier's (Frontier::bound_lines)
   std::optional<double> t_star;
   std::optional<RelaxedSolution> t_star_solution;
   std::vector<double> grid;                            // deadlines solved beside the crawl
