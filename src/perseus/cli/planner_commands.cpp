@@ -890,9 +890,10 @@ void add_planner_commands(CLI::App& app) {
   pl->add_flag("--no-refine", [](std::int64_t) { plan.request.refine = false; },
                "Keep the crawl's plans as they are (faster; no refinement on the measured options)");
   pl->add_option("--certify", plan.request.certify_seconds,
-                 "Seconds to spend beyond the default on proving lower bounds (as perseus optimize --certify); "
-                 "also solves T_min's LP relaxation, which large DAGs skip by default (a cheaper T_min plan and "
-                 "a tighter bound there, at its cost: some 100 s on 175B-class models)")
+                 "Seconds the frontier may take after the crawl for tighter bounds and cheaper plans (as perseus "
+                 "optimize --certify); also solves T_min's LP relaxation, which large DAGs skip by default (a "
+                 "cheaper T_min plan and a tighter bound there, at its cost, beside the crawl and not within those "
+                 "seconds: some 100 s on 175B-class models)")
       ->check(CLI::Range(0.0, 86400.0));
   pl->add_option("--out", plan.out, "Write the frontier, plans, profile.csv and plan.json to this directory");
   pl->add_option("--max-plans", plan.max_plans, "Keep at most N plans in plans.bin (0: all)")
