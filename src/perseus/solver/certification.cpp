@@ -39,11 +39,11 @@ void FrontierBuilder::State::certify(Frontier& frontier, const PlanRefiner& refi
   refiner.set_work_limit(std::numeric_limits<double>::infinity());
   frontier.certified = options.certify;
   if (options.certify_seconds > 0.0) {
-    const auto end = certify_deadline.value_or(
-        started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(options.certify_seconds)));
-    certify_budget_s = std::max(0.0, std::chrono::duration<double>(end - started).count());
-    lp_deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>((1.0 - exact_share()) * certify_budget_s));
+    const auto after = [](std::chrono::steady_clock::time_point t, double seconds) {
+      return t + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+    };
+    certify_end = after(certify_from.value_or(started), options.certify_seconds);
+    lp_deadline = after(started, (1.0 - exact_share()) * std::max(0.0, std::chrono::duration<double>(certify_end - started).count()));
   }
   if (options.certify) tighten(frontier, refiner, crawl, started);
   settle(frontier, refiner, started);
@@ -172,7 +172,7 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
     // The next round: what is left of the counted solves (two at most), then pairs while half
     // of the LP side of --certify's seconds lasts (the steps after these need the rest).
     const int left = made < counted_solves ? static_cast<int>(counted_solves) - made
-                                           : (elapsed() < 0.5 * (1.0 - exact_share()) * s.certify_budget_s ? 2 : 0);
+                                           : (s.lp_deadline && elapsed() < 0.5 * std::chrono::duration<double>(*s.lp_deadline - started).count() ? 2 : 0);
     targets.clear();
     if (left == 0) break;
     if (const auto next = widest_unsolved(std::nullopt)) {
@@ -670,7 +670,7 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
   // while those seconds last: CBC's plan where cheaper, its bound for every point as fast.
   if (exact_share() > 0.0 && points.size() > 1) {
     const auto left = [&] {
-      return s.certify_budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      return std::chrono::duration<double>(s.certify_end - std::chrono::steady_clock::now()).count();
     };
     const double spacing = (points.back().measured.time_s - points.front().measured.time_s) / 64.0;
     std::vector<double> solved;

@@ -506,7 +506,7 @@ void FrontierBuilder::offer(Frontier other) {
   std::move(other.bound_lines.begin(), other.bound_lines.end(), std::back_inserter(state_->offered_lines));
 }
 
-void FrontierBuilder::certify_by(std::chrono::steady_clock::time_point deadline) { state_->certify_deadline = deadline; }
+void FrontierBuilder::certify_from(std::chrono::steady_clock::time_point start) { state_->certify_from = start; }
 
 Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
   State& s = *state_;

@@ -247,8 +247,7 @@ struct FrontierOptions {
   // interpolations, the sweep, the searches, the polish, the carry down and the bound-only
   // solves) stop once half are gone, and the exact MILP takes the rest (certify_exact_share;
   // where it does not run, the LP side has them all). They count from the certification's
-  // start, or end where FrontierBuilder::certify_by says (solve(): these seconds after the
-  // crawl).
+  // start, or from FrontierBuilder::certify_from (solve(): the crawl's end).
   double certify_seconds = 0.0;
   double certify_target_gap = 0.0005;
   // Of certify_seconds, on DAGs of at most certify_exact_max_nodes, this share goes to the
@@ -387,9 +386,10 @@ struct FrontierOptions {
   std::function<void(std::size_t done, std::size_t total)> progress;
   // Set by certify_for: the options as they were before it raised the effort. solve() also
   // builds that frontier from the same crawl and keeps the cheaper plan at every deadline
-  // (FrontierBuilder::offer), and the offered plans' bounds hold for every point as fast, so
-  // no bound is looser than the default's either. The certification's steps are greedy, each choosing its targets from
-  // what the last left, so more effort is not cheaper everywhere: alone, `--certify 1` had
+  // (FrontierBuilder::offer), and its supporting lines join the bounds (Frontier::bound_lines),
+  // so no bound is looser than the default's either. The certification's steps are greedy,
+  // each choosing its targets from what the last left, so more effort is not cheaper
+  // everywhere: alone, `--certify 1` had
   // dearer plans than the default at 9-38% of the deadlines, by up to 0.1-0.4%, on four
   // published cases, and `--certify 3` on gpt3-175b A40 8 x 96 at 9%, by up to 1.7%.
   std::shared_ptr<const FrontierOptions> default_effort;
@@ -471,12 +471,11 @@ class FrontierBuilder {
   // this frontier's final bounds (no point's bound is then looser than that frontier's at
   // its time).
   void offer(Frontier other);
-  // With FrontierOptions::certify_seconds: when the certification must be done, instead of
-  // certify_seconds after it begins. solve() sets it to certify_seconds after the crawl, so
-  // that the default effort's frontier (built after the crawl to keep its plans where
-  // cheaper), the raised effort's refinement and its certification all fit in --certify's
-  // seconds. Before finish().
-  void certify_by(std::chrono::steady_clock::time_point deadline);
+  // With FrontierOptions::certify_seconds: count them from `start`, not from the
+  // certification's start. solve() gives the crawl's end, so that the default effort's
+  // frontier (built after the crawl to keep its plans where cheaper), the raised effort's
+  // refinement and its certification all fit in --certify's seconds. Before finish().
+  void certify_from(std::chrono::steady_clock::time_point start);
   // After the crawl's last step: the frontier. Rethrows what the second thread threw.
   Frontier finish(const CrawlResult& crawl);
 

@@ -359,16 +359,16 @@ struct FrontierBuilder::State {
   // final bound from the lines proven so far.
   // `started`: when the certification began (certify_seconds counts from then).
   void settle(Frontier& frontier, const PlanRefiner& refiner, std::chrono::steady_clock::time_point started);
-  // The share of certify_seconds the exact MILP at the widest gaps gets on this DAG
-  // (FrontierOptions::certify_exact_share; 0 where it does not run).
-  // With certify_seconds: the end certify_by set (if any), the seconds the certification has
-  // from its start to that end (certify_seconds without one), and when its LP side stops
-  // (FrontierOptions::certify_seconds); unset at the default effort, whose steps are counted,
+  // With FrontierOptions::certify_seconds: where they count from (FrontierBuilder::certify_from;
+  // the certification's start without it) and, set as the certification starts, when they end
+  // and when its LP side stops. No lp_deadline at the default effort, whose steps are counted,
   // not timed, so that the same input gets the same plans.
-  std::optional<std::chrono::steady_clock::time_point> certify_deadline;
-  double certify_budget_s = 0.0;
+  std::optional<std::chrono::steady_clock::time_point> certify_from;
+  std::chrono::steady_clock::time_point certify_end;
   std::optional<std::chrono::steady_clock::time_point> lp_deadline;
   bool past_lp_deadline() const { return lp_deadline && std::chrono::steady_clock::now() >= *lp_deadline; }
+  // The share of certify_seconds the exact MILP at the widest gaps gets on this DAG
+  // (FrontierOptions::certify_exact_share; 0 where it does not run).
   double exact_share() const {
     return options.certify && options.certify_seconds > 0.0 && problem.dag.num_nodes() <= options.certify_exact_max_nodes
                ? std::clamp(options.certify_exact_share, 0.0, 1.0)
