@@ -191,6 +191,9 @@ int main(int argc, char** argv) {
   app.add_option("--certify-chain-repairs", defaults.certify_chain_repairs,
                  "Repairs carrying those solves' plans to faster points (FrontierOptions::certify_chain_repairs; 0: none)")
       ->capture_default_str();
+  app.add_option("--certify-chain-min-gap", defaults.certify_chain_min_gap,
+                 "Those repairs only from a point left at least this far above its bound (FrontierOptions::certify_chain_min_gap; 0: from every one)")
+      ->capture_default_str();
   app.add_option("--certify-polish-points", defaults.certify_polish_points,
                  "Points polished last with an LP solve each (FrontierOptions::certify_polish_points; 0: none)")
       ->capture_default_str();

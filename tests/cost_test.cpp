@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -172,12 +173,17 @@ TEST(OptionBracket, SlowestThatFitsAndFastestNoFaster) {
   EXPECT_EQ(op.bracket(0.008 - 1e-12).down, 2);
   EXPECT_EQ(op.bracket(0.008 - 1e-12, 1e-9).down, 1);
   EXPECT_EQ(op.bracket(0.008 + 1e-12, 1e-9).up, 1);
+  for (const auto& [duration, down, up] : expected) EXPECT_EQ(op.round_down(duration), down) << duration;
+  EXPECT_EQ(op.round_down(0.008 - 1e-12), 2);
+  EXPECT_EQ(op.round_down(0.008 - 1e-12, 1e-9), 1);
+  EXPECT_EQ(op.round_down(std::numeric_limits<double>::quiet_NaN()), 2);  // as bracket: the fastest
+  EXPECT_EQ(OperationOptions{}.round_down(0.001), 0);                    // no options
 }
 
 // The bracket's binary searches against the scan it replaced (the definition: the slowest
 // option within the duration, the fastest no faster, the first of equal times, the fastest or
 // slowest where none is) on random option sets with repeated times, at every option's time,
-// between and beyond them, with and without a tolerance.
+// between and beyond them, with and without a tolerance; and round_down against its down.
 TEST(OptionBracket, AgreesWithAScanOverEveryOptionIncludingTies) {
   const auto scan = [](const OperationOptions& op, double d, double tolerance) {
     std::int32_t down = -1, up = -1, fastest = 0, slowest = 0;
@@ -209,6 +215,8 @@ TEST(OptionBracket, AgreesWithAScanOverEveryOptionIncludingTies) {
         const auto [down, up] = scan(op, d, tolerance);
         ASSERT_EQ(got.down, down) << "trial " << trial << " d " << d << " tolerance " << tolerance;
         ASSERT_EQ(got.up, up) << "trial " << trial << " d " << d << " tolerance " << tolerance;
+        // Rounding down alone gives bracket's down.
+        ASSERT_EQ(op.round_down(d, tolerance), down) << "trial " << trial << " d " << d << " tolerance " << tolerance;
       }
     }
   }

@@ -189,21 +189,35 @@ TEST(Frontier, WorstGapSolvesGoWherePointsAreFarAboveTheirBounds) {
   EXPECT_LT(worst_of(gaps_of(c)), worst_of(gaps_of(a)));
 }
 
+// The worst-gap solves alone, without chains: every point counts as far, so the solves go to
+// the widest gaps.
+FrontierOptions worst_gap_solves_without_chains() {
+  FrontierOptions off;
+  off.certify_sweep_share = 0.0;
+  off.certify_search_points = 0;
+  off.certify_worst_gap = 0.0;
+  off.certify_chain_repairs = 0;
+  off.certify_polish_points = 0;       // its chains count too
+  off.certify_carry_down_share = 0.0;  // carries to faster points of its own
+  return off;
+}
+// The same with up to 16 chain repairs from the points a solve leaves at least `min_gap` above
+// their bounds, each repair kept whatever it saves.
+FrontierOptions worst_gap_solves_with_chains(double min_gap) {
+  FrontierOptions on = worst_gap_solves_without_chains();
+  on.certify_chain_repairs = 16;
+  on.certify_chain_min_saving = 0.0;
+  on.certify_chain_min_gap = min_gap;
+  return on;
+}
+
 // A worst-gap solve's plan carried to faster points, repaired to each in turn: points mended
 // (no more than the limit), the mean gap lower and the worst no higher, every bound still
 // below every plan of the other frontier, and every point's figures its plan's.
 TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   const auto& [problem, crawl] = certification_case();
-  FrontierOptions off;
-  off.certify_sweep_share = 0.0;  // the solves and their chains alone
-  off.certify_search_points = 0;
-  off.certify_worst_gap = 0.0;    // every point far: the solves go to the widest
-  off.certify_chain_repairs = 0;
-  off.certify_polish_points = 0;  // its chains count too
-  off.certify_carry_down_share = 0.0;  // carries to faster points of its own
-  FrontierOptions on = off;
-  on.certify_chain_repairs = 16;
-  on.certify_chain_min_saving = 0.0;
+  const FrontierOptions off = worst_gap_solves_without_chains();
+  const FrontierOptions on = worst_gap_solves_with_chains(0.0);  // from every point a solve mends
   const Frontier a = build_frontier(problem, crawl, off);
   const Frontier b = build_frontier(problem, crawl, on);
   EXPECT_EQ(a.certify_chained, 0u);
@@ -211,6 +225,23 @@ TEST(Frontier, WorstGapSolvesCarryTheirPlansToFasterPoints) {
   EXPECT_LE(b.certify_chained, 16u);
   expect_gaps_narrowed(problem, a, b, b.certify_chained, "chained");
   expect_figures_are_their_plans(problem, b);
+}
+
+// The chains start only from a point its solve's plan leaves at least certify_chain_min_gap
+// above its bound: at a gap no point has (100%) none starts, and the frontier is the one
+// without chains, plan for plan and bound for bound (at 0 they start: the test above).
+TEST(Frontier, WorstGapChainsStartOnlyWhereTheSolveLeavesThePointFar) {
+  const auto& [problem, crawl] = certification_case();
+  const FrontierOptions off = worst_gap_solves_without_chains();
+  const FrontierOptions closed = worst_gap_solves_with_chains(1.0);
+  const Frontier a = build_frontier(problem, crawl, off);
+  const Frontier b = build_frontier(problem, crawl, closed);
+  EXPECT_EQ(b.certify_chained, 0u);
+  ASSERT_EQ(b.points.size(), a.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(b.points[i].choice, a.points[i].choice) << "point " << i;
+    EXPECT_EQ(b.points[i].lower_bound_j, a.points[i].lower_bound_j) << "point " << i;
+  }
 }
 
 // The final polish: LP solves where the plans are still furthest above their bounds, their

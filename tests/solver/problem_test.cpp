@@ -64,6 +64,8 @@ TEST(Problem, RoundsDownToTheSlowestHullCornerThatFits) {
     }
     const double tolerance = trial % 2 ? 1e-9 : 0.0;
     const OptionChoice rounded = round_down_to_corners(problem, corners, durations, tolerance);
+    // Rounding down to every option: round_to_options' down, node by node.
+    ASSERT_EQ(round_down_to_options(problem, durations, tolerance), round_to_options(problem, durations, tolerance).down);
     ASSERT_EQ(rounded.size(), n);
     for (std::size_t i = 0; i < n; ++i) {
       const auto operation = static_cast<std::size_t>(problem.node_operation[i]);

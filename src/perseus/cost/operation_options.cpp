@@ -85,6 +85,28 @@ OperationOptions::Bracket OperationOptions::bracket(double duration_s, double to
   return {down < n ? static_cast<std::int32_t>(down) : fastest, static_cast<std::int32_t>(up)};
 }
 
+std::int32_t OperationOptions::round_down(double duration_s, double tolerance_s) const {
+  // The sweeps round every node of every far point down (rounded_down_reclaimed): bracket()'s
+  // four searches there were 8% of a 1,536-node frontier's CPU time. This one's comparisons
+  // move the base without a branch (the base advances by half or by nothing), so a
+  // mispredicted comparison costs nothing.
+  const std::size_t n = options.size();
+  if (n == 0) return 0;
+  if (std::isnan(duration_s)) return bracket(duration_s, tolerance_s).down;
+  const double within = duration_s + tolerance_s;
+  // The first option no slower than `within` (n where every one is slower): the predicate
+  // "slower than within" holds on a prefix of the options, slowest first.
+  const Option* base = options.data();
+  std::size_t length = n;
+  while (length > 1) {
+    const std::size_t half = length / 2;
+    base += base[half - 1].measurement.time_s > within ? half : 0;
+    length -= half;
+  }
+  const auto down = static_cast<std::size_t>(base - options.data()) + (base->measurement.time_s > within ? 1 : 0);
+  return down < n ? static_cast<std::int32_t>(down) : bracket(duration_s, tolerance_s).down;
+}
+
 std::vector<HullPoint> effective_energy_hull(const OperationOptions& operation, double p_blocking, double time_unit_s) {
   std::vector<HullPoint> points;
   for (const Option& option : operation.options) {

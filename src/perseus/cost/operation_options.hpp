@@ -72,6 +72,9 @@ struct OperationOptions {
     std::int32_t up = 0;
   };
   Bracket bracket(double duration_s, double tolerance_s = 0.0) const;
+  // bracket(duration_s, tolerance_s).down alone, in one binary search (two where no option
+  // fits), for plans rounded down only. O(log options).
+  std::int32_t round_down(double duration_s, double tolerance_s = 0.0) const;
 };
 
 // A corner of an operation's lower convex hull in (time, effective energy).

@@ -285,7 +285,12 @@ void FrontierBuilder::State::tighten(Frontier& frontier, const PlanRefiner& refi
             }
           }
         }
-        if (points[*target].effective_energy_j < before) chain_repairs(*target);
+        // Chained from where the rounding stays far (FrontierOptions::certify_chain_min_gap).
+        if (points[*target].effective_energy_j < before &&
+            (options.certify_chain_min_gap <= 0.0 ||
+             gap_to_bound(points[*target]).value_or(1.0) >= options.certify_chain_min_gap)) {
+          chain_repairs(*target);
+        }
       });
     }
     drop_ahead();

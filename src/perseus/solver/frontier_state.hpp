@@ -379,7 +379,7 @@ struct FrontierBuilder::State {
   // reclaimed at `deadline`: the sweeps' plans, a few passes, no repair.
   OptionChoice rounded_down_reclaimed(const PlanRefiner& refiner, std::span<const double> durations,
                                       double deadline) const {
-    const OptionChoice down = round_to_options(problem, durations, 1e-9).down;
+    const OptionChoice down = round_down_to_options(problem, durations, 1e-9);
     OptionChoice plan = refiner.reclaim_slack(down, deadline);
     if (options.round_to_hull_corners) {
       if (auto cornered = reclaimed_corners(refiner, durations, down, deadline)) keep_cheaper(refiner, plan, std::move(*cornered));

@@ -142,6 +142,14 @@ RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const dou
   return rounded;
 }
 
+OptionChoice round_down_to_options(const EnergyProblem& problem, std::span<const double> durations_s, double tolerance_s) {
+  OptionChoice down(durations_s.size());
+  for (std::size_t i = 0; i < durations_s.size(); ++i) {
+    down[i] = problem.options_of(static_cast<Dag::NodeId>(i)).round_down(durations_s[i], tolerance_s);
+  }
+  return down;
+}
+
 HullCorners hull_corners(const EnergyProblem& problem) {
   HullCorners corners;
   corners.reserve(problem.operations.size());

@@ -73,6 +73,10 @@ struct RoundedChoice {
 };
 RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const double> durations_s,
                                double tolerance_s = 0.0);
+// round_to_options(problem, durations_s, tolerance_s).down alone, about four times faster
+// (OperationOptions::round_down). O(nodes * log options).
+OptionChoice round_down_to_options(const EnergyProblem& problem, std::span<const double> durations_s,
+                                   double tolerance_s = 0.0);
 
 // Per operation, its options at the corners of its effective-energy hull, fastest first
 // (hull_corner_options at the problem's p_blocking).
