@@ -1,7 +1,7 @@
 // Google Benchmark: the whole solve (crawl + frontier on measured data) and the crawl alone
 // for the two cases the issue names, the crawl on a 32-stage pipeline, the crawl also on LEMON's Preflow (the library
 // max flow our warm-started Dinic replaces; see max_flow.hpp), and PlanRefiner::repair (the
-// refinement's and certification's minimum-cut speed-ups) on 8 x 96. Single-threaded. Quote medians:
+// refinement's and certification's minimum-cut speed-ups) on 8 x 12 and 8 x 96. Single-threaded. Quote medians:
 //   ./build/bench/solver_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -50,8 +50,8 @@ void BM_Gpt3A40_CrawlLemon(benchmark::State& s) {
 }
 
 // PlanRefiner::repair from the slowest plan, reclaimed, to deadlines `state.range(1)` per mille
-// of the way from it towards T_min (a hundred to a few thousand minimum cuts): the cuts it
-// took, and the repaired plan's effective energy (the same from any faster implementation).
+// of the way from it towards T_min (30-180 minimum cuts): its work (PlanRefiner::work, 8 a
+// cut), and the repaired plan's effective energy (the same from any faster implementation).
 void repair(benchmark::State& state, const Workload& w) {
   const EnergyProblem problem = make_workload_problem(w, Profile::read_csv(profile_path(w)), 8, static_cast<int>(state.range(0)));
   const PlanRefiner refiner(problem);

@@ -278,7 +278,7 @@ struct FrontierOptions {
   // one it mends). Where the LP's rounding comes that close, the sweep's roundings after it
   // mend the faster points as well: on the A100 cases the chains moved no median and lowered
   // no worst, and cost up to 0.29 s a case on 1,536 nodes; on the A40 cases, where the
-  // targets stay 0.6-2.3% above, they lower the worsts by up to 2.2 points (docs/solver.md,
+  // targets mostly stay 0.5-2.3% above, they lower the worsts by up to 2.2 points (docs/solver.md,
   // "Chains where the rounding stays far").
   double certify_chain_min_gap = 0.005;
   // Last of all, after the inheritance below, up to certify_polish_points points still
