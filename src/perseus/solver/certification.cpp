@@ -715,13 +715,14 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
     }
   }
   for (FrontierPoint& point : points) {
-    // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
-    // lines (thousands of joules, cancelling) can leave it a hair above.
     const auto lines = final_bound(point.measured.time_s);
-    auto bound = with_exact(point.measured.time_s, lines);
+    const auto bound = with_exact(point.measured.time_s, lines);
     if (bound && (!lines || *bound > *lines)) ++frontier.certify_exact_raised;  // an exact solve's, at a deadline no faster
-    if (bound) bound = std::min(*bound, point.measured.energy_j);
     if (bound && (!point.lower_bound_j || *bound > *point.lower_bound_j)) point.lower_bound_j = bound;
+    // A plan's own energy caps its bound: where the bound is tight, rounding in the sum of
+    // lines (thousands of joules, cancelling), or in an LP solve's optimum that a point kept
+    // from the refinement, can leave it a hair above.
+    if (point.lower_bound_j) point.lower_bound_j = std::min(*point.lower_bound_j, point.measured.energy_j);
   }
   // T_min's bound, where its relaxation was not solved (t_min_relaxation_budgets): the best
   // line's there, mostly the crawl's flows'; and the exact MILP's, where it is higher.

@@ -296,7 +296,8 @@ struct FrontierBuilder::State {
   // A plan as a point; its crawl step, if any, from the crawl.
   FrontierPoint point_at(const CrawlResult& crawl, const OptionChoice& plan, std::int64_t step) const;
   // Point i of `points` takes `plan` where it meets the point's time for less effective
-  // energy; the point's bound still holds at its time.
+  // energy; the point's bound, moved to the new plan's time (less the blocking it no longer
+  // counts), still holds there.
   void replace_if_cheaper(const PlanRefiner& refiner, const CrawlResult& crawl, std::vector<FrontierPoint>& points,
                           std::size_t i, const std::optional<OptionChoice>& plan) const;
   // The points slower than point i take its plan, slack reclaimed at their time (in up to
