@@ -75,8 +75,8 @@ struct Timing {
 // the certification should work on. Medians taken as the gap's median is (the upper one).
 struct GapSplit {
   double plan_median = 0.0, plan_worst = 0.0, bound_median = 0.0, bound_worst = 0.0;
-  // A bound above v is no bound (the LP optimum is below every plan): how many, and by how much
-  // at most (bound / v - 1), beyond the LP's own rounding.
+  // A bound above v is no bound (the LP optimum is below every plan): how many lie above it
+  // beyond the LP's own rounding, and by how much at most (1 - v / bound).
   std::size_t above_lp = 0;
   double most_above_lp = 0.0;
 };
@@ -92,10 +92,9 @@ GapSplit split_gaps(const EnergyProblem& problem, const Frontier& frontier) {
     if (!solved) continue;
     plan.push_back(p.measured.energy_j / solved->lower_bound_j - 1.0);
     bound.push_back(solved->lower_bound_j / *p.lower_bound_j - 1.0);
-    const double above = *p.lower_bound_j / solved->lower_bound_j - 1.0;
-    if (above > 1e-9) {
+    if (bound.back() < -1e-9) {
       ++split.above_lp;
-      split.most_above_lp = std::max(split.most_above_lp, above);
+      split.most_above_lp = std::max(split.most_above_lp, -bound.back());
     }
   }
   if (plan.empty()) return split;

@@ -86,18 +86,15 @@ OperationOptions::Bracket OperationOptions::bracket(double duration_s, double to
   // was 4-5% of the frontier's CPU time on 768-1,536 nodes, where every rounding of a
   // relaxation brackets every node among its 30-100 options. Among options of equal time
   // the first is taken, as a scan would.
-  const std::size_t n = options.size();
-  if (n == 0) return {0, 0};
-  const auto time = [&](std::size_t k) { return options[k].measurement.time_s; };
-  const auto fastest = static_cast<std::int32_t>(first_within(options, time(n - 1)));
-  if (std::isnan(duration_s)) return {fastest, 0};
-  const std::size_t down = first_within(options, duration_s + tolerance_s);
+  if (options.empty()) return {0, 0};
+  const std::int32_t down = round_down(duration_s, tolerance_s);
+  if (std::isnan(duration_s)) return {down, 0};  // the fastest
   // Options no faster than duration - tolerance come before the first faster one; of them
   // the last is the fastest.
   const double floor_s = duration_s - tolerance_s;
   const std::size_t no_faster = prefix_where(options, [floor_s](double x) { return x >= floor_s; });
-  const std::size_t up = no_faster == 0 ? 0 : first_within(options, time(no_faster - 1));
-  return {down < n ? static_cast<std::int32_t>(down) : fastest, static_cast<std::int32_t>(up)};
+  const std::size_t up = no_faster == 0 ? 0 : first_within(options, options[no_faster - 1].measurement.time_s);
+  return {down, static_cast<std::int32_t>(up)};
 }
 
 std::int32_t OperationOptions::round_down(double duration_s, double tolerance_s) const {

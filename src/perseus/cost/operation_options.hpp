@@ -72,8 +72,9 @@ struct OperationOptions {
     std::int32_t up = 0;
   };
   Bracket bracket(double duration_s, double tolerance_s = 0.0) const;
-  // bracket(duration_s, tolerance_s).down alone, in one binary search (two where no option
-  // fits), for plans rounded down only: a quarter of bracket's searches. O(log options).
+  // bracket(duration_s, tolerance_s).down alone (bracket's own), in one binary search (two
+  // where no option fits), for plans rounded down only: a third of bracket's searches.
+  // O(log options).
   std::int32_t round_down(double duration_s, double tolerance_s = 0.0) const;
 };
 

@@ -364,13 +364,11 @@ void FrontierBuilder::State::replace_if_cheaper(const PlanRefiner& refiner, cons
       refiner.measured_time(*plan) > deadline + kTimeEpsilon) {
     return;
   }
-  std::optional<double> bound = points[i].lower_bound_j;
+  const std::optional<double> bound = points[i].lower_bound_j;
   points[i] = point_at(crawl, *plan, points[i].crawl_step);
-  // The bound holds for every plan within `deadline` with blocking until then; at the new
-  // plan's own, shorter time it is lower by that blocking (kept as it was, it rose above the
-  // energy of plans up to 0.06% cheaper on pipelines of up to 64 nodes).
-  if (bound) bound = *bound - problem.p_blocking * problem.num_gpus() * std::max(0.0, deadline - points[i].measured.time_s);
-  points[i].lower_bound_j = bound;
+  // Kept as it was, the bound rose above the energy of plans up to 0.06% cheaper on
+  // pipelines of up to 64 nodes.
+  if (bound) points[i].lower_bound_j = bound_moved_to(*bound, deadline, points[i].measured.time_s);
 }
 
 void FrontierBuilder::State::carry_to_slower(const PlanRefiner& refiner, const CrawlResult& crawl,
@@ -698,12 +696,7 @@ Frontier FrontierBuilder::finish(const CrawlResult& crawl) {
     if (start.empty()) return;
     previous = refiner.local_search(std::move(start), deadline, rounds, moves);
     improved.push_back(point_at(previous, step));
-    if (bound) {
-      // The bound holds for every plan within `deadline`, so also, with less blocking, at
-      // the improved plan's own (possibly shorter) time.
-      const double earlier = deadline - improved.back().measured.time_s;
-      improved.back().lower_bound_j = *bound - problem.p_blocking * problem.num_gpus() * earlier;
-    }
+    if (bound) improved.back().lower_bound_j = s.bound_moved_to(*bound, deadline, improved.back().measured.time_s);
   };
   // At most local_search_max_points points (evenly spread, T_min and T* among them) get the
   // relaxation's plan; the others start from their neighbour's, reclaimed. Every point gets

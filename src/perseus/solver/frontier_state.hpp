@@ -293,6 +293,12 @@ struct FrontierBuilder::State {
   // A solve on this thread's relaxation; its line joins the bound.
   std::optional<RelaxedSolution> solve_relaxation(double deadline);
 
+  // A bound on the energy of every plan within `from_s` (blocking until then), for a plan of
+  // time `to_s` <= from_s: lower by the blocking between the two, which that plan does not
+  // count (a later `to_s`, within the time tolerance, leaves it as it is).
+  double bound_moved_to(double bound_j, double from_s, double to_s) const {
+    return bound_j - problem.p_blocking * problem.num_gpus() * std::max(0.0, from_s - to_s);
+  }
   // A plan as a point; its crawl step, if any, from the crawl.
   FrontierPoint point_at(const CrawlResult& crawl, const OptionChoice& plan, std::int64_t step) const;
   // Point i of `points` takes `plan` where it meets the point's time for less effective

@@ -73,7 +73,7 @@ struct RoundedChoice {
 };
 RoundedChoice round_to_options(const EnergyProblem& problem, std::span<const double> durations_s,
                                double tolerance_s = 0.0);
-// round_to_options(problem, durations_s, tolerance_s).down alone, about four times faster
+// round_to_options(problem, durations_s, tolerance_s).down alone, in a third of the searches
 // (OperationOptions::round_down). O(nodes * log options).
 OptionChoice round_down_to_options(const EnergyProblem& problem, std::span<const double> durations_s,
                                    double tolerance_s = 0.0);
