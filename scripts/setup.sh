@@ -4,7 +4,7 @@
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  time                      # /usr/bin/time: wall, CPU and peak memory of whole commands in bench/
+  time                      # /usr/bin/time: whole commands' wall time and peak memory (bench/whole_command_bench.sh)
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev              # the LP relaxation's network simplex; Preflow, compared with our max flow
   coinor-libclp-dev         # LP solver under CBC (the exact MILP reference in tests and benchmarks)
