@@ -19,18 +19,29 @@ port_base() {  # distinct ports per directory, below Linux's ephemeral range (32
   echo $(( 10000 + $(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 20000 ))
 }
 
-# The processes of a node ('.*': of every node) of this cluster: slurmd and slurmstepd hold the
-# node's log open (slurmstepd overwrites its environment with its title), and the test's job
-# programs carry PERSEUS_TEST_JOB_NODE=DIR/NODE.
+# The processes of a node ('*': of every node) of this cluster: slurmd and slurmstepd hold the
+# node's log open (slurmstepd overwrites its environment with its title); a job's script, before
+# it execs the program, has SLURMD_NODENAME and its PERSEUS_JOB_DIR under DIR; the test's job
+# programs carry PERSEUS_TEST_JOB_NODE=DIR/NODE. Bash's own matching, not a grep per process: a
+# pass over a busy machine's processes then takes a fraction of a second.
 node_pids() {
-  local pattern="$1" proc
-  for proc in /proc/[0-9]*; do
-    # shellcheck disable=SC2053
-    if { ls -l "$proc/fd"; } 2>/dev/null | grep -q -- "-> $dir/log/slurmd-$pattern.log" ||
-       { tr '\0' '\n' <"$proc/environ"; } 2>/dev/null | grep -q "^PERSEUS_TEST_JOB_NODE=$dir/$pattern\$"; then
-      echo "${proc#/proc/}"
-    fi
-  done
+  local node="$1" proc var by_node in_dir
+  local -a environment
+  {
+    find /proc/[0-9]*/fd -maxdepth 1 -lname "$dir/log/slurmd-$node.log" 2>/dev/null | cut -d/ -f3 || true
+    for proc in /proc/[0-9]*; do
+      { mapfile -d '' environment <"$proc/environ"; } 2>/dev/null || continue
+      by_node='' in_dir=''
+      for var in "${environment[@]}"; do
+        case "$var" in
+          PERSEUS_TEST_JOB_NODE="$dir"/$node) by_node=1 in_dir=1 ;;
+          SLURMD_NODENAME=$node) by_node=1 ;;
+          PERSEUS_JOB_DIR="$dir"/*) in_dir=1 ;;
+        esac
+      done
+      if [ -n "$by_node" ] && [ -n "$in_dir" ]; then echo "${proc#/proc/}"; fi
+    done
+  } | sort -u
 }
 
 case "$command" in
@@ -111,16 +122,33 @@ start)
   exit 1
   ;;
 kill-node)
-  # The node dies: its slurmd, its job steps and their programs, all at once.
+  # The node dies: its slurmd, its job steps and their programs, all at once. A step killed
+  # as it launched a program may leave a child that execs it an instant later: passes over
+  # about 2 s kill those too, as a dead node would have.
   node=${1:?the node}
-  kill -9 $(node_pids "$node") 2>/dev/null || true
+  for _ in 1 2 3 4; do
+    pids=$(node_pids "$node")
+    if [ -n "$pids" ]; then kill -9 $pids 2>/dev/null || true; fi
+    sleep 0.5
+  done
   ;;
 stop)
+  daemons=()
   for pidfile in "$dir"/state/slurmd-*.pid "$dir/state/slurmctld.pid"; do
-    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    if [ -f "$pidfile" ]; then daemons+=("$(cat "$pidfile")"); fi
   done
-  # Job steps and their programs outlive the daemons; end them too.
-  kill -9 $(node_pids '.*') 2>/dev/null || true
+  if [ ${#daemons[@]} -gt 0 ]; then kill "${daemons[@]}" 2>/dev/null || true; fi
+  # Until they have exited (up to 10 s): slurmctld writes its state as it stops, and the test
+  # removes the directory after this returns.
+  for _ in $(seq 20); do
+    alive=0
+    for pid in "${daemons[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.5
+  done
+  # Job steps and their programs outlive the daemons; end them too (and any daemon still up).
+  pids=$(node_pids '*')
+  if [ ${#daemons[@]} -gt 0 ] || [ -n "$pids" ]; then kill -9 "${daemons[@]}" $pids 2>/dev/null || true; fi
   ;;
 *)
   echo "local_cluster.sh: unknown command $command" >&2
