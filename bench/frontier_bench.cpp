@@ -250,6 +250,9 @@ int main(int argc, char** argv) {
   app.add_option("--certify-exact-point-seconds", defaults.certify_exact_point_seconds,
                  "Least seconds of each of those MILP solves (FrontierOptions::certify_exact_point_seconds)")
       ->capture_default_str();
+  app.add_flag("--certify-exact-priced", defaults.certify_exact_priced,
+               "Those MILP solves with the iteration time priced at the bound's slope instead of the point's deadline "
+               "fixed: lines valid at every deadline (FrontierOptions::certify_exact_priced)");
   app.add_option("--certify-worst-solves", defaults.certify_worst_solves,
                  "LP solves where points stay furthest above their bounds (FrontierOptions::certify_worst_solves)")
       ->capture_default_str();

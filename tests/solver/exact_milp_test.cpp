@@ -95,6 +95,84 @@ TEST(ExactMilp, StartsFromAPlanAndNeverReturnsADearerOne) {
   std::cout << "CBC improved " << improved << " of 4 frontier plans in 1 s each\n";
 }
 
+// The deadline priced: CBC's optimum is the least effective energy + price x time over every
+// plan (brute force), and its line holds at every deadline.
+TEST(ExactMilp, APricedDeadlineGivesTheBruteForceOptimumAndALineThatHoldsAtEveryDeadline) {
+  int solves = 0, improved = 0;
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+    for (const ScheduleSpec& spec : {ScheduleSpec{ScheduleKind::k1F1B, 2, 2, 1, false},
+                                     ScheduleSpec{ScheduleKind::kGPipe, 2, 2, 1, false}}) {
+      const EnergyProblem problem = testing::synthetic_problem(spec, 6, seed, 0.0005);
+      const testing::BruteForce brute(problem);
+      const double blocking_w = problem.p_blocking * problem.num_gpus();
+      const MeasuredFigures fastest = evaluate_measured(problem, fastest_choice(problem));
+      const MeasuredFigures slowest = evaluate_measured(problem, slowest_choice(problem));
+      // The frontier's average slope in effective energy, J/s: prices a sixteenth of it to 16 times.
+      const double slope = std::abs((fastest.energy_j - blocking_w * fastest.time_s) - (slowest.energy_j - blocking_w * slowest.time_s)) /
+                           (slowest.time_s - fastest.time_s);
+      for (const double scale : {0.0, 1.0 / 16, 0.25, 1.0, 4.0, 16.0}) {
+        const double price = scale * slope;
+        const bool started = solves % 2 == 1;
+        const auto exact = solve_exact_priced(
+            problem, price, {.time_limit_s = 30.0, .start = started ? std::optional(fastest_choice(problem)) : std::nullopt});
+        ASSERT_TRUE(exact.has_value()) << "seed " << seed << " price " << price;
+        EXPECT_TRUE(exact->proven_optimal);
+        const double least = brute.least_priced(price);
+        const double tolerance = 1e-6 * std::max(1.0, std::abs(least));
+        EXPECT_NEAR(exact->objective_j, least, tolerance) << "seed " << seed << " price " << price;
+        EXPECT_NEAR(exact->line_j, least, tolerance);
+        EXPECT_LE(exact->line_j, exact->objective_j);
+        // Its objective is its plan's.
+        const MeasuredFigures measured = evaluate_measured(problem, exact->choice);
+        EXPECT_NEAR(exact->objective_j, measured.energy_j - blocking_w * measured.time_s + price * measured.time_s, 1e-9 * std::abs(least) + 1e-9);
+        improved += exact->improved;
+        // The line, as energy at a deadline, never above the optimum there.
+        for (int k = 0; k <= 20; ++k) {
+          const double deadline = fastest.time_s + (slowest.time_s - fastest.time_s) * 1.2 * k / 20.0;
+          const double optimum = brute.optimum_energy_at(deadline);
+          EXPECT_LE(exact->line_j - price * deadline + blocking_w * deadline, optimum + 1e-6 * optimum)
+              << "seed " << seed << " price " << price << " deadline " << deadline;
+        }
+        ++solves;
+      }
+    }
+  }
+  EXPECT_EQ(solves, 48);
+  EXPECT_GT(improved, 0);  // the all-fastest start is the optimum only at the highest prices
+  EXPECT_THROW(solve_exact_priced(testing::synthetic_problem({ScheduleKind::k1F1B, 2, 2, 1, false}, 6, 1, 0.0005), -1.0),
+               InputError);
+}
+
+// Where CBC cannot prove the optimum, its line at the LP's slope is still no lower than the
+// LP's line of that slope (its root is the same relaxation, raised by its cuts), and no
+// frontier plan lies below it.
+TEST(ExactMilp, APricedLineIsNoLowerThanTheLpsOfItsSlope) {
+  const EnergyProblem problem = testing::synthetic_problem({ScheduleKind::k1F1B, 4, 8, 1, false}, 12, 11);
+  const Frontier frontier = build_frontier(problem, crawl_frontier(problem));
+  LpRelaxation relaxation(problem);
+  const double blocking_w = problem.p_blocking * problem.num_gpus();
+  const std::size_t count = frontier.points.size();
+  for (const std::size_t i : {count / 8, count / 3}) {
+    const FrontierPoint& point = frontier.points[i];
+    const double deadline = point.measured.time_s;
+    const auto lp = relaxation.solve(deadline);
+    ASSERT_TRUE(lp.has_value());
+    const SupportingLine lp_line = SupportingLine::of(deadline, *lp);
+    const double price = -lp_line.slope_j_per_s;
+    ASSERT_GE(price, 0.0);
+    const auto exact = solve_exact_priced(problem, price, {.time_limit_s = 1.0, .start = point.option_choice()});
+    ASSERT_TRUE(exact.has_value());
+    ASSERT_TRUE(std::isfinite(exact->line_j));
+    const double lp_intercept = lp_line.effective_at(0.0);
+    EXPECT_GE(exact->line_j, lp_intercept - 1e-6 * std::abs(lp_intercept)) << "point " << i;
+    EXPECT_LE(exact->objective_j, point.effective_energy_j + price * deadline + 1e-9 * std::abs(exact->objective_j));
+    for (const FrontierPoint& other : frontier.points) {
+      EXPECT_LE(exact->line_j - price * other.measured.time_s + blocking_w * other.measured.time_s,
+                other.measured.energy_j + 1e-6 * other.measured.energy_j);
+    }
+  }
+}
+
 // optimize --exact: the MILP at iso-time inside the frontier. On pipelines CBC proves, the
 // plan selected at iso-time is then the optimum there (CBC's own, solved afresh), and so is
 // the MILP's bound; points as fast keep valid bounds.
@@ -162,11 +240,19 @@ TEST(ExactMilp, CertifySecondsCloseTheWidestGapsWithValidBounds) {
       }
       return worst;
     };
-    for (const FrontierPoint& point : exact.points) {
-      ASSERT_TRUE(point.lower_bound_j.has_value());
-      const double optimum = brute.optimum_energy_at(point.measured.time_s);
-      EXPECT_LE(*point.lower_bound_j, optimum + 1e-6 * optimum) << "seed " << seed << " at " << point.measured.time_s;
-      EXPECT_LE(optimum, point.measured.energy_j + 1e-6 * optimum);
+    // The deadline priced instead (lines that hold at every deadline): bounds as valid.
+    options.certify_exact_priced = true;
+    const Frontier priced = build_frontier(problem, crawl, options);
+    if (worst_gap(lp_only) > options.certify_target_gap) {
+      EXPECT_GT(priced.certify_exact_solves, 0u) << "seed " << seed;
+    }
+    for (const Frontier* built : {&exact, &priced}) {
+      for (const FrontierPoint& point : built->points) {
+        ASSERT_TRUE(point.lower_bound_j.has_value());
+        const double optimum = brute.optimum_energy_at(point.measured.time_s);
+        EXPECT_LE(*point.lower_bound_j, optimum + 1e-6 * optimum) << "seed " << seed << " at " << point.measured.time_s;
+        EXPECT_LE(optimum, point.measured.energy_j + 1e-6 * optimum);
+      }
     }
     const double before = worst_gap(lp_only);
     const double after = worst_gap(exact);

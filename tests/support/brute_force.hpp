@@ -40,6 +40,14 @@ class BruteForce {
     return std::prev(it)->second + problem_.p_blocking * problem_.num_gpus() * deadline_s;
   }
 
+  // Least effective energy plus `price_j_per_s` times the time, over every plan (the running
+  // minimum at a plan's time is some plan's as fast, so scanning it finds the least).
+  double least_priced(double price_j_per_s) const {
+    double least = std::numeric_limits<double>::infinity();
+    for (const auto& [time, effective] : plans_) least = std::min(least, effective + price_j_per_s * time);
+    return least;
+  }
+
   std::size_t size() const { return plans_.size(); }
 
  private:

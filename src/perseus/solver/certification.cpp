@@ -657,9 +657,12 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
           !std::binary_search(own.begin(), own.end(), std::pair{point.measured.time_s, point.effective_energy_j});
     }
   }
-  // The best exact bound at t (none where no exact solve's deadline is as slow).
+  // The lines of the exact MILP with the deadline priced (FrontierOptions::certify_exact_priced).
+  SupportingLines exact_lines(blocking_w);
+  // The best exact bound at t: the priced solves' lines, and the fixed deadlines' bounds where
+  // the deadline is no faster than t.
   const auto exact_bound_at = [&](double t) {
-    std::optional<double> bound;
+    std::optional<double> bound = exact_lines.energy_at(t);
     for (const auto& [deadline, effective] : exact_bounds) {
       if (t <= deadline && (!bound || effective + blocking_w * t > *bound)) bound = effective + blocking_w * t;
     }
@@ -697,19 +700,36 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
       const double deadline = points[*widest].measured.time_s;
       solved.push_back(deadline);
       const double seconds = std::min(left(), std::max(options.certify_exact_point_seconds, left() / 3.0));
-      std::optional<ExactSolution> exact;
+      const ExactOptions exact_options{.time_limit_s = seconds, .start = points[*widest].option_choice()};
+      std::optional<OptionChoice> cheaper;
       try {
-        exact = solve_exact(problem, deadline, {.time_limit_s = seconds, .start = points[*widest].option_choice()});
+        if (options.certify_exact_priced) {
+          // The price: the bound's slope there (effective energy per second saved), from the
+          // bound either side; any price >= 0 gives a valid line, this one touches here.
+          const double h = std::max(spacing / 64.0, 1e-9);
+          const auto below = final_bound(deadline - h), above = final_bound(deadline + h);
+          const double price =
+              below && above ? std::max(0.0, ((*below - *above) / (2.0 * h)) + blocking_w) : 0.0;
+          const std::optional<PricedExactSolution> exact = solve_exact_priced(problem, price, exact_options);
+          ++frontier.certify_exact_solves;
+          if (!exact) continue;
+          frontier.certify_exact_seconds += exact->seconds;
+          if (std::isfinite(exact->line_j)) exact_lines.add({0.0, exact->line_j, -price});
+          if (exact->improved) cheaper = exact->choice;
+        } else {
+          const std::optional<ExactSolution> exact = solve_exact(problem, deadline, exact_options);
+          ++frontier.certify_exact_solves;
+          if (!exact) continue;
+          frontier.certify_exact_seconds += exact->seconds;
+          if (std::isfinite(exact->lower_bound_j)) exact_bounds.emplace_back(deadline, exact->lower_bound_j - blocking_w * deadline);
+          if (exact->improved) cheaper = exact->choice;
+        }
       } catch (const InputError&) {
         break;  // CBC cannot be loaded, or the model is larger than it is allowed to be
       }
-      ++frontier.certify_exact_solves;
-      if (!exact) continue;
-      frontier.certify_exact_seconds += exact->seconds;
-      if (std::isfinite(exact->lower_bound_j)) exact_bounds.emplace_back(deadline, exact->lower_bound_j - blocking_w * deadline);
-      if (exact->improved) {
+      if (cheaper) {
         ++frontier.certify_exact_improved;
-        points.push_back(make_point(problem, exact->choice));
+        points.push_back(make_point(problem, *cheaper));
         points = pareto_filter(std::move(points));
       }
     }
@@ -728,10 +748,10 @@ void FrontierBuilder::State::settle(Frontier& frontier, const PlanRefiner& refin
   // line's there, mostly the crawl's flows'; and the exact MILP's, where it is higher.
   if (!points.empty() && points.front().measured.time_s <= t_min + kTimeEpsilon && points.front().lower_bound_j &&
       (!frontier.t_min_lower_bound_j ||
-       (!exact_bounds.empty() && *points.front().lower_bound_j > *frontier.t_min_lower_bound_j))) {
+       ((!exact_bounds.empty() || !exact_lines.empty()) && *points.front().lower_bound_j > *frontier.t_min_lower_bound_j))) {
     frontier.t_min_lower_bound_j = points.front().lower_bound_j;
   }
-  for (const SupportingLines* set : {&lines, &crawl_lines, &flow_lines}) {
+  for (const SupportingLines* set : {&lines, &crawl_lines, &flow_lines, &exact_lines}) {
     frontier.bound_lines.insert(frontier.bound_lines.end(), set->lines().begin(), set->lines().end());
   }
 }

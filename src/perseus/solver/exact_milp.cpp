@@ -59,14 +59,17 @@ struct Model {
   int rows() const { return static_cast<int>(row_lower.size()); }
 };
 
-Model build_model(const EnergyProblem& problem, double deadline_s) {
+// With a price, the deadline is a column of that cost (solve_exact_priced), at most
+// `deadline_s`, which is then a horizon no plan exceeds.
+Model build_model(const EnergyProblem& problem, double deadline_s, std::optional<double> price = std::nullopt) {
   const Dag& dag = problem.dag;
   const int n = static_cast<int>(dag.num_nodes());
   Model m;
   m.first_x.assign(n + 1, 0);
   for (int i = 0; i < n; ++i) m.first_x[i + 1] = m.first_x[i] + static_cast<int>(problem.options_of(i).options.size());
   const int start_column = m.first_x[n];  // s[i] is column start_column + i
-  const int columns = start_column + n;
+  const int deadline_column = start_column + n;  // priced only
+  const int columns = start_column + n + (price ? 1 : 0);
   struct Entry {
     int row, column;
     double value;
@@ -94,9 +97,10 @@ Model build_model(const EnergyProblem& problem, double deadline_s) {
       entries.push_back({row, start_column + i, -1.0});
       add_duration(row, i, -1.0);
     }
-    if (dag.successors(i).empty()) {  // s[i] + d[i] <= deadline
-      const int row = add_row(-kInfinity, deadline_s);
+    if (dag.successors(i).empty()) {  // s[i] + d[i] <= deadline (priced: - D <= 0)
+      const int row = add_row(-kInfinity, price ? 0.0 : deadline_s);
       entries.push_back({row, start_column + i, 1.0});
+      if (price) entries.push_back({row, deadline_column, -1.0});
       add_duration(row, i, 1.0);
     }
   }
@@ -121,7 +125,75 @@ Model build_model(const EnergyProblem& problem, double deadline_s) {
     }
     m.column_upper[start_column + i] = deadline_s;
   }
+  if (price) {
+    m.column_upper[deadline_column] = deadline_s;
+    m.objective[deadline_column] = *price;
+  }
   return m;
+}
+
+// One CBC solve of `m` (its first m.first_x.back() columns binary) from a start (columns and
+// values; none where empty), within the time limit.
+struct CbcRun {
+  std::vector<double> solution;  // empty where CBC saved none
+  bool proven_optimal = false;
+  double bound = std::numeric_limits<double>::quiet_NaN();  // NaN where CBC had none
+  double seconds = 0.0;
+};
+CbcRun run_cbc(const Model& m, const std::vector<int>& start_columns, const std::vector<double>& start_values,
+               double time_limit_s) {
+  const Cbc& api = cbc();
+  std::unique_ptr<Cbc_Model, decltype(api.Cbc_deleteModel)> model(api.Cbc_newModel(), api.Cbc_deleteModel);
+  api.Cbc_loadProblem(model.get(), m.columns(), m.rows(), m.column_start.data(), m.row_index.data(), m.values.data(),
+                      m.column_lower.data(), m.column_upper.data(), m.objective.data(), m.row_lower.data(),
+                      m.row_upper.data());
+  for (int column = 0; column < m.first_x.back(); ++column) api.Cbc_setInteger(model.get(), column);
+  api.Cbc_setParameter(model.get(), "logLevel", "0");
+  // The limit is wall time, as users count it (CBC counts CPU time by default).
+  api.Cbc_setParameter(model.get(), "timeMode", "elapsed");
+  api.Cbc_setMaximumSeconds(model.get(), time_limit_s);
+  // Optimal to the last joule: the objective is thousands of J, its terms tenths of one.
+  api.Cbc_setAllowableGap(model.get(), 1e-7);
+  api.Cbc_setAllowableFractionGap(model.get(), 1e-7);
+  if (!start_columns.empty()) {
+    api.Cbc_setMIPStartI(model.get(), static_cast<int>(start_columns.size()), start_columns.data(), start_values.data());
+  }
+  const auto started = std::chrono::steady_clock::now();
+  api.Cbc_solve(model.get());
+  CbcRun run;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double* solution = api.Cbc_getColSolution(model.get());
+  if (solution && api.Cbc_numberSavedSolutions(model.get()) > 0) run.solution.assign(solution, solution + m.columns());
+  run.proven_optimal = api.Cbc_isProvenOptimal(model.get()) != 0;
+  const double bound = api.Cbc_getBestPossibleObjValue(model.get());
+  if (std::isfinite(bound) && std::abs(bound) < 1e30) run.bound = bound;
+  return run;
+}
+
+// A start for CBC: the plan's options and its earliest start times, each at most `latest`.
+void start_of(const EnergyProblem& problem, const Model& m, const OptionChoice& choice, double latest,
+              std::vector<int>* columns, std::vector<double>* values) {
+  const int n = static_cast<int>(problem.dag.num_nodes());
+  std::vector<double> durations(n), begin;
+  for (int i = 0; i < n; ++i) durations[i] = problem.chosen(i, choice).measurement.time_s;
+  critical_path_length<double>(problem.dag, durations, &begin);
+  for (int i = 0; i < n; ++i) {
+    columns->push_back(m.first_x[i] + choice[i]);
+    values->push_back(1.0);
+    columns->push_back(m.first_x[n] + i);
+    values->push_back(std::min(begin[i], latest));
+  }
+}
+
+void check_size(const EnergyProblem& problem, const ExactOptions& options) {
+  const std::size_t n = problem.dag.num_nodes();
+  std::size_t binaries = 0;
+  for (std::size_t i = 0; i < n; ++i) binaries += problem.options_of(i).options.size();
+  if (binaries > options.max_binaries) {
+    throw InputError(fmt::format("the exact MILP of {} operations would have {} binaries, more than the {} it is "
+                                 "allowed (its memory grows with them)",
+                                 n, binaries, options.max_binaries));
+  }
 }
 
 // The plan CBC's column solution picks: each node's largest x.
@@ -154,51 +226,17 @@ std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double de
       start = std::move(s);
     }
   }
-
-  std::size_t binaries = 0;
-  for (int i = 0; i < n; ++i) binaries += problem.options_of(i).options.size();
-  if (binaries > options.max_binaries) {
-    throw InputError(fmt::format("the exact MILP of {} operations would have {} binaries, more than the {} it is "
-                                 "allowed (its memory grows with them)",
-                                 n, binaries, options.max_binaries));
-  }
-  const Cbc& api = cbc();
+  check_size(problem, options);
   const Model m = build_model(problem, deadline_s);
-  std::unique_ptr<Cbc_Model, decltype(api.Cbc_deleteModel)> model(api.Cbc_newModel(), api.Cbc_deleteModel);
-  api.Cbc_loadProblem(model.get(), m.columns(), m.rows(), m.column_start.data(), m.row_index.data(), m.values.data(),
-                      m.column_lower.data(), m.column_upper.data(), m.objective.data(), m.row_lower.data(),
-                      m.row_upper.data());
-  for (int column = 0; column < m.first_x[n]; ++column) api.Cbc_setInteger(model.get(), column);
-  api.Cbc_setParameter(model.get(), "logLevel", "0");
-  // The limit is wall time, as users count it (CBC counts CPU time by default).
-  api.Cbc_setParameter(model.get(), "timeMode", "elapsed");
-  api.Cbc_setMaximumSeconds(model.get(), options.time_limit_s);
-  // Optimal to the last joule: the objective is thousands of J, its terms tenths of one.
-  api.Cbc_setAllowableGap(model.get(), 1e-7);
-  api.Cbc_setAllowableFractionGap(model.get(), 1e-7);
-  if (start) {
-    // The start's options and its earliest start times, which meet the deadline.
-    std::vector<int> columns;
-    std::vector<double> values, durations(n), begin;
-    for (int i = 0; i < n; ++i) durations[i] = problem.chosen(i, start->choice).measurement.time_s;
-    critical_path_length<double>(problem.dag, durations, &begin);
-    for (int i = 0; i < n; ++i) {
-      columns.push_back(m.first_x[i] + start->choice[i]);
-      values.push_back(1.0);
-      columns.push_back(m.first_x[n] + i);
-      values.push_back(std::min(begin[i], deadline_s));
-    }
-    api.Cbc_setMIPStartI(model.get(), static_cast<int>(columns.size()), columns.data(), values.data());
-  }
-  const auto started = std::chrono::steady_clock::now();
-  api.Cbc_solve(model.get());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<int> start_columns;
+  std::vector<double> start_values;
+  if (start) start_of(problem, m, start->choice, deadline_s, &start_columns, &start_values);
+  const CbcRun run = run_cbc(m, start_columns, start_values, options.time_limit_s);
 
   std::optional<ExactSolution> result = start;
-  const double* solution = api.Cbc_getColSolution(model.get());
-  if (solution && api.Cbc_numberSavedSolutions(model.get()) > 0) {
+  if (!run.solution.empty()) {
     ExactSolution found;
-    found.choice = choice_of(m, solution, n);
+    found.choice = choice_of(m, run.solution.data(), n);
     found.measured = evaluate_measured(problem, found.choice);
     // Re-evaluated on the DAG: kept only if it meets the deadline and is cheaper.
     if (found.measured.time_s <= deadline_s + kDeadlineTolerance_s) {
@@ -210,17 +248,74 @@ std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double de
     }
   }
   if (!result) return std::nullopt;
-  result->seconds = seconds;
-  result->proven_optimal = api.Cbc_isProvenOptimal(model.get()) != 0;
+  result->seconds = run.seconds;
+  result->proven_optimal = run.proven_optimal;
   const double blocking_j = problem.p_blocking * problem.num_gpus() * deadline_s;
-  const double bound = api.Cbc_getBestPossibleObjValue(model.get());
   if (result->proven_optimal) {
     result->lower_bound_j = result->energy_at_deadline_j;
-  } else if (std::isfinite(bound) && std::abs(bound) < 1e30) {
+  } else if (std::isfinite(run.bound)) {
     // Never above the best plan known (CBC's bound can overshoot it by its tolerance).
-    result->lower_bound_j = std::min(bound + blocking_j, result->energy_at_deadline_j);
+    result->lower_bound_j = std::min(run.bound + blocking_j, result->energy_at_deadline_j);
   } else {
     result->lower_bound_j = std::numeric_limits<double>::quiet_NaN();
+  }
+  return result;
+}
+
+std::optional<PricedExactSolution> solve_exact_priced(const EnergyProblem& problem, double price_j_per_s,
+                                                      const ExactOptions& options) {
+  if (!std::isfinite(price_j_per_s) || price_j_per_s < 0.0) {
+    throw InputError(fmt::format("the price of the iteration's time must be finite and at least 0 J/s, not {}", price_j_per_s));
+  }
+  const int n = static_cast<int>(problem.dag.num_nodes());
+  const double blocking_w = problem.p_blocking * problem.num_gpus();
+  const auto priced = [&](PricedExactSolution& s) {
+    s.measured = evaluate_measured(problem, s.choice);
+    s.objective_j = s.measured.energy_j - blocking_w * s.measured.time_s + price_j_per_s * s.measured.time_s;
+  };
+  std::optional<PricedExactSolution> start;
+  if (options.start && static_cast<int>(options.start->size()) == n) {
+    PricedExactSolution s;
+    s.choice = *options.start;
+    priced(s);
+    start = std::move(s);
+  }
+  check_size(problem, options);
+  // No plan is slower than all its operations one after another at their slowest.
+  double horizon = 0.0;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& option : problem.options_of(i).options) horizon = std::max(horizon, option.measurement.time_s);
+  }
+  horizon *= n;
+  const Model m = build_model(problem, horizon, price_j_per_s);
+  std::vector<int> start_columns;
+  std::vector<double> start_values;
+  if (start) {
+    start_of(problem, m, start->choice, horizon, &start_columns, &start_values);
+    start_columns.push_back(m.first_x[n] + n);  // the deadline: the start's own time
+    start_values.push_back(start->measured.time_s);
+  }
+  const CbcRun run = run_cbc(m, start_columns, start_values, options.time_limit_s);
+
+  std::optional<PricedExactSolution> result = start;
+  if (!run.solution.empty()) {
+    PricedExactSolution found;
+    found.choice = choice_of(m, run.solution.data(), n);
+    priced(found);
+    if (!result || found.objective_j < result->objective_j) {
+      found.improved = result.has_value();
+      result = std::move(found);
+    }
+  }
+  if (!result) return std::nullopt;
+  result->seconds = run.seconds;
+  result->proven_optimal = run.proven_optimal;
+  if (std::isfinite(run.bound)) {
+    result->line_j = std::min(run.bound, result->objective_j);  // CBC's bound can overshoot by its tolerance
+  } else if (result->proven_optimal) {
+    result->line_j = result->objective_j;
+  } else {
+    result->line_j = std::numeric_limits<double>::quiet_NaN();
   }
   return result;
 }

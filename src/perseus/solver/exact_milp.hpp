@@ -54,4 +54,30 @@ struct ExactSolution {
 std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double deadline_s,
                                          const ExactOptions& options = {});
 
+// The same MILP with the deadline priced instead of fixed: the least effective energy plus
+// `price` (J/s) times the iteration time, over plans of any time (the deadline a column of
+// that cost). A bound B on it holds for every plan P: effective(P) >= B - price * time(P), so
+// for every deadline D, effective(P) >= B - price * D of any plan meeting D. That is a
+// supporting line valid at every deadline, as an LP solve's is (docs/solver.md, "Certified
+// frontier"), but raised by CBC's root cuts above the LP's line of that slope; the fixed
+// deadline's bound holds only at that deadline and faster.
+struct PricedExactSolution {
+  OptionChoice choice;       // the plan of least effective energy + price * time found (or the start)
+  MeasuredFigures measured;  // of `choice`, evaluated on the DAG
+  double objective_j = 0;    // effective energy + price * time of `choice`
+  // Effective energy (energy less p_blocking * S * t) of any plan meeting a deadline t is at
+  // least line_j - price * t; line_j is CBC's bound, never above objective_j. NaN when CBC
+  // stopped before it had one.
+  double line_j = 0;
+  bool proven_optimal = false;
+  bool improved = false;     // CBC found a plan of less objective than the start's
+  double seconds = 0;        // CBC's wall time
+};
+
+// Preconditions: price finite and >= 0 (else InputError). `options.start`, where given, is
+// CBC's first incumbent (at its own time). nullopt when none was given and CBC found no plan
+// in time. Complexity and limits as solve_exact's.
+std::optional<PricedExactSolution> solve_exact_priced(const EnergyProblem& problem, double price_j_per_s,
+                                                      const ExactOptions& options = {});
+
 }  // namespace perseus
