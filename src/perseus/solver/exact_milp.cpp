@@ -170,6 +170,15 @@ CbcRun run_cbc(const Model& m, const std::vector<int>& start_columns, const std:
   return run;
 }
 
+// CBC's bound plus `offset`, under the best plan known (`best`, offset included): the plan's
+// own where CBC proved it optimal, never above it (CBC's bound can overshoot it by its
+// tolerance), NaN where CBC had none (the time ran out inside its root LP).
+double bound_under(const CbcRun& run, double best, double offset = 0.0) {
+  if (run.proven_optimal) return best;
+  if (std::isfinite(run.bound)) return std::min(run.bound + offset, best);
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 // A start for CBC: the plan's options and its earliest start times, each at most `latest`.
 void start_of(const EnergyProblem& problem, const Model& m, const OptionChoice& choice, double latest,
               std::vector<int>* columns, std::vector<double>* values) {
@@ -250,15 +259,9 @@ std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double de
   if (!result) return std::nullopt;
   result->seconds = run.seconds;
   result->proven_optimal = run.proven_optimal;
-  const double blocking_j = problem.p_blocking * problem.num_gpus() * deadline_s;
-  if (result->proven_optimal) {
-    result->lower_bound_j = result->energy_at_deadline_j;
-  } else if (std::isfinite(run.bound)) {
-    // Never above the best plan known (CBC's bound can overshoot it by its tolerance).
-    result->lower_bound_j = std::min(run.bound + blocking_j, result->energy_at_deadline_j);
-  } else {
-    result->lower_bound_j = std::numeric_limits<double>::quiet_NaN();
-  }
+  // CBC's objective leaves out the GPUs' blocking until the deadline.
+  result->lower_bound_j =
+      bound_under(run, result->energy_at_deadline_j, problem.p_blocking * problem.num_gpus() * deadline_s);
   return result;
 }
 
@@ -310,13 +313,7 @@ std::optional<PricedExactSolution> solve_exact_priced(const EnergyProblem& probl
   if (!result) return std::nullopt;
   result->seconds = run.seconds;
   result->proven_optimal = run.proven_optimal;
-  if (std::isfinite(run.bound)) {
-    result->line_j = std::min(run.bound, result->objective_j);  // CBC's bound can overshoot by its tolerance
-  } else if (result->proven_optimal) {
-    result->line_j = result->objective_j;
-  } else {
-    result->line_j = std::numeric_limits<double>::quiet_NaN();
-  }
+  result->line_j = bound_under(run, result->objective_j);
   return result;
 }
 
