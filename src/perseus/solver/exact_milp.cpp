@@ -220,6 +220,23 @@ OptionChoice choice_of(const Model& m, const double* solution, int nodes) {
   return choice;
 }
 
+// The plan to report: CBC's (`found`; none where it had none, or where its plan missed the
+// deadline) where its `cost` is less than the start's, else the start, with the run's time and
+// status; nullopt where neither exists.
+template <class Solution, class Cost>
+std::optional<Solution> keep_cheaper(std::optional<Solution> start, std::optional<Solution> found, const Cost& cost,
+                                     const CbcRun& run) {
+  if (found && (!start || cost(*found) < cost(*start))) {
+    found->improved = start.has_value();
+    start = std::move(found);
+  }
+  if (start) {
+    start->seconds = run.seconds;
+    start->proven_optimal = run.proven_optimal;
+  }
+  return start;
+}
+
 }  // namespace
 
 std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double deadline_s, const ExactOptions& options) {
@@ -242,23 +259,21 @@ std::optional<ExactSolution> solve_exact(const EnergyProblem& problem, double de
   if (start) start_of(problem, m, start->choice, deadline_s, &start_columns, &start_values);
   const CbcRun run = run_cbc(m, start_columns, start_values, options.time_limit_s);
 
-  std::optional<ExactSolution> result = start;
+  std::optional<ExactSolution> found;
   if (!run.solution.empty()) {
-    ExactSolution found;
-    found.choice = choice_of(m, run.solution.data(), n);
-    found.measured = evaluate_measured(problem, found.choice);
-    // Re-evaluated on the DAG: kept only if it meets the deadline and is cheaper.
-    if (found.measured.time_s <= deadline_s + kDeadlineTolerance_s) {
-      found.energy_at_deadline_j = energy_at(problem, found.measured, deadline_s);
-      if (!result || found.energy_at_deadline_j < result->energy_at_deadline_j) {
-        found.improved = result.has_value();
-        result = std::move(found);
-      }
+    found.emplace();
+    found->choice = choice_of(m, run.solution.data(), n);
+    found->measured = evaluate_measured(problem, found->choice);
+    // Re-evaluated on the DAG: offered only if it meets the deadline.
+    if (found->measured.time_s <= deadline_s + kDeadlineTolerance_s) {
+      found->energy_at_deadline_j = energy_at(problem, found->measured, deadline_s);
+    } else {
+      found.reset();
     }
   }
+  std::optional<ExactSolution> result = keep_cheaper(
+      std::move(start), std::move(found), [](const ExactSolution& s) { return s.energy_at_deadline_j; }, run);
   if (!result) return std::nullopt;
-  result->seconds = run.seconds;
-  result->proven_optimal = run.proven_optimal;
   // CBC's objective leaves out the GPUs' blocking until the deadline.
   result->lower_bound_j =
       bound_under(run, result->energy_at_deadline_j, problem.p_blocking * problem.num_gpus() * deadline_s);
@@ -300,19 +315,15 @@ std::optional<PricedExactSolution> solve_exact_priced(const EnergyProblem& probl
   }
   const CbcRun run = run_cbc(m, start_columns, start_values, options.time_limit_s);
 
-  std::optional<PricedExactSolution> result = start;
+  std::optional<PricedExactSolution> found;
   if (!run.solution.empty()) {
-    PricedExactSolution found;
-    found.choice = choice_of(m, run.solution.data(), n);
-    priced(found);
-    if (!result || found.objective_j < result->objective_j) {
-      found.improved = result.has_value();
-      result = std::move(found);
-    }
+    found.emplace();
+    found->choice = choice_of(m, run.solution.data(), n);
+    priced(*found);
   }
+  std::optional<PricedExactSolution> result = keep_cheaper(
+      std::move(start), std::move(found), [](const PricedExactSolution& s) { return s.objective_j; }, run);
   if (!result) return std::nullopt;
-  result->seconds = run.seconds;
-  result->proven_optimal = run.proven_optimal;
   result->line_j = bound_under(run, result->objective_j);
   return result;
 }
